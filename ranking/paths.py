@@ -1,0 +1,28 @@
+"""Where data comes from: the data root (CLI option, else ``VNR_DATA_ROOT``, else the public source)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ranking.errors import UserError
+
+DATA_ROOT_ENV = "VNR_DATA_ROOT"
+
+
+def resolve_data_root(cli_value: str | Path | None = None, *, required: bool = False) -> Path | None:
+    """The data root: ``cli_value`` if given, else ``$VNR_DATA_ROOT``, else None (= public source).
+
+    A root that is named but does not exist is an error, so a typo never
+    silently falls back to downloading.
+    """
+    value = cli_value if cli_value not in (None, "") else os.environ.get(DATA_ROOT_ENV) or None
+    if value is None:
+        if required:
+            raise UserError(f"no data root: pass --data-root DIR or set {DATA_ROOT_ENV}")
+        return None
+    root = Path(value).expanduser()
+    if not root.is_dir():
+        origin = "--data-root" if cli_value not in (None, "") else DATA_ROOT_ENV
+        raise UserError(f"data root {root} (from {origin}) is not a directory")
+    return root

@@ -1,0 +1,452 @@
+"""The score table: models (rows) × criteria (columns), validated once.
+
+Everything in :mod:`ranking` consumes a :class:`ScoreTable`. It holds raw
+scores (NaN = missing) and, per criterion, a :class:`Criterion` with the
+direction (``higher`` or ``lower`` is better), a weight (default 1), an
+optional group (e.g. performance / efficiency / fairness), a unit and a source.
+
+Validation happens here and only here, at construction, with errors that name
+the offending model or column: duplicate names, non-numeric cells, ±inf,
+negative / all-zero / non-finite weights, unknown directions or groups, an
+empty table, a criterion or a model without any score.
+
+>>> t = ScoreTable.from_frame(
+...     pd.DataFrame({"acc": [0.9, 0.8], "kwh": [2.0, 1.0]}, index=["A", "B"]),
+...     directions={"kwh": "lower"},
+... )
+>>> t.models, t.names
+(('A', 'B'), ('acc', 'kwh'))
+>>> t.oriented.tolist()   # every column higher-is-better
+[[0.9, -2.0], [0.8, -1.0]]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from ranking.errors import UserError
+
+DIRECTIONS = ("higher", "lower")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One column of a score table and how to read it."""
+
+    name: str
+    direction: str = "higher"
+    weight: float = 1.0
+    group: str | None = None
+    unit: str | None = None
+    source: str | None = None
+
+    @property
+    def sign(self) -> float:
+        """+1 if higher is better, -1 if lower is better."""
+        return 1.0 if self.direction == "higher" else -1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"direction": self.direction, "weight": float(self.weight)}
+        for key in ("group", "unit", "source"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criterion:
+    if not isinstance(c.name, str) or not c.name.strip():
+        raise UserError(f"criterion name {c.name!r} is empty: give every column a name")
+    if c.direction not in DIRECTIONS:
+        raise UserError(
+            f"criterion {c.name!r}: direction {c.direction!r} is not one of {', '.join(DIRECTIONS)}"
+        )
+    try:
+        weight = float(c.weight)
+    except (TypeError, ValueError):
+        raise UserError(f"criterion {c.name!r}: weight {c.weight!r} is not a number") from None
+    if not math.isfinite(weight):
+        raise UserError(f"criterion {c.name!r}: weight {c.weight!r} is not finite")
+    if weight < 0:
+        raise UserError(f"criterion {c.name!r}: weight {weight:g} is negative; weights must be >= 0")
+    if known_groups is not None and c.group is not None and c.group not in known_groups:
+        raise UserError(
+            f"criterion {c.name!r}: unknown group {c.group!r} (known groups: {', '.join(known_groups)})"
+        )
+    return replace(c, weight=weight)
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreTable:
+    """Validated models × criteria scores. Immutable: transformations return new tables."""
+
+    models: tuple[str, ...]
+    criteria: tuple[Criterion, ...]
+    values: np.ndarray = field(repr=False)
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        models = tuple(str(m) for m in self.models)
+        criteria = tuple(self.criteria)
+        object.__setattr__(self, "models", models)
+        object.__setattr__(self, "criteria", criteria)
+        where = f" in {self.source}" if self.source else ""
+        if not models or not criteria:
+            raise UserError(
+                f"the score table{where} is empty ({len(models)} models × {len(criteria)} criteria): "
+                "it needs at least one model and one criterion"
+            )
+        _no_duplicates(models, "model", where)
+        _no_duplicates([c.name for c in criteria], "criterion", where)
+        try:
+            values = np.array(self.values, dtype=float, copy=True)
+        except (TypeError, ValueError):
+            raise UserError(f"the score table{where} has non-numeric cells") from None
+        if values.shape != (len(models), len(criteria)):
+            raise ValueError(
+                f"values have shape {values.shape}, expected {(len(models), len(criteria))}"
+            )
+        bad = np.isinf(values)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise UserError(
+                f"score of model {models[i]!r} on criterion {criteria[j].name!r}{where} is "
+                f"{values[i, j]}: scores must be finite (leave the cell empty for a missing score)"
+            )
+        empty_cols = np.isnan(values).all(axis=0)
+        if empty_cols.any():
+            name = criteria[int(np.argmax(empty_cols))].name
+            raise UserError(f"criterion {name!r}{where} has no score for any model: drop the column")
+        empty_rows = np.isnan(values).all(axis=1)
+        if empty_rows.any():
+            name = models[int(np.argmax(empty_rows))]
+            raise UserError(f"model {name!r}{where} has no score on any criterion: drop the row")
+        values.setflags(write=False)
+        object.__setattr__(self, "values", values)
+        if not any(c.weight > 0 for c in criteria):
+            raise UserError(f"all criterion weights{where} are zero: at least one must be positive")
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        *,
+        directions: Mapping[str, str] | None = None,
+        weights: Mapping[str, float] | None = None,
+        groups: Mapping[str, str] | None = None,
+        units: Mapping[str, str] | None = None,
+        criteria: Iterable[Criterion] | None = None,
+        known_groups: Sequence[str] | None = None,
+        source: str | None = None,
+    ) -> ScoreTable:
+        """A table from a DataFrame whose index holds the model names.
+
+        Per-criterion attributes come either as full :class:`Criterion` objects
+        (``criteria``, matched by name) or as mappings column → value; columns
+        not mentioned get the defaults (higher is better, weight 1, no group).
+        Mentioning a column the frame does not have is an error.
+        """
+        where = f" in {source}" if source else ""
+        if frame.columns.duplicated().any():
+            dup = frame.columns[frame.columns.duplicated()][0]
+            raise UserError(f"criterion {dup!r} appears more than once{where}")
+        columns = [str(c) for c in frame.columns]
+        by_name: dict[str, Criterion] = {name: Criterion(name) for name in columns}
+        for c in criteria or ():
+            if c.name not in by_name:
+                raise UserError(f"criterion {c.name!r} is described but is not a column{where}")
+            by_name[c.name] = c
+        for attr, mapping in (("direction", directions), ("weight", weights), ("group", groups), ("unit", units)):
+            for name, value in (mapping or {}).items():
+                if name not in by_name:
+                    raise UserError(f"{attr} given for unknown column {name!r}{where} (columns: {', '.join(columns)})")
+                by_name[name] = replace(by_name[name], **{attr: value})
+        crits = tuple(_check_criterion(by_name[name], known_groups) for name in columns)
+        values = np.empty(frame.shape, dtype=float)
+        for j, col in enumerate(frame.columns):
+            series = frame[col]
+            numeric = pd.to_numeric(series, errors="coerce")
+            bad = numeric.isna() & series.notna() & (series.astype(str).str.strip() != "")
+            if bad.any():
+                model = frame.index[int(np.argmax(bad.to_numpy()))]
+                cell = series[bad].iloc[0]
+                raise UserError(
+                    f"score of model {str(model)!r} on criterion {str(col)!r}{where} is {cell!r}, not a number"
+                )
+            values[:, j] = numeric.to_numpy(dtype=float)
+        return cls(tuple(str(m) for m in frame.index), crits, values, source=source)
+
+    @classmethod
+    def from_csv(
+        cls,
+        path: str | Path,
+        sidecar: str | Path | None = None,
+        *,
+        model_column: str | None = None,
+    ) -> ScoreTable:
+        """A table from a CSV (one row per model) and an optional criteria sidecar YAML.
+
+        The model names come from ``model_column``, else the sidecar's
+        ``model_column``, else a column named ``model``, else the first column.
+        The sidecar (``criteria.yaml`` beside the CSV, or ``<stem>.yaml``)::
+
+            model_column: model          # optional
+            groups: [performance, efficiency, fairness]   # optional: the allowed groups
+            criteria:
+              cola_mcc: {direction: higher, weight: 1, group: performance, unit: "%"}
+              rte_kwh:  {direction: lower, group: efficiency, unit: kWh}
+
+        Criteria absent from the sidecar keep the defaults; criteria in the
+        sidecar but not in the CSV are an error.
+        """
+        path = Path(path)
+        try:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        except FileNotFoundError:
+            raise UserError(f"cannot read {path}: no such file") from None
+        except (OSError, pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+            raise UserError(f"cannot read {path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        if sidecar is None:
+            sidecar = find_sidecar(path)
+        spec = read_sidecar(sidecar) if sidecar is not None else {}
+        model_column = model_column or spec.get("model_column")
+        if model_column is None:
+            model_column = "model" if "model" in frame.columns else (frame.columns[0] if len(frame.columns) else None)
+        if model_column is None or model_column not in frame.columns:
+            raise UserError(f"{path}: model column {model_column!r} not found (columns: {', '.join(frame.columns)})")
+        frame = frame.set_index(model_column)
+        frame.index = frame.index.astype(str)
+        crits = []
+        for name, attrs in (spec.get("criteria") or {}).items():
+            crits.append(_criterion_from_mapping(str(name), attrs, sidecar))
+        return cls.from_frame(
+            frame, criteria=crits, known_groups=spec.get("groups"), source=str(path)
+        )
+
+    @classmethod
+    def load(cls, path: str | Path, data_root: str | Path | None = None) -> ScoreTable:
+        """Read a CSV (with its sidecar if present) or a leaderboard spec YAML."""
+        path = Path(path)
+        if path.is_dir():
+            if (path / "matrix.csv").exists():
+                return cls.from_csv(path / "matrix.csv")
+            raise UserError(f"{path} is a directory without matrix.csv: pass a CSV or a leaderboard spec")
+        if path.suffix.lower() in (".yaml", ".yml"):
+            from ranking.leaderboard import load_leaderboard
+
+            return load_leaderboard(path, data_root=data_root)
+        return cls.from_csv(path)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Criterion names, in column order."""
+        return tuple(c.name for c in self.criteria)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.array([c.weight for c in self.criteria], dtype=float)
+
+    @property
+    def signs(self) -> np.ndarray:
+        return np.array([c.sign for c in self.criteria], dtype=float)
+
+    @property
+    def groups(self) -> tuple[str | None, ...]:
+        """Each criterion's group (None where it has none)."""
+        return tuple(c.group for c in self.criteria)
+
+    @property
+    def group_names(self) -> tuple[str, ...]:
+        """Distinct groups, in order of first appearance."""
+        return tuple(dict.fromkeys(g for g in self.groups if g is not None))
+
+    @property
+    def oriented(self) -> np.ndarray:
+        """Scores with every criterion turned higher-is-better (lower-is-better columns negated)."""
+        return self.values * self.signs
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.values.shape
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    @property
+    def n_criteria(self) -> int:
+        return len(self.criteria)
+
+    @property
+    def missing(self) -> np.ndarray:
+        """Boolean mask of missing scores."""
+        return np.isnan(self.values)
+
+    @property
+    def has_missing(self) -> bool:
+        return bool(self.missing.any())
+
+    def frame(self) -> pd.DataFrame:
+        """Raw scores as a DataFrame (models × criteria)."""
+        return pd.DataFrame(self.values, index=list(self.models), columns=list(self.names))
+
+    def criterion(self, name: str) -> Criterion:
+        for c in self.criteria:
+            if c.name == name:
+                return c
+        raise UserError(f"unknown criterion {name!r} (criteria: {', '.join(self.names)})")
+
+    def model_index(self, name: str) -> int:
+        try:
+            return self.models.index(name)
+        except ValueError:
+            raise UserError(f"unknown model {name!r} (models: {', '.join(self.models)})") from None
+
+    def __repr__(self) -> str:
+        groups = f", groups={list(self.group_names)}" if self.group_names else ""
+        return f"ScoreTable({self.n_models} models × {self.n_criteria} criteria{groups})"
+
+    # ------------------------------------------------------------------ transformations
+    def with_values(self, values: np.ndarray) -> ScoreTable:
+        return ScoreTable(self.models, self.criteria, values, source=self.source)
+
+    def with_weights(self, weights: Mapping[str, float] | Sequence[float] | np.ndarray) -> ScoreTable:
+        """A copy with new weights: a mapping (name → weight; others unchanged) or one per criterion."""
+        if isinstance(weights, Mapping):
+            unknown = [n for n in weights if n not in self.names]
+            if unknown:
+                raise UserError(f"weight given for unknown criterion {unknown[0]!r} (criteria: {', '.join(self.names)})")
+            crits = tuple(replace(c, weight=weights.get(c.name, c.weight)) for c in self.criteria)
+        else:
+            w = np.asarray(weights, dtype=float)
+            if w.shape != (self.n_criteria,):
+                raise UserError(f"expected {self.n_criteria} weights, got {w.shape[0] if w.ndim else 1}")
+            crits = tuple(replace(c, weight=float(x)) for c, x in zip(self.criteria, w))
+        crits = tuple(_check_criterion(c, None) for c in crits)
+        return ScoreTable(self.models, crits, self.values, source=self.source)
+
+    def with_criteria(self, criteria: Sequence[Criterion]) -> ScoreTable:
+        """A copy with the criteria's attributes replaced (same names, same order)."""
+        if tuple(c.name for c in criteria) != self.names:
+            raise ValueError("with_criteria needs the same criterion names in the same order")
+        crits = tuple(_check_criterion(c, None) for c in criteria)
+        return ScoreTable(self.models, crits, self.values, source=self.source)
+
+    def select_models(self, models: Sequence[str]) -> ScoreTable:
+        idx = [self.model_index(m) for m in models]
+        return ScoreTable(tuple(self.models[i] for i in idx), self.criteria, self.values[idx], source=self.source)
+
+    def drop_models(self, models: Iterable[str]) -> ScoreTable:
+        drop = set(models)
+        for m in drop:
+            self.model_index(m)
+        return self.select_models([m for m in self.models if m not in drop])
+
+    def select_criteria(self, names: Sequence[str]) -> ScoreTable:
+        idx = [self.names.index(self.criterion(n).name) for n in names]
+        return ScoreTable(
+            self.models, tuple(self.criteria[j] for j in idx), self.values[:, idx], source=self.source
+        )
+
+    def group(self, name: str) -> ScoreTable:
+        """The sub-table of one group's criteria (models without any score there are dropped)."""
+        if name not in self.group_names:
+            raise UserError(f"unknown group {name!r} (groups: {', '.join(self.group_names) or 'none'})")
+        cols = [j for j, c in enumerate(self.criteria) if c.group == name]
+        values = self.values[:, cols]
+        keep = ~np.isnan(values).all(axis=1)
+        return ScoreTable(
+            tuple(m for m, k in zip(self.models, keep) if k),
+            tuple(self.criteria[j] for j in cols),
+            values[keep],
+            source=self.source,
+        )
+
+    def incomplete_models(self) -> list[str]:
+        """Models missing a score on some criterion of non-zero weight."""
+        active = self.weights > 0
+        bad = np.isnan(self.values[:, active]).any(axis=1)
+        return [m for m, b in zip(self.models, bad) if b]
+
+    def drop_incomplete(self) -> ScoreTable:
+        """Drop the models missing any criterion of non-zero weight."""
+        bad = set(self.incomplete_models())
+        if len(bad) == self.n_models:
+            raise UserError("every model misses some score: --drop-incomplete would leave an empty table")
+        return self.drop_models(bad) if bad else self
+
+    # ------------------------------------------------------------------ persistence
+    def to_csv(self, path: str | Path, sidecar: str | Path | None = None) -> None:
+        """Write the CSV (first column ``model``) and its criteria sidecar YAML."""
+        path = Path(path)
+        frame = self.frame()
+        frame.index.name = "model"
+        frame.to_csv(path)
+        sidecar = Path(sidecar) if sidecar is not None else path.with_name("criteria.yaml")
+        doc: dict[str, Any] = {"model_column": "model"}
+        if self.group_names:
+            doc["groups"] = list(self.group_names)
+        doc["criteria"] = {c.name: c.to_dict() for c in self.criteria}
+        sidecar.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+# ---------------------------------------------------------------------- helpers
+def _no_duplicates(names: Sequence[str], what: str, where: str) -> None:
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise UserError(f"{what} {n!r} appears more than once{where}: names must be unique")
+        seen.add(n)
+
+
+def find_sidecar(csv_path: Path) -> Path | None:
+    """The criteria sidecar for a CSV: ``<stem>.yaml`` / ``<stem>.criteria.yaml`` / ``criteria.yaml`` beside it."""
+    for candidate in (
+        csv_path.with_suffix(".yaml"),
+        csv_path.with_name(csv_path.stem + ".criteria.yaml"),
+        csv_path.with_name("criteria.yaml"),
+    ):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def read_sidecar(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"cannot read criteria sidecar {path}: no such file") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"criteria sidecar {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise UserError(f"criteria sidecar {path} must be a mapping with a 'criteria' key")
+    unknown = set(doc) - {"model_column", "groups", "criteria"}
+    if unknown:
+        raise UserError(f"criteria sidecar {path}: unknown key {sorted(unknown)[0]!r} (allowed: model_column, groups, criteria)")
+    if doc.get("criteria") is not None and not isinstance(doc["criteria"], dict):
+        raise UserError(f"criteria sidecar {path}: 'criteria' must map column names to attributes")
+    return doc
+
+
+def _criterion_from_mapping(name: str, attrs: Any, where: Any) -> Criterion:
+    attrs = attrs or {}
+    if not isinstance(attrs, dict):
+        raise UserError(f"{where}: attributes of criterion {name!r} must be a mapping")
+    allowed = {"direction", "weight", "group", "unit", "source"}
+    unknown = set(attrs) - allowed
+    if unknown:
+        raise UserError(f"{where}: criterion {name!r} has unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
+    return Criterion(name=name, **attrs)
