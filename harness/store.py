@@ -17,7 +17,7 @@ Guarantees the rest of the harness relies on:
   (host, pid, SLURM ids) so ``vnr status`` can tell running from missing.
 
 >>> run_id({"kind": "finetune", "model": "bert-base-uncased", "task": "rte", "seed": 0, "lr": 2e-5})
-'finetune-bert-base-uncased-rte-s0-...'
+'finetune-bert_base_uncased-rte-s0-...'  (hash abbreviated)
 """
 
 from __future__ import annotations
