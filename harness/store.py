@@ -16,8 +16,8 @@ Guarantees the rest of the harness relies on:
 * **Running markers.** ``<run_id>.running`` says who is working on a run
   (host, pid, SLURM ids) so ``vnr status`` can tell running from missing.
 
->>> run_id({"kind": "finetune", "model": "bert-base-uncased", "task": "rte", "seed": 0, "lr": 2e-5})
-'finetune-bert_base_uncased-rte-s0-...'  (hash abbreviated)
+Example: ``run_id({"kind": "finetune", "model": "bert-base-uncased", "task": "rte", "seed": 0})``
+is ``finetune-bert_base_uncased-rte-s0-<12 hex digits>``.
 """
 
 from __future__ import annotations
