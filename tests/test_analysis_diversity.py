@@ -1,0 +1,71 @@
+"""Diversity = 1 − Kendall's W: known answers, tie correction, weights, imputation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ranking.analysis.diversity import diversity, kendall_w, kendall_w_loops, knn_impute
+from ranking.errors import UserError
+from ranking.table import ScoreTable
+
+
+def test_identical_criteria_give_w_one_and_diversity_zero():
+    x = np.array([[5.0, 5.0, 5.0], [3.0, 3.0, 3.0], [4.0, 4.0, 4.0], [1.0, 1.0, 1.0]])
+    assert kendall_w(x) == pytest.approx(1.0)
+    t = ScoreTable.from_frame(pd.DataFrame(x, index=list("ABCD"), columns=["a", "b", "c"]))
+    assert diversity(t)["diversity"] == pytest.approx(0.0)
+
+
+def test_identical_criteria_with_ties_still_one():
+    x = np.array([[2.0, 2.0], [2.0, 2.0], [1.0, 1.0]])
+    assert kendall_w(x) == pytest.approx(1.0)  # the tie correction makes this exact
+
+
+def test_opposite_criteria_give_w_zero_and_diversity_one():
+    x = np.array([[1.0, 4.0], [2.0, 3.0], [3.0, 2.0], [4.0, 1.0]])
+    assert kendall_w(x) == pytest.approx(0.0)
+    t = ScoreTable.from_frame(pd.DataFrame(x, index=list("ABCD"), columns=["a", "b"]))
+    assert diversity(t)["diversity"] == pytest.approx(1.0)
+
+
+def test_hand_computed_value():
+    # 3 models, 2 criteria: ranks (1,2,3) and (1,3,2): R = (2,5,5), S = 6, W = 12·6 / (4·24) = 0.75
+    x = np.array([[3.0, 3.0], [2.0, 1.0], [1.0, 2.0]])
+    assert kendall_w(x) == pytest.approx(0.75)
+
+
+def test_tie_corrected_matches_loops():
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 3, size=(9, 6)).astype(float)
+    assert kendall_w(x) == pytest.approx(kendall_w_loops(x))
+
+
+def test_integer_weight_equals_replication():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(7, 3))
+    replicated = np.column_stack([x[:, 0], x[:, 0], x[:, 1], x[:, 2], x[:, 2], x[:, 2]])
+    assert kendall_w(x, np.array([2.0, 1.0, 3.0])) == pytest.approx(kendall_w(replicated))
+
+
+def test_lower_is_better_and_zero_weight():
+    x = pd.DataFrame({"acc": [3, 2, 1], "err": [1, 2, 3], "noise": [1, 3, 2]}, index=list("ABC"))
+    t = ScoreTable.from_frame(x, directions={"err": "lower"}, weights={"noise": 0})
+    out = diversity(t)
+    assert out["diversity"] == pytest.approx(0.0) and out["n_criteria"] == 2
+
+
+def test_knn_impute_uses_nearest_rows():
+    x = np.array([[1.0, 1.0, 1.0], [1.1, 1.1, np.nan], [5.0, 5.0, 9.0], [5.1, 5.2, 7.0]])
+    out = knn_impute(x, k=1)
+    assert out[1, 2] == 1.0
+
+
+def test_missing_policies():
+    x = pd.DataFrame({"a": [3, 2, 1, 0], "b": [3, np.nan, 1, 0]}, index=list("ABCD"))
+    t = ScoreTable.from_frame(x)
+    assert diversity(t, impute="drop")["n_models"] == 3
+    assert diversity(t, impute="median")["n_models"] == 4
+    with pytest.raises(UserError, match="--impute"):
+        diversity(t, impute="zero")
