@@ -1,0 +1,107 @@
+"""Uncertainty over seeds: resample each model's seeds and count how often it lands at each rank.
+
+Per-seed results live in ``<results>/seeds.csv`` (long format: ``model, criterion, seed,
+value``; only criteria that depend on the seed appear there). One bootstrap
+resample draws, for every model, as many seeds as it has, with replacement, and
+replaces each of its seeded criteria by the mean over the drawn seeds (the same
+draw for all of the model's criteria, so metrics from one run stay together);
+seed-independent criteria keep their matrix value. Every column of the scenario
+is then ranked again. The result, per column, is a models × positions matrix of
+probabilities (ties share the best position, as everywhere).
+
+>>> probs = bootstrap(scenario, table, read_seeds(path, table), n=200, seed=0)   # doctest: +SKIP
+>>> probs["borda"][0]          # P(model 0 is 1st, 2nd, …)                      # doctest: +SKIP
+array([0.83, 0.17, 0.  , 0.  ])
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ranking.errors import UserError
+from ranking.scenarios.compare import run_column
+from ranking.scenarios.scenario import Scenario
+from ranking.table import ScoreTable
+
+log = logging.getLogger(__name__)
+
+SEED_COLUMNS = ("model", "criterion", "seed", "value")
+
+
+def read_seeds(path: str | Path, table: ScoreTable) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per model index: (criterion indices, values array criteria × seeds with NaN gaps).
+
+    Rows for models or criteria the (scenario) table does not have are ignored.
+    """
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path)
+    except FileNotFoundError:
+        raise UserError(f"per-seed results {path}: no such file") from None
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise UserError(f"cannot read per-seed results {path}: {exc}") from None
+    missing = [c for c in SEED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise UserError(f"per-seed results {path}: missing column {missing[0]!r} (needs {', '.join(SEED_COLUMNS)})")
+    values = pd.to_numeric(frame["value"], errors="coerce")
+    bad = values.isna() & frame["value"].notna()
+    if bad.any():
+        row = frame[bad].iloc[0]
+        raise UserError(f"per-seed results {path}: value {row['value']!r} of {row['model']}/{row['criterion']} is not a number")
+    frame = frame.assign(value=values, model=frame["model"].astype(str), criterion=frame["criterion"].astype(str))
+    frame = frame[frame["model"].isin(table.models) & frame["criterion"].isin(table.names)].dropna(subset=["value"])
+    if frame.duplicated(["model", "criterion", "seed"]).any():
+        row = frame[frame.duplicated(["model", "criterion", "seed"])].iloc[0]
+        raise UserError(f"per-seed results {path}: {row['model']}/{row['criterion']} seed {row['seed']} appears twice")
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for model, sub in frame.groupby("model", sort=False):
+        wide = sub.pivot(index="criterion", columns="seed", values="value")
+        crit_idx = np.array([table.names.index(c) for c in wide.index])
+        out[table.models.index(model)] = (crit_idx, wide.to_numpy(dtype=float))
+    return out
+
+
+def resample_values(
+    table: ScoreTable, seeds: dict[int, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator
+) -> np.ndarray:
+    """One bootstrap draw of the table's values."""
+    values = np.array(table.values, dtype=float, copy=True)
+    for m, (crit_idx, per_seed) in seeds.items():
+        n_seeds = per_seed.shape[1]
+        counts = np.bincount(rng.integers(0, n_seeds, size=n_seeds), minlength=n_seeds).astype(float)
+        present = ~np.isnan(per_seed)
+        weight = present * counts
+        total = weight.sum(axis=1)
+        mean = np.where(present, per_seed, 0.0) @ counts
+        ok = total > 0
+        values[m, crit_idx[ok]] = mean[ok] / total[ok]
+    return values
+
+
+def bootstrap(
+    scenario: Scenario,
+    table: ScoreTable,
+    seeds: dict[int, tuple[np.ndarray, np.ndarray]],
+    n: int,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """Column → (models × positions) probability of each rank position over ``n`` seed resamples."""
+    if n < 1:
+        raise UserError(f"--bootstrap needs a positive number of resamples, got {n}")
+    if not seeds:
+        raise UserError("the per-seed results name none of the scenario's models and criteria: nothing to resample")
+    rng = np.random.default_rng(seed)
+    k = table.n_models
+    counts = {c.name: np.zeros((k, k)) for c in scenario.columns}
+    rows = np.arange(k)
+    for _ in range(n):
+        draw = table.with_values(resample_values(table, seeds, rng))
+        for c in scenario.columns:
+            ranks = run_column(draw, c, scenario.ties).ranks
+            ok = ~np.isnan(ranks)
+            counts[c.name][rows[ok], ranks[ok].astype(int) - 1] += 1
+    return {name: cnt / n for name, cnt in counts.items()}

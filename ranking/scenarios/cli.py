@@ -1,0 +1,205 @@
+"""``vnr rank --scenario``, ``vnr report`` and ``vnr whatif``: scenarios from the command line.
+
+``vnr rank``'s parser belongs to :mod:`ranking.cli`; with ``--scenario`` it calls
+:func:`run_rank_scenario`. This module registers ``report`` and ``whatif``.
+Nothing heavy is imported at import time (matplotlib only when plotting).
+
+Where the scores come from: ``--results DIR`` (a results dir with ``matrix.csv`` +
+``criteria.yaml`` from ``vnr collect``, optional ``seeds.csv``; or a CSV), else the
+scenario's ``table:`` (``importer: votenrank_case_study`` reads the data root:
+``--data-root``, else ``$VNR_DATA_ROOT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from ranking.errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------- shared steps
+def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
+    """(scenario, scenario table, seeds path or None, source description) from the CLI options."""
+    from ranking.scenarios.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    results = getattr(args, "results", None) or getattr(args, "table", None)
+    raw, seeds = scenario.load_table(results, getattr(args, "data_root", None))
+    table = scenario.build_table(raw)
+    source = str(results) if results else (raw.source or "")
+    return scenario, table, seeds, source
+
+
+def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
+    """The scenario's comparison, with seed-bootstrap rank probabilities when ``--bootstrap N`` > 0."""
+    from ranking.scenarios.compare import compare
+
+    scenario, table, seeds, source = load_inputs(args)
+    cmp = compare(scenario, table)
+    n = int(getattr(args, "bootstrap", 0) or 0)
+    if n < 0:
+        raise UserError(f"--bootstrap must be >= 0, got {n}")
+    if n > 0:
+        from ranking.scenarios.bootstrap import bootstrap, read_seeds
+
+        if seeds is None:
+            where = f" (no seeds.csv beside {source})" if source else ""
+            raise UserError(
+                f"--bootstrap {n}: no per-seed results exist for this table{where}; "
+                "collect runs with several seeds (vnr collect writes seeds.csv) or drop --bootstrap"
+            )
+        seed_values = read_seeds(seeds, table)
+        seed_arg = getattr(args, "seed", None)
+        cmp.rank_probabilities = bootstrap(scenario, table, seed_values, n, seed=0 if seed_arg is None else int(seed_arg))
+        cmp.bootstrap_n = n
+    return cmp, scenario, seeds, source
+
+
+# ---------------------------------------------------------------------- rank
+def run_rank_scenario(args: argparse.Namespace) -> int:
+    """``vnr rank --scenario S [--results DIR] [--format table|json|csv] [--bootstrap N]``."""
+    from ranking.scenarios.compare import format_csv, format_json, format_table
+
+    cmp, *_ = build_comparison(args)
+    fmt = getattr(args, "format", None) or "table"
+    text = {"table": format_table, "json": format_json, "csv": format_csv}.get(fmt)
+    if text is None:
+        raise UserError(f"--format {fmt!r} is not one of table, json, csv")
+    out = text(cmp)
+    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    return 0
+
+
+# ---------------------------------------------------------------------- report
+def run_report(args: argparse.Namespace) -> int:
+    from ranking.scenarios.report import write_report
+    from ranking.scenarios.simplex import simplex_map
+
+    cmp, scenario, _, source = build_comparison(args)
+    resolution = args.resolution or scenario.simplex_resolution
+    maps = []
+    notes = []
+    groups = cmp.table.group_names
+    chosen = scenario.default_simplex_columns()
+    if len(groups) == 3 and chosen:
+        for name in chosen:
+            maps.append(simplex_map(cmp.table, scenario.column(name), scenario.ties, resolution))
+    elif chosen:
+        notes.append(f"No weight-simplex map: it needs exactly three groups (this table has {len(groups)}).")
+    else:
+        notes.append("No weight-simplex map: the scenario has no weighted or two-step column.")
+    path = write_report(cmp, args.out, maps, source=source, notes=notes)
+    print(f"wrote {path} (and its figures in {path.parent})")
+    return 0
+
+
+# ---------------------------------------------------------------------- whatif
+def whatif_columns(scenario: Any, rule: str | None, setting: str | None) -> list[Any]:
+    """The columns to ask about: an ad-hoc (rule, setting), or every weighted / two-step column."""
+    from ranking.scenarios.scenario import SETTINGS, Column
+
+    if setting is not None and setting not in SETTINGS:
+        raise UserError(f"--setting {setting!r} is not one of {', '.join(SETTINGS)}")
+    if setting == "basic":
+        raise UserError("--setting basic has no group weights to change: use weighted or two-step")
+    if rule is None and setting is None:
+        cols = [c for c in scenario.columns if c.uses_group_weights]
+        if cols:
+            return cols
+        rule, setting = "borda", "weighted"
+    if rule is not None:
+        from ranking.result import get_rule
+
+        get_rule(rule)
+    existing = [c for c in scenario.columns if c.uses_group_weights]
+    if rule is None:
+        rule = next((c.rule for c in existing if c.setting == setting), existing[0].rule if existing else "borda")
+    if setting is None:
+        setting = next((c.setting for c in existing if c.rule == rule), "weighted")
+    for c in existing:
+        if c.rule == rule and c.setting == setting:
+            return [c]
+    weights = scenario.scenario_group_weights(rule, setting)
+    return [Column(f"{rule}_{setting}", rule, setting, weights)]
+
+
+def run_whatif(args: argparse.Namespace) -> int:
+    import json
+
+    from ranking.scenarios.whatif import what_if
+
+    scenario, table, _, _ = load_inputs(args)
+    table.model_index(args.model)  # a clear error for an unknown model
+    answers = []
+    for col in whatif_columns(scenario, args.rule, args.setting):
+        answers.append(what_if(table, col, scenario.ties, args.model, col.group_weights, resolution=args.resolution))
+    if args.format == "json":
+        print(json.dumps([a.to_dict() for a in answers], indent=2))
+    else:
+        print("\n\n".join(a.describe() for a in answers))
+    return 0
+
+
+# ---------------------------------------------------------------------- parsers
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenario", required=True, metavar="FILE", help="scenario YAML (configs/scenarios/*.yaml)")
+    p.add_argument("--results", metavar="DIR", help="results dir with matrix.csv + criteria.yaml (or a CSV); "
+                   "default: the scenario's own table source")
+    p.add_argument("--data-root", metavar="DIR", help="data root for importer sources (default: $VNR_DATA_ROOT)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="HTML report of a scenario: comparison table, bump chart, criteria heatmap, weight-simplex map",
+        description="Write a self-contained HTML report (no network) and its figures into --out.",
+    )
+    _common(p)
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
+    p.add_argument("--bootstrap", type=_non_negative_int, default=0, metavar="N",
+                   help="seed-bootstrap resamples for rank probabilities (needs seeds.csv)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap")
+    p.add_argument("--resolution", type=_positive_int, default=None, metavar="R",
+                   help="grid steps per side of the weight simplex (default: the scenario's, else 30)")
+    p.set_defaults(func=run_report)
+
+    w = subparsers.add_parser(
+        "whatif",
+        help="nearest group weights (L1) under which a model wins",
+        description="Find the group weights nearest to the scenario's under which --model wins "
+        "(exact LP for rules linear in the weights, else a simplex grid); for condorcet also the prospective LP.",
+    )
+    _common(w)
+    w.add_argument("--model", required=True, help="the model that should win")
+    w.add_argument("--rule", help="rule (default: each weighted / two-step column of the scenario)")
+    w.add_argument("--setting", help="weighted or two-step")
+    w.add_argument("--resolution", type=_positive_int, default=60, metavar="R",
+                   help="grid steps per side for rules not linear in the weights (default 60)")
+    w.add_argument("--format", choices=("table", "json"), default="table")
+    w.set_defaults(func=run_whatif)

@@ -1,0 +1,238 @@
+"""Run a scenario's columns on its table and show what changes against the reference column.
+
+>>> cmp = compare(scenario, table)                       # doctest: +SKIP
+>>> print(format_table(cmp))                             # doctest: +SKIP
+#  am_performance          borda                     ...
+1  deberta-base 81.5 =     roberta-base 320 ↑1       ...
+
+A rank change is the reference rank minus the column's rank: ``↑2`` means the
+model stands two places higher than in the reference column, ``↓1`` one lower,
+``=`` the same, ``–`` not ranked in one of the two.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ranking.errors import UserError
+from ranking.result import RuleResult, positions_from_scores
+from ranking.scenarios.scenario import Column, Scenario
+from ranking.table import ScoreTable
+
+
+def run_column(table: ScoreTable, column: Column, ties: str = "default") -> RuleResult:
+    """One column's result on the scenario table, aligned to ``table.models`` (NaN = not ranked).
+
+    A ``group`` column ranks that group's sub-table alone (setting basic); otherwise the
+    column's setting and group weights go to :func:`ranking.settings.rank`.
+    """
+    from ranking.settings import rank
+
+    ties = column.ties or ties
+    try:
+        if column.group is not None:
+            res = rank(table.group(column.group), column.rule, setting="basic", ties=ties, **column.params)
+        else:
+            res = rank(
+                table,
+                column.rule,
+                setting=column.setting,
+                group_weights=column.group_weights,
+                ties=ties,
+                **column.params,
+            )
+    except UserError as exc:
+        raise UserError(f"column {column.name!r} ({column.label}): {exc}") from None
+    except TypeError as exc:  # an unknown rule parameter
+        if column.params:
+            raise UserError(f"column {column.name!r}: rule {column.rule!r} rejects params {column.params}: {exc}") from None
+        raise
+    return align(res, table.models)
+
+
+def align(result: RuleResult, models: tuple[str, ...]) -> RuleResult:
+    """``result`` re-indexed on ``models`` (models it did not rank get NaN)."""
+    if tuple(result.models) == tuple(models):
+        return result
+    scores = np.full(len(models), np.nan)
+    ranks = np.full(len(models), np.nan)
+    where = {m: i for i, m in enumerate(result.models)}
+    for i, m in enumerate(models):
+        if m in where:
+            scores[i] = result.scores[where[m]]
+            ranks[i] = result.ranks[where[m]]
+    return RuleResult(result.rule, tuple(models), scores, ranks, dict(result.params))
+
+
+@dataclass
+class Comparison:
+    """Every column's result on one table, the reference, and (optionally) bootstrap rank probabilities."""
+
+    scenario: Scenario
+    table: ScoreTable
+    results: dict[str, RuleResult]
+    rank_probabilities: dict[str, np.ndarray] | None = None  # column -> (models × positions)
+    bootstrap_n: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return self.table.models
+
+    @property
+    def reference(self) -> RuleResult:
+        return self.results[self.scenario.reference]
+
+    def rank_change(self, column: str) -> np.ndarray:
+        """Reference rank − column rank per model (positive = moved up); NaN where either is unranked."""
+        return self.reference.ranks - self.results[column].ranks
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"<column>": {"scores": {...}, "ranks": {...}, "winners": [...]}}`` (+ ``rank_probabilities``)."""
+        out: dict[str, Any] = {}
+        for name, res in self.results.items():
+            entry = res.to_dict()
+            if self.rank_probabilities is not None:
+                probs = self.rank_probabilities[name]
+                entry["rank_probabilities"] = {
+                    m: {str(p + 1): round(float(probs[i, p]), 6) for p in range(probs.shape[1])}
+                    for i, m in enumerate(self.models)
+                }
+            out[name] = entry
+        return out
+
+
+def compare(scenario: Scenario, table: ScoreTable) -> Comparison:
+    """Run every column of ``scenario`` on ``table`` (already :meth:`Scenario.build_table`-ed)."""
+    results = {c.name: run_column(table, c, scenario.ties) for c in scenario.columns}
+    return Comparison(scenario, table, results)
+
+
+# ---------------------------------------------------------------------- formatting
+def change_mark(delta: float) -> str:
+    """``↑n`` / ``↓n`` / ``=`` / ``–`` for a rank change (reference − column).
+
+    >>> change_mark(2.0), change_mark(-1.0), change_mark(0.0), change_mark(float("nan"))
+    ('↑2', '↓1', '=', '–')
+    """
+    if delta is None or (isinstance(delta, float) and math.isnan(delta)):
+        return "–"
+    d = int(round(delta))
+    return "=" if d == 0 else (f"↑{d}" if d > 0 else f"↓{-d}")
+
+
+def format_score(x: float) -> str:
+    if x is None or math.isnan(x):
+        return "–"
+    if x == int(x) and abs(x) < 1e6:
+        return str(int(x))
+    return f"{x:.4g}"
+
+
+def ordered_cells(cmp: Comparison, column: str) -> list[tuple[str, float, float, str]]:
+    """(model, score, rank, change mark) from best to worst; unranked models last."""
+    res = cmp.results[column]
+    change = cmp.rank_change(column)
+    return [
+        (m, float(res.scores[i]), float(res.ranks[i]), change_mark(float(change[i])))
+        for i, m in ((cmp.models.index(m), m) for m in res.ordering())
+    ]
+
+
+def format_table(cmp: Comparison) -> str:
+    """The comparison as text: one column per (rule, setting), rows = positions."""
+    cols = [c.name for c in cmp.scenario.columns]
+    header = ["#", *[f"{c}{' (ref)' if c == cmp.scenario.reference else ''}" for c in cols]]
+    sub = ["", *[cmp.scenario.column(c).label for c in cols]]
+    rows = []
+    cells = {c: ordered_cells(cmp, c) for c in cols}
+    for pos in range(len(cmp.models)):
+        row = [str(pos + 1)]
+        for c in cols:
+            m, score, rank, mark = cells[c][pos]
+            if math.isnan(rank):
+                row.append(f"{m} (unranked)")
+            else:
+                tie = f" (tied {int(rank)})" if _shares(cells[c], rank) else ""
+                row.append(f"{m} {format_score(score)} {mark}{tie}")
+        rows.append(row)
+    widths = [max(len(r[j]) for r in [header, sub, *rows]) for j in range(len(header))]
+    lines = ["  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip() for r in [header, sub, *rows]]
+    out = "\n".join(lines)
+    if cmp.rank_probabilities is not None:
+        out += "\n\n" + format_probabilities(cmp)
+    if cmp.notes:
+        out += "\n\n" + "\n".join(cmp.notes)
+    return out
+
+
+def _shares(cells: list[tuple[str, float, float, str]], rank: float) -> bool:
+    return sum(1 for _, _, r, _ in cells if r == rank) > 1
+
+
+def format_probabilities(cmp: Comparison) -> str:
+    """Per column, each model's probability (%) of each rank position over the seed bootstrap."""
+    assert cmp.rank_probabilities is not None
+    n = len(cmp.models)
+    blocks = [f"Rank probabilities over {cmp.bootstrap_n} seed-bootstrap resamples (% of resamples at each position):"]
+    mw = max(len(m) for m in cmp.models)
+    for c in cmp.scenario.columns:
+        probs = cmp.rank_probabilities[c.name]
+        lines = [f"{c.name} ({c.label})", " " * mw + "  " + " ".join(f"{p + 1:>5}" for p in range(n))]
+        order = cmp.results[c.name].ordering()
+        for m in order:
+            i = cmp.models.index(m)
+            lines.append(m.ljust(mw) + "  " + " ".join(f"{100 * probs[i, p]:5.1f}" for p in range(n)))
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def format_json(cmp: Comparison) -> str:
+    return json.dumps(cmp.to_json(), indent=2, ensure_ascii=False)
+
+
+def format_csv(cmp: Comparison) -> str:
+    """Long CSV: column, rule, setting, model, rank, score, rank_change (+ p_rank_k with a bootstrap)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    n = len(cmp.models)
+    extra = [f"p_rank_{p + 1}" for p in range(n)] if cmp.rank_probabilities is not None else []
+    writer.writerow(["column", "rule", "setting", "group", "model", "rank", "score", "rank_change", *extra])
+    for c in cmp.scenario.columns:
+        res = cmp.results[c.name]
+        change = cmp.rank_change(c.name)
+        for m in res.ordering():
+            i = cmp.models.index(m)
+            probs = (
+                [f"{cmp.rank_probabilities[c.name][i, p]:.6g}" for p in range(n)]
+                if cmp.rank_probabilities is not None
+                else []
+            )
+            writer.writerow([
+                c.name, c.rule, c.setting, c.group or "", m,
+                "" if math.isnan(res.ranks[i]) else int(res.ranks[i]),
+                "" if math.isnan(res.scores[i]) else repr(float(res.scores[i])),
+                "" if math.isnan(change[i]) else int(change[i]),
+                *probs,
+            ])
+    return buf.getvalue()
+
+
+def criterion_ranks(table: ScoreTable) -> np.ndarray:
+    """Per-criterion positions (1 = best on that criterion, ties share the best), models × criteria."""
+    oriented = table.oriented
+    return np.column_stack([positions_from_scores(oriented[:, j]) for j in range(table.n_criteria)])
+
+
+def group_weight_vector(groups: tuple[str, ...], weights: Mapping[str, float] | None) -> np.ndarray:
+    """Group weights as a point of the simplex (summing to 1), in ``groups`` order."""
+    w = np.array([float((weights or {}).get(g, 1.0)) for g in groups])
+    return w / w.sum()

@@ -1,0 +1,227 @@
+"""The scenario report: one self-contained HTML page plus its figures as files.
+
+``write_report(cmp, out_dir, maps)`` writes into ``out_dir``:
+
+- ``report.html`` — no scripts, no CDN, no network: figures are inline base64 PNGs;
+- ``comparison.csv`` / ``comparison.json`` — the comparison table (as ``vnr rank`` prints it);
+- ``bump_chart.png``, ``criteria_heatmap.png``, ``simplex_map.png`` (three groups and at
+  least one weighted / two-step column), ``rank_probabilities.png`` (with a seed bootstrap).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ranking.scenarios.compare import Comparison, format_csv, format_json, format_score, ordered_cells
+from ranking.scenarios.simplex import SimplexMap
+
+REF_ATTR = ' class="ref"'
+CSS = """
+body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;font-size:.85em;margin:.6em 0} th,td{border:1px solid #ddd;padding:.3em .55em;text-align:left}
+th{background:#f3f3f3} td.pos{text-align:right;color:#666}
+.up{color:#1a7f37;font-weight:600} .down{color:#c62828;font-weight:600} .same{color:#888}
+.ref{background:#fff8e1} .score{color:#666;font-size:.9em}
+img{max-width:100%;height:auto;border:1px solid #eee} .muted{color:#666;font-size:.9em}
+code{background:#f5f5f5;padding:0 .25em}
+"""
+
+
+def _fig_bytes(fig: Any, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=110, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _save_figure(fig: Any, out_dir: Path, stem: str) -> str:
+    """Save the PNG file; return it as a data URI for inlining."""
+    import matplotlib.pyplot as plt
+
+    png = _fig_bytes(fig, "png")
+    (out_dir / f"{stem}.png").write_bytes(png)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _change_class(mark: str) -> str:
+    return "up" if mark.startswith("↑") else "down" if mark.startswith("↓") else "same"
+
+
+def comparison_html(cmp: Comparison) -> str:
+    cols = [c.name for c in cmp.scenario.columns]
+    ref = cmp.scenario.reference
+    head = "".join(
+        f"<th{REF_ATTR if c == ref else ''}>{html.escape(c)}{' (reference)' if c == ref else ''}"
+        f"<br><span class='muted'>{html.escape(cmp.scenario.column(c).label)}</span></th>"
+        for c in cols
+    )
+    cells = {c: ordered_cells(cmp, c) for c in cols}
+    body = []
+    for pos in range(len(cmp.models)):
+        tds = [f"<td class='pos'>{pos + 1}</td>"]
+        for c in cols:
+            m, score, rank, mark = cells[c][pos]
+            if math.isnan(rank):
+                tds.append(f"<td>{html.escape(m)} <span class='muted'>(unranked)</span></td>")
+                continue
+            tied = sum(1 for _, _, r, _ in cells[c] if r == rank) > 1
+            tie = f" <span class='muted'>(tied {int(rank)})</span>" if tied else ""
+            tds.append(
+                f"<td{REF_ATTR if c == ref else ''}>{html.escape(m)} "
+                f"<span class='score'>{html.escape(format_score(score))}</span> "
+                f"<span class='{_change_class(mark)}'>{html.escape(mark)}</span>{tie}</td>"
+            )
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    return f"<table><thead><tr><th>#</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _groups_html(cmp: Comparison) -> str:
+    t = cmp.table
+    rows = []
+    for g in t.group_names or (None,):
+        crits = [c for c in t.criteria if c.group == g]
+        if not crits:
+            continue
+        weights = sorted({c.weight for c in crits})
+        dirs = sorted({c.direction for c in crits})
+        names = ", ".join(c.name for c in crits[:6]) + (f", … ({len(crits)} in all)" if len(crits) > 6 else "")
+        rows.append(
+            f"<tr><td>{html.escape(g or '(none)')}</td><td>{len(crits)}</td>"
+            f"<td>{html.escape(', '.join(f'{w:g}' for w in weights))}</td><td>{html.escape(', '.join(dirs))}</td>"
+            f"<td class='muted'>{html.escape(names)}</td></tr>"
+        )
+    return (
+        "<table><thead><tr><th>group</th><th>criteria</th><th>own weights</th><th>direction</th>"
+        f"<th>criteria</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _columns_html(cmp: Comparison) -> str:
+    rows = []
+    for c in cmp.scenario.columns:
+        gw = ", ".join(f"{g} {w:g}" for g, w in (c.group_weights or {}).items()) if c.uses_group_weights else "–"
+        res = cmp.results[c.name]
+        rows.append(
+            f"<tr><td>{html.escape(c.name)}</td><td>{html.escape(c.rule)}</td>"
+            f"<td>{html.escape(c.group + ' only' if c.group else c.setting)}</td><td>{html.escape(gw)}</td>"
+            f"<td>{html.escape(', '.join(res.winners) or 'none')}</td></tr>"
+        )
+    return (
+        "<table><thead><tr><th>column</th><th>rule</th><th>setting</th><th>group weights</th><th>winner(s)</th>"
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _probabilities_html(cmp: Comparison) -> str:
+    assert cmp.rank_probabilities is not None
+    n = len(cmp.models)
+    parts = []
+    for c in cmp.scenario.columns:
+        probs = cmp.rank_probabilities[c.name]
+        head = "".join(f"<th>{p + 1}</th>" for p in range(n))
+        rows = []
+        for m in cmp.results[c.name].ordering():
+            i = cmp.models.index(m)
+            cells = "".join(
+                f"<td style='background:rgba(33,113,181,{probs[i, p]:.3f})'>{100 * probs[i, p]:.0f}%</td>"
+                for p in range(n)
+            )
+            rows.append(f"<tr><td>{html.escape(m)}</td>{cells}</tr>")
+        parts.append(
+            f"<h3>{html.escape(c.name)} <span class='muted'>{html.escape(c.label)}</span></h3>"
+            f"<table><thead><tr><th>model \\ rank</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+    return "".join(parts)
+
+
+def write_report(
+    cmp: Comparison,
+    out_dir: str | Path,
+    maps: Sequence[SimplexMap] = (),
+    *,
+    source: str = "",
+    notes: Sequence[str] = (),
+) -> Path:
+    """Write the report and its figures into ``out_dir``; return the HTML path."""
+    from ranking.scenarios import plots
+    from ranking.scenarios.compare import group_weight_vector
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sc = cmp.scenario
+    (out / "comparison.csv").write_text(format_csv(cmp))
+    (out / "comparison.json").write_text(format_json(cmp) + "\n")
+
+    sections = []
+    sections.append(
+        f"<h2>Comparison</h2><p class='muted'>Each cell: the model, its score under the column's rule, and its rank "
+        f"change against the reference column <b>{html.escape(sc.reference)}</b> (↑n higher, ↓n lower, = same).</p>"
+        + comparison_html(cmp)
+        + _columns_html(cmp)
+    )
+    bump = _save_figure(plots.bump_chart(cmp), out, "bump_chart")
+    sections.append(f"<h2>Rank across the columns</h2><img alt='bump chart' src='{bump}'>")
+    if maps:
+        weights = []
+        for smap in maps:
+            col = sc.column(smap.column)
+            weights.append(group_weight_vector(smap.groups, col.group_weights))
+        img = _save_figure(plots.simplex_figure(maps, weights), out, "simplex_map")
+        shares = []
+        for smap in maps:
+            share = smap.share()
+            top = sorted(((v, k) for k, v in share.items() if v > 0), reverse=True)
+            how = "linear in the weights (vectorised)" if smap.method == "linear" else "one rule call per point"
+            shares.append(
+                f"<li><b>{html.escape(smap.column)}</b> ({how}, {len(smap.points)} points): "
+                + ", ".join(f"{html.escape(k)} {100 * v:.0f}%" for v, k in top)
+                + "</li>"
+            )
+        sections.append(
+            "<h2>Weight-simplex map</h2><p class='muted'>Which model wins at every group weighting "
+            f"({html.escape(' / '.join(maps[0].groups))}); the corners weigh a single group.</p>"
+            f"<img alt='weight simplex map' src='{img}'><ul>{''.join(shares)}</ul>"
+        )
+    heat = _save_figure(plots.criteria_heatmap(cmp.table, cmp.reference.ordering()), out, "criteria_heatmap")
+    sections.append(
+        "<h2>Criteria</h2>" + _groups_html(cmp) + f"<img alt='criteria heatmap' src='{heat}'>"
+    )
+    if cmp.rank_probabilities is not None:
+        img = _save_figure(plots.rank_probability_figure(cmp), out, "rank_probabilities")
+        sections.append(
+            f"<h2>Uncertainty over seeds</h2><p class='muted'>Probability of each rank position over "
+            f"{cmp.bootstrap_n} bootstrap resamples of the seeds.</p><img alt='rank probabilities' src='{img}'>"
+            + _probabilities_html(cmp)
+        )
+    all_notes = [*cmp.notes, *notes]
+    if all_notes:
+        sections.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in all_notes) + "</ul>")
+
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    meta = (
+        f"<p class='muted'>{cmp.table.n_models} models × {cmp.table.n_criteria} criteria"
+        f"{' from ' + html.escape(source) if source else ''}; ties: <code>{html.escape(sc.ties)}</code>; "
+        f"scenario file: <code>{html.escape(sc.path or sc.name)}</code>; generated {stamp}.</p>"
+    )
+    winners = ", ".join(cmp.reference.winners)
+    page = (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(sc.name)} — scenario report</title><style>{CSS}</style></head><body>"
+        f"<h1>Scenario: {html.escape(sc.name)}</h1>"
+        + (f"<p>{html.escape(sc.description)}</p>" if sc.description else "")
+        + meta
+        + f"<p>Reference column <b>{html.escape(sc.reference)}</b> is won by <b>{html.escape(winners)}</b>.</p>"
+        + "".join(sections)
+        + "</body></html>\n"
+    )
+    path = out / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path

@@ -1,0 +1,101 @@
+"""Bad scenario files exit 2 with one line that names the problem."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from test_scenarios_util import REPO, USER, scenario_file, write_results
+
+from harness.cli import main
+from ranking.errors import UserError
+from ranking.scenarios import load_scenario
+from ranking.scenarios.scenario import match_criteria, parse_weight
+
+GOOD = """
+groups:
+  performance: {criteria: ["t*_acc", t2_f1]}
+  efficiency: {criteria: [energy_kwh, gpu_hours]}
+  fairness: {}
+columns:
+  - {name: b, rule: borda, setting: weighted, group_weights: {performance: 2}}
+"""
+
+BAD = {
+    "unknown group in group_weights": (
+        GOOD.replace("{performance: 2}", "{speed: 2}"), "unknown group 'speed'"),
+    "unknown group of a column": (
+        GOOD + "  - {name: c, rule: borda, group: speed}\n", "unknown group 'speed'"),
+    "weight that does not parse": (
+        GOOD.replace("{performance: 2}", "{performance: two}"), "weight 'two' does not parse"),
+    "negative weight": (
+        GOOD.replace("{performance: 2}", "{performance: -1}"), "negative"),
+    "own weight that does not parse": (
+        GOOD.replace("t2_f1]}", "t2_f1], weights: {t2_f1: 1/0}}"), "does not parse"),
+    "pattern matching nothing": (
+        GOOD.replace("t*_acc", "bleu_*"), "'bleu_*' matches no criterion"),
+    "name matching nothing": (
+        GOOD.replace("gpu_hours]", "gpu_days]"), "'gpu_days' matches no criterion"),
+    "weight pattern matching nothing": (
+        GOOD.replace("t2_f1]}", "t2_f1], weights: {rouge: 1}}"), "weight pattern 'rouge'"),
+    "unknown rule": (
+        GOOD.replace("rule: borda", "rule: bordo"), "unknown rule 'bordo'"),
+    "unknown setting": (
+        GOOD.replace("setting: weighted", "setting: heavy"), "setting 'heavy'"),
+    "unknown key": (
+        GOOD + "colums: []\n", "unknown key 'colums'"),
+    "reference not a column": (
+        GOOD + "reference: nope\n", "reference 'nope'"),
+    "criterion in two groups": (
+        GOOD.replace("fairness: {}", "fairness: {criteria: [t1_acc]}"), "in both group"),
+    "not YAML": ("groups: [unclosed\n", "not valid YAML"),
+    "no columns": ("groups: {performance: {}}\n", "'columns'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_scenario_exits_2_with_one_line(case, tmp_path, capsys):
+    text, needle = BAD[case]
+    results = write_results(tmp_path / "r", seeds=False)
+    path = scenario_file(tmp_path, text)
+    code = main(["report", "--scenario", str(path), "--results", str(results), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1, err
+    assert needle in err[0] and "Traceback" not in err[0]
+
+
+def test_good_scenario_and_helpers(tmp_path):
+    sc = load_scenario(scenario_file(tmp_path, GOOD))
+    assert sc.column("b").group_weights == {"performance": 2.0, "efficiency": 1.0, "fairness": 1.0}
+    assert parse_weight("1/2", "w") == 0.5 and parse_weight(0.3, "w") == 0.3
+    with pytest.raises(UserError):
+        parse_weight(True, "w")
+    assert match_criteria("re:t[12]_.*", ["t1_acc", "t2_f1", "x"]) == ["t1_acc", "t2_f1"]
+    with pytest.raises(UserError, match="no such file"):
+        load_scenario(tmp_path / "missing.yaml")
+
+
+def test_missing_table_source_and_missing_seeds(tmp_path, capsys):
+    assert main(["whatif", "--scenario", str(USER), "--model", "A"]) == 2
+    assert "pass --results DIR" in capsys.readouterr().err
+    results = write_results(tmp_path / "r", seeds=False)
+    code = main(["report", "--scenario", str(USER), "--results", str(results), "--out", str(tmp_path / "o"),
+                 "--bootstrap", "10"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "no per-seed results exist" in err[0]
+
+
+def test_rank_scenario_subprocess_exit_code(tmp_path):
+    """Through the real `vnr` entry point: exit status 2 and a single stderr line."""
+    pytest.importorskip("ranking.cli")
+    results = write_results(tmp_path / "r", seeds=False)
+    path = scenario_file(tmp_path, GOOD.replace("t*_acc", "bleu_*"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "rank", "--scenario", str(path), "--results", str(results)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "matches no criterion" in lines[0]

@@ -1,0 +1,75 @@
+"""`vnr report`: a self-contained HTML page plus figure files; rendered in headless Chromium when available."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from test_scenarios_util import PAPER, USER, write_results
+
+from harness.cli import main
+
+FIGURES = ("bump_chart", "criteria_heatmap", "simplex_map")
+
+
+def _check_self_contained(html: str) -> None:
+    assert "<script" not in html.lower()
+    for attr in re.findall(r"""(?:src|href)\s*=\s*['"]([^'"]*)['"]""", html, flags=re.I):
+        assert attr.startswith("data:image/png;base64,"), attr[:60]
+    assert "http://" not in html and "https://" not in html
+
+
+def test_report_on_a_collected_matrix_with_bootstrap(tmp_path, capsys):
+    results = write_results(tmp_path / "r", spread=10.0)
+    out = tmp_path / "report"
+    code = main(["report", "--scenario", str(USER), "--results", str(results), "--out", str(out),
+                 "--bootstrap", "10", "--resolution", "8"])
+    assert code == 0, capsys.readouterr().err
+    for stem in (*FIGURES, "rank_probabilities"):
+        assert (out / f"{stem}.png").stat().st_size > 1000
+        assert (out / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = (out / "report.html").read_text()
+    _check_self_contained(html)
+    assert html.count("data:image/png;base64,") == 4
+    for text in ("Comparison", "Weight-simplex map", "Uncertainty over seeds", "copeland_weighted", "am_performance"):
+        assert text in html
+    assert (out / "comparison.csv").read_text().startswith("column,rule,setting")
+    assert "one rule call per point" in html and "linear in the weights" in html
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.browser
+def test_report_renders_in_headless_chromium(data_root, tmp_path, capsys):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium is not on PATH (Debian: apt-get install chromium); cannot render the report")
+    out = tmp_path / "report"
+    assert main(["report", "--scenario", str(PAPER), "--data-root", str(data_root), "--out", str(out),
+                 "--resolution", "12"]) == 0, capsys.readouterr().err
+    html = (out / "report.html").read_text()
+    _check_self_contained(html)
+    shot = tmp_path / "shot.png"
+    cmd = [
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1280,2000",
+        (out / "report.html").resolve().as_uri(),
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("chromium did not finish rendering the report within 120 s")
+    assert shot.exists() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(shot)
+    assert img.shape[0] >= 1000 and img.shape[1] >= 1000
+    rgb = img[..., :3]
+    non_white = (rgb < 0.95).any(axis=-1).mean()
+    assert non_white > 0.05  # text, tables and figures, not a blank page
+    assert rgb.std() > 0.05
