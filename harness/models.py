@@ -136,13 +136,16 @@ def train_tiny_tokenizer(family: str, texts: Iterable[str], vocab_size: int = 20
             mask_token="<mask>",
         )
     # WordPiece for bert, albert, deberta, distilbert (uncased, like the hub models).
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
+    # The vocabulary is built here rather than by tokenizers' WordPieceTrainer, whose result changes from
+    # one call to the next (ties between "##" merges are broken by hash order): same texts, same vocabulary.
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
-    tok.train_from_iterator(texts, trainer=trainer)
+    tok = Tokenizer(models.WordPiece(vocab=_wordpiece_vocab(texts, normalizer, pre_tokenizer, specials, vocab_size),
+                                     unk_token="[UNK]"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
+    tok.decoder = decoders.WordPiece()
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
@@ -157,6 +160,27 @@ def train_tiny_tokenizer(family: str, texts: Iterable[str], vocab_size: int = 20
         cls_token="[CLS]",
         mask_token="[MASK]",
     )
+
+
+def _wordpiece_vocab(texts: list[str], normalizer: Any, pre_tokenizer: Any, specials: list[str],
+                     vocab_size: int) -> dict[str, int]:
+    """A deterministic WordPiece vocabulary: specials, every character (word-initial and ``##``), then whole
+    words by frequency (ties alphabetical), up to ``vocab_size``; unseen words fall back to characters."""
+    from collections import Counter
+
+    words: Counter[str] = Counter()
+    for text in texts:
+        words.update(w for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)))
+    chars = sorted({c for w in words for c in w})
+    vocab = list(dict.fromkeys([*specials, *chars, *(f"##{c}" for c in chars)]))
+    taken = set(vocab)
+    for word, _ in sorted(words.items(), key=lambda kv: (-kv[1], kv[0])):
+        if len(vocab) >= vocab_size:
+            break
+        if word not in taken:
+            vocab.append(word)
+            taken.add(word)
+    return {token: i for i, token in enumerate(vocab)}
 
 
 def tiny_config(family: str, tokenizer: Any) -> Any:

@@ -1,0 +1,491 @@
+"""One fine-tuning run: (model, task, seed) with the paper's defaults, end to end, resumable.
+
+:func:`run_finetune` loads the task, builds the model, trains with the
+Hugging Face ``Trainer`` (evaluating on dev after every epoch), tracks
+efficiency with :class:`harness.tracking.EfficiencyCallback`, and writes one
+JSON record atomically to ``<output>/runs/<run_id>.json``.
+
+Restartability:
+
+* a finished run (``status == "ok"``) is returned from the store, not re-run;
+* checkpoints go to ``<output>/checkpoints/<run_id>/checkpoint-<step>`` every
+  epoch and every ``save_steps`` steps; a checkpoint counts only once it is
+  complete (its files fsync'ed, then a ``vnr-complete.json`` marker written
+  atomically after ``trainer_state.json``), so a run killed while saving resumes
+  from the previous complete one;
+* a second invocation (or a SLURM requeue) resumes from the latest complete
+  checkpoint, restoring model, optimizer, scheduler, RNG states, the
+  per-epoch history and the efficiency totals spent so far;
+* checkpoints are removed once the record is written, unless ``keep_checkpoints``.
+
+On the GPU: bf16 where the GPU supports it (else fp16), TF32 matmuls on
+Ampere and newer, the fused AdamW, dynamic padding (always), optional length
+grouping (``FinetuneSpec.group_by_length``). ``scripts/bench_finetune.py``
+measures these against plain ``Trainer`` defaults.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import time
+import traceback
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.finetune.metrics import best_over_epochs, compute_metrics, predictions_from_logits
+from harness.finetune.tasks import GlueTask, Split, get_task, load_task
+from harness.specs import FinetuneSpec
+from harness.store import STATUS_FAILED, STATUS_OK, RunStore, atomic_write_json
+from ranking.errors import UserError
+
+log = logging.getLogger(__name__)
+
+COMPLETE_MARKER = "vnr-complete.json"
+TINY_TOKENIZER_TEXTS = 2000  # sentences a tiny model's tokenizer is trained on
+PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+_EVAL_NAMES = {"": "dev_matched", "_mm": "dev_mismatched"}
+_CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
+# Keys of the spec that name the run rather than tune it.
+_NAMING = ("model", "task", "seed")
+
+
+# ---------------------------------------------------------------------- checkpoints
+def is_complete_checkpoint(folder: Path) -> bool:
+    """True when ``folder`` was fully written: our marker and a readable ``trainer_state.json``."""
+    try:
+        json.loads((folder / COMPLETE_MARKER).read_text())
+        state = json.loads((folder / "trainer_state.json").read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    match = _CKPT_RE.match(folder.name)
+    return bool(match) and int(state.get("global_step", -1)) == int(match.group(1))
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The complete checkpoint with the highest step under ``run_dir`` (None if there is none)."""
+    if not run_dir.is_dir():
+        return None
+    found = sorted(
+        ((int(m.group(1)), p) for p in run_dir.iterdir() if p.is_dir() and (m := _CKPT_RE.match(p.name))),
+        reverse=True,
+    )
+    for _, folder in found:
+        if is_complete_checkpoint(folder):
+            return folder
+    return None
+
+
+def _drop_incomplete_checkpoints(run_dir: Path, keep: Path | None) -> None:
+    """Remove half-written checkpoints newer than ``keep`` (the one we resume from)."""
+    if not run_dir.is_dir():
+        return
+    keep_step = int(_CKPT_RE.match(keep.name).group(1)) if keep is not None else -1
+    for p in run_dir.iterdir():
+        m = _CKPT_RE.match(p.name)
+        if m and p.is_dir() and int(m.group(1)) > keep_step and not is_complete_checkpoint(p):
+            log.info("removing incomplete checkpoint %s", p)
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _mark_complete(folder: Path, step: int) -> None:
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            with contextlib.suppress(OSError), open(path, "rb") as fh:
+                os.fsync(fh.fileno())
+    atomic_write_json(folder / COMPLETE_MARKER, {"global_step": step, "time": time.time()})
+
+
+def _checkpoint_callback_class() -> type:
+    from transformers import TrainerCallback
+
+    class CheckpointCallback(TrainerCallback):
+        """Extra saves every ``save_steps`` steps (besides every epoch) and the completeness marker."""
+
+        def __init__(self, save_steps: int | None):
+            self.save_steps = save_steps
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            if self.save_steps and state.global_step % self.save_steps == 0:
+                control.should_save = True
+            return control
+
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if state.is_world_process_zero and folder.is_dir():
+                _mark_complete(folder, state.global_step)
+
+    return CheckpointCallback
+
+
+# ---------------------------------------------------------------------- runtime choices
+def runtime_settings(precision: str = "auto", optim: str | None = None) -> dict[str, Any]:
+    """Device, precision, TF32 and optimizer for this machine (speed options; results' identity excludes them).
+
+    On CPU: fp32 and ``adamw_torch``. On an NVIDIA GPU: bf16 where supported else
+    fp16, TF32 on compute capability >= 8.0, ``adamw_torch_fused``.
+    """
+    import torch
+
+    if precision not in PRECISIONS:
+        raise UserError(f"precision {precision!r}: use one of {', '.join(PRECISIONS)}")
+    cuda = torch.cuda.is_available()
+    if precision == "auto":
+        precision = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "fp32"
+    if precision == "fp16" and not cuda:
+        raise UserError("precision fp16 needs a CUDA GPU; use fp32 or bf16 on CPU")
+    tf32 = bool(cuda and torch.cuda.get_device_capability(0) >= (8, 0))
+    if optim is None:
+        optim = "adamw_torch_fused" if cuda else "adamw_torch"
+    return {
+        "device": "cuda" if cuda else "cpu",
+        "gpu_count": torch.cuda.device_count() if cuda else 0,
+        "precision": precision,
+        "tf32": tf32,
+        "optim": optim,
+    }
+
+
+# ---------------------------------------------------------------------- data
+def _tokenize(split: Split, tokenizer: Any, max_length: int, *, pad_to_max: bool = False) -> Any:
+    import datasets
+
+    ds = datasets.Dataset.from_dict(split.to_dict())
+    pair = split.text_b is not None
+
+    def encode(batch: dict[str, list[Any]]) -> Any:
+        args = (batch["text_a"], batch["text_b"]) if pair else (batch["text_a"],)
+        return tokenizer(*args, truncation=True, max_length=max_length,
+                         padding="max_length" if pad_to_max else False)
+
+    return ds.map(encode, batched=True, remove_columns=[c for c in ds.column_names if c != "label"])
+
+
+def _check_spec(spec: FinetuneSpec) -> None:
+    positive = {"epochs": spec.epochs, "batch_size": spec.batch_size, "learning_rate": spec.learning_rate,
+                "max_length": spec.max_length}
+    for name, value in positive.items():
+        if not value or value <= 0:
+            raise UserError(f"{name} must be positive (got {value!r})")
+    for name in ("max_steps", "max_train_samples", "max_eval_samples"):
+        value = getattr(spec, name)
+        if value is not None and value <= 0:
+            raise UserError(f"{name} must be a positive integer or unset (got {value!r})")
+    if spec.weight_decay < 0 or not 0 <= spec.warmup_ratio < 1:
+        raise UserError("weight_decay must be >= 0 and warmup_ratio in [0, 1)")
+    if spec.precision not in PRECISIONS:
+        raise UserError(f"precision {spec.precision!r}: use one of {', '.join(PRECISIONS)}")
+
+
+# ---------------------------------------------------------------------- history
+def history_from_log(log_history: list[dict[str, Any]], task: GlueTask, eval_keys: dict[str, str]) -> list[dict[str, Any]]:
+    """Per-evaluation rows from ``Trainer.state.log_history``.
+
+    ``eval_keys`` maps the Trainer's eval dataset key ('' for a single set) to our
+    metric suffix ('' or '_mm'). Each row: epoch, step, the task's metrics
+    (``accuracy``, ``accuracy_mm``, ...), ``eval_loss[_mm]``, and the training
+    loss logged at the same step.
+    """
+    rows: dict[int, dict[str, Any]] = {}
+    train_loss: dict[int, float] = {}
+    for entry in log_history:
+        step = int(entry.get("step", 0))
+        if "loss" in entry:
+            train_loss[step] = float(entry["loss"])
+        for key, value in entry.items():
+            if not key.startswith("eval_"):
+                continue
+            rest = key[len("eval_"):]
+            for ds_key, suffix in eval_keys.items():
+                prefix = f"{ds_key}_" if ds_key else ""
+                if not rest.startswith(prefix):
+                    continue
+                name = rest[len(prefix):]
+                row = rows.setdefault(step, {"epoch": round(float(entry.get("epoch", 0.0)), 4), "step": step})
+                if name in task.metrics:
+                    row[name + suffix] = None if value is None or value != value else float(value)
+                elif name == "loss":
+                    row["eval_loss" + suffix] = float(value)
+                elif name == "runtime":
+                    row["eval_runtime_s" + suffix] = float(value)
+    out = []
+    for step in sorted(rows):
+        row = rows[step]
+        if step in train_loss:
+            row["train_loss"] = train_loss[step]
+        out.append(row)
+    return out
+
+
+# ---------------------------------------------------------------------- the run
+def run_finetune(
+    spec: FinetuneSpec,
+    output: Path,
+    *,
+    data_root: Path | None = None,
+    keep_checkpoints: bool = False,
+    progress: bool = True,
+    save_steps: int | None = None,
+    country_iso_code: str | None = None,
+    region: str | None = None,
+    track_efficiency: bool = True,
+    measure_power_secs: float = 15.0,
+    optim: str | None = None,
+    eval_batch_size: int | None = None,
+    dataloader_num_workers: int = 0,
+) -> dict[str, Any]:
+    """Run ``spec`` end to end (or return its stored result) and write its record to ``output``.
+
+    Keyword options do not change the result and are not part of the run id:
+    ``save_steps`` (extra checkpoints, besides every epoch), ``country_iso_code`` /
+    ``region`` (carbon intensity; default ``$VNR_COUNTRY_ISO_CODE`` or USA),
+    ``optim`` (override the optimizer choice), ``eval_batch_size``, ``dataloader_num_workers``.
+    """
+    output = Path(output)
+    store = RunStore(output)
+    rid = spec.run_id()
+    try:
+        stored = store.get(rid)
+    except OSError:  # e.g. the output is a file: say so in one line
+        store.ensure_writable()
+        raise
+    if stored is not None and stored.get("status") == STATUS_OK:
+        log.info("%s is done: %s", rid, store.result_path(rid))
+        return stored
+    # Bad input fails here, before anything is recorded.
+    from harness.models import resolve_model
+
+    task = get_task(spec.task)
+    resolve_model(spec.model)
+    _check_spec(spec)
+    if save_steps is not None and save_steps <= 0:
+        raise UserError(f"save_steps must be a positive integer (got {save_steps!r})")
+    if track_efficiency:
+        from harness.tracking import grid_intensity
+
+        grid_intensity(country_iso_code, region)  # unknown country -> UserError now, not after training
+    store.ensure_writable()
+
+    started = time.time()
+    run_dir = store.checkpoint_dir(rid)
+    resume = latest_checkpoint(run_dir)
+    _drop_incomplete_checkpoints(run_dir, resume)
+    hyper = {k: v for k, v in asdict(spec).items() if k not in _NAMING}
+    base: dict[str, Any] = {
+        "run_id": rid,
+        "kind": "finetune",
+        "model": spec.model,
+        "task": task.name,
+        "seed": spec.seed,
+        "hyperparameters": hyper,
+        "identity": spec.identity(),
+        "resumed_from": None,
+    }
+    store.mark_running(rid)
+    try:
+        from harness.environment import environment_info
+
+        base["environment"] = environment_info()
+        result = _train(
+            spec, task, run_dir, resume,
+            data_root=data_root, progress=progress, save_steps=save_steps, optim=optim,
+            eval_batch_size=eval_batch_size, dataloader_num_workers=dataloader_num_workers,
+            tracker_kwargs={"country_iso_code": country_iso_code, "region": region,
+                            "measure_power_secs": measure_power_secs} if track_efficiency else None,
+        )
+        record = {
+            **base,
+            **result,
+            "status": STATUS_OK,
+            "error": None,
+            "started_at": _iso(started),
+            "finished_at": _iso(time.time()),
+            "wall_time_s": time.time() - started,
+        }
+        path = store.write(record)
+    except Exception as exc:
+        failed = {
+            **base,
+            "status": STATUS_FAILED,
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=20),
+            "started_at": _iso(started),
+            "finished_at": _iso(time.time()),
+            "wall_time_s": time.time() - started,
+        }
+        try:
+            store.write(failed)
+        except Exception:  # pragma: no cover - the original error matters more
+            log.exception("could not record the failure of %s", rid)
+        raise
+    finally:
+        store.clear_running(rid)
+    if not keep_checkpoints:
+        store.remove_checkpoints(rid)
+    log.debug("result: %s", path)
+    return record
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def _train(
+    spec: FinetuneSpec,
+    task: GlueTask,
+    run_dir: Path,
+    resume: Path | None,
+    *,
+    data_root: Path | None,
+    progress: bool,
+    save_steps: int | None,
+    optim: str | None,
+    eval_batch_size: int | None,
+    dataloader_num_workers: int,
+    tracker_kwargs: dict[str, Any] | None,
+) -> dict[str, Any]:
+    import numpy as np
+    import transformers
+    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+
+    from harness.models import load_model, resolve_model
+    from harness.tracking import EfficiencyTracker, read_checkpoint_efficiency
+
+    transformers.logging.set_verbosity_error()
+    if not progress:
+        import datasets
+
+        datasets.disable_progress_bars()
+    settings = runtime_settings(spec.precision, optim)
+    transformers.set_seed(spec.seed)
+    data = load_task(task, data_root, max_train_samples=spec.max_train_samples,
+                     max_eval_samples=spec.max_eval_samples)
+    info = resolve_model(spec.model)
+    tokenizer = None
+    if resume is not None and info.is_tiny:
+        # A tiny model's vocabulary was trained at the start: reuse the checkpoint's, never retrain it.
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(resume))
+    model, tokenizer, info = load_model(
+        spec.model, "sequence_classification",
+        texts=data.train.texts()[:TINY_TOKENIZER_TEXTS] if info.is_tiny else None,
+        num_labels=task.num_labels, problem_type=task.problem_type, seed=spec.seed, tokenizer=tokenizer,
+    )
+    if not task.is_regression:
+        model.config.id2label = dict(enumerate(task.label_names))
+        model.config.label2id = {n: i for i, n in enumerate(task.label_names)}
+
+    train_ds = _tokenize(data.train, tokenizer, spec.max_length)
+    eval_sets = {suffix: _tokenize(split, tokenizer, spec.max_length) for suffix, split in data.evals.items()}
+    if len(eval_sets) == 1:
+        eval_arg: Any = eval_sets[""]
+        eval_keys = {"": ""}
+    else:  # MNLI: the Trainer prefixes each set's metrics with its key
+        names = {"": "matched", "_mm": "mismatched"}
+        eval_arg = {names[s]: ds for s, ds in eval_sets.items()}
+        eval_keys = {names[s]: s for s in eval_sets}
+
+    def metrics_fn(eval_pred: Any) -> dict[str, float]:
+        preds = predictions_from_logits(task, eval_pred.predictions)
+        values = compute_metrics(task, preds, np.asarray(eval_pred.label_ids))
+        return {k: (float("nan") if v is None else v) for k, v in values.items()}
+
+    cuda = settings["device"] == "cuda"
+    args = TrainingArguments(
+        output_dir=str(run_dir),
+        num_train_epochs=spec.epochs,
+        max_steps=spec.max_steps if spec.max_steps else -1,
+        per_device_train_batch_size=spec.batch_size,
+        per_device_eval_batch_size=eval_batch_size or max(spec.batch_size, 64),
+        learning_rate=spec.learning_rate,
+        weight_decay=spec.weight_decay,
+        warmup_steps=spec.warmup_ratio,
+        lr_scheduler_type="linear",
+        eval_strategy="epoch",
+        save_strategy="epoch",
+        logging_strategy="epoch",
+        save_total_limit=2,
+        seed=spec.seed,
+        data_seed=spec.seed,
+        bf16=settings["precision"] == "bf16",
+        fp16=settings["precision"] == "fp16",
+        tf32=True if settings["tf32"] else None,
+        optim=settings["optim"],
+        train_sampling_strategy="group_by_length" if spec.group_by_length else "random",
+        dataloader_num_workers=dataloader_num_workers,
+        dataloader_pin_memory=cuda,
+        report_to="none",
+        disable_tqdm=not progress,
+        use_cpu=not cuda,
+        full_determinism=not cuda,  # deterministic kernels on CPU (same seed, same result)
+    )
+    settings.update({
+        "dynamic_padding": True,
+        "group_by_length": spec.group_by_length,
+        "eval_batch_size": args.per_device_eval_batch_size,
+        "save_steps": save_steps,
+        "dataloader_num_workers": dataloader_num_workers,
+        "n_gpu": args.n_gpu if cuda else 0,
+    })
+    callbacks: list[Any] = []
+    tracker = None
+    if tracker_kwargs is not None:
+        from harness.tracking import EfficiencyCallback
+
+        used = list(range(args.n_gpu)) if cuda and args.n_gpu > 1 else ([args.device.index or 0] if cuda else [])
+        tracker = EfficiencyTracker(cuda_devices=used, previous=read_checkpoint_efficiency(resume), **tracker_kwargs)
+        callbacks.append(EfficiencyCallback(tracker))  # before the marker: its file is part of the checkpoint
+    callbacks.append(_checkpoint_callback_class()(save_steps))
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=train_ds,
+        eval_dataset=eval_arg,
+        processing_class=tokenizer,
+        data_collator=DataCollatorWithPadding(tokenizer),
+        compute_metrics=metrics_fn,
+        callbacks=callbacks,
+    )
+    resumed_from = None
+    if resume is not None:
+        resumed_from = int(_CKPT_RE.match(resume.name).group(1))
+        log.info("resuming %s from %s", run_dir.name, resume)
+    try:
+        train_out = trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+    finally:
+        if tracker is not None and tracker.started and tracker.result is None:
+            tracker.stop()  # training raised: stop codecarbon's thread
+    history = history_from_log(trainer.state.log_history, task, eval_keys)
+    if not history or history[-1]["step"] != trainer.state.global_step:
+        # Training stopped between epoch ends (cannot happen with epoch evaluation; kept as a guard).
+        trainer.evaluate()
+        history = history_from_log(trainer.state.log_history, task, eval_keys)
+    names = task.metric_names()
+    final = {n: history[-1].get(n) for n in names}
+    best, best_epoch = best_over_epochs(history, names)
+    efficiency = tracker.result if tracker is not None else None
+    return {
+        "metrics": final,
+        "metrics_best": best,
+        "metrics_best_epoch": best_epoch,
+        "history": history,
+        "efficiency": efficiency,
+        "settings": settings,
+        "train": {
+            "global_step": trainer.state.global_step,
+            "epochs": round(float(trainer.state.epoch or 0.0), 4),
+            "train_loss": float(train_out.training_loss),
+            "train_samples": len(data.train),
+            "eval_samples": {_EVAL_NAMES[s] if len(data.evals) > 1 else "dev": len(v) for s, v in data.evals.items()},
+            "data_source": data.source,
+            "model_parameters": int(sum(p.numel() for p in model.parameters())),
+        },
+        "resumed_from": resumed_from,
+    }
