@@ -1,0 +1,84 @@
+"""``vnr bias``: score one model on one bias benchmark.
+
+    vnr bias --model bert-base-uncased --dataset crows_pairs --output results/bias
+    vnr bias --model tiny:gpt2 --dataset stereoset --data-root ../shared/data --limit 50
+
+Prints where the result went and the headline metrics. Nothing heavy is
+imported until the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ranking.errors import UserError
+
+DATASETS = ("crows_pairs", "stereoset", "winobias")
+HEADLINE = {
+    "crows_pairs": ("anti_stereo_score", "metric_score", "neutral_score"),
+    "stereoset": ("intrasentence_lms", "intrasentence_ss", "intrasentence_icat",
+                  "intersentence_lms", "intersentence_ss", "intersentence_icat"),
+    "winobias": ("anti_ge_pro", "pro_gt_anti", "acc_difference", "n_flagged"),
+}
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "bias",
+        help="score one model zero-shot on CrowS-Pairs, StereoSet or WinoBias",
+        description="Score MODEL zero-shot on a social-bias benchmark with LM likelihoods (masked LMs: "
+        "pseudo-log-likelihood; causal LMs: log-probability), batched, and store the metrics under "
+        "OUTPUT/runs/<run_id>.json with the per-example scores beside it as parquet. A finished run is skipped.",
+    )
+    p.add_argument("--model", required=True, help="registered model id or tiny:<family> (e.g. bert-base-uncased)")
+    p.add_argument("--dataset", required=True, choices=DATASETS, help="benchmark to score")
+    p.add_argument("--data-root", help="data root with bias/<dataset>/ (default: $VNR_DATA_ROOT, else the public files)")
+    p.add_argument("--output", default="results/bias", help="result store (default: %(default)s)")
+    p.add_argument("--limit", type=_positive_int, help="first N examples only (per StereoSet section / WinoBias file)")
+    p.add_argument("--batch-tokens", type=_positive_int,
+                   help="padded tokens per forward pass (default 4096 on CPU, 65536 on GPU)")
+    p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto",
+                   help="default auto: bf16 (else fp16) on GPU, fp32 on CPU")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def summary_line(record: dict[str, Any]) -> str:
+    metrics = record.get("metrics") or {}
+    shown = [f"{k}={metrics[k]:.2f}" for k in HEADLINE.get(record.get("dataset", ""), ()) if k in metrics]
+    return f"{record['model']} {record['dataset']} n={record.get('n_examples')} " + " ".join(shown)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.bias.run import run_bias
+    from harness.specs import BiasSpec
+    from harness.store import RunStore
+
+    spec = BiasSpec.from_mapping(
+        {"model": args.model, "dataset": args.dataset, "limit": args.limit, "precision": args.precision},
+        where="vnr bias",
+    )
+    output = Path(args.output)
+    if output.exists() and not output.is_dir():
+        raise UserError(f"--output {output} is a file; give a directory")
+    record = run_bias(spec, output, data_root=args.data_root, batch_tokens=args.batch_tokens,
+                      progress=not args.no_progress)
+    print(f"{RunStore(output).result_path(record['run_id'])}")
+    print(summary_line(record))
+    for what, why in (record.get("skipped") or {}).items():
+        print(f"skipped {what}: {why}")
+    for what, note in (record.get("notes") or {}).items():
+        print(f"note ({what}): {note}")
+    return 0
