@@ -215,6 +215,7 @@ class ScoreTable:
             raise UserError(f"cannot read {path}: no such file") from None
         except (OSError, pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
             raise UserError(f"cannot read {path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        _no_duplicates(_csv_header(path), "column", f" in {path}")  # pandas would rename a repeat to 'x.1'
         if sidecar is None:
             sidecar = find_sidecar(path)
         spec = read_sidecar(sidecar) if sidecar is not None else {}
@@ -407,6 +408,17 @@ def _no_duplicates(names: Sequence[str], what: str, where: str) -> None:
         if n in seen:
             raise UserError(f"{what} {n!r} appears more than once{where}: names must be unique")
         seen.add(n)
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The CSV's header cells as written (pandas renames a repeated name, hiding the duplicate)."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            return [c.strip() for c in next(csv.reader(fh), [])]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
 
 
 def find_sidecar(csv_path: Path) -> Path | None:

@@ -1,0 +1,362 @@
+"""Prospective systems: can some weighting of the criteria make a model the Condorcet winner?
+
+For model ``a`` and weights ``w`` (non-negative, summing to 1) the weighted
+majority margin against a rival ``b`` is ``sum_j w_j d_abj`` with ``d_abj =
++1`` where ``a`` is strictly better than ``b`` on criterion ``j``, ``-1``
+where strictly worse, ``0`` where tied or either score is missing (the pair
+is skipped, as in the majority rules). The table's own weights play no part
+(the weights are what is searched for), except that a criterion of weight 0
+(e.g. a leaderboard's diagnostic column) stays at 0 unless ``bounds`` say
+otherwise.
+
+- **weak** (default, the paper's Eq. 2): ``a`` is prospective iff some ``w``
+  gives every margin ``>= 0``;
+- **strict** (``strict=True``): every margin ``>= STRICT_MARGIN`` (1e-6 of
+  the total weight), i.e. ``a`` beats every rival outright.
+
+Optional extras: per-criterion ``bounds`` on the weights, extra linear
+constraints ``A_ub @ w <= b_ub``, and an ``objective`` ``c`` whose ``c @ w``
+is minimised among the admissible weights. Without an objective each model
+gets its **max-margin weights**: the ``w`` maximising the smallest margin
+``t`` (one LP per model with variables ``(w, t)``; ``a`` is prospective iff
+``t* >= 0``, resp. ``>= STRICT_MARGIN``), i.e. the weighting under which it
+wins most robustly. With an objective, the LP minimises ``c @ w`` subject to
+every margin ``>= 0`` (resp. ``>= STRICT_MARGIN``).
+
+All LPs are solved with scipy's HiGHS ``linprog``; each model's constraint
+matrix is a slice of the per-criterion sign tensor from
+:func:`ranking.pairwise.criterion_signs`, built in bulk for a block of models
+at once (no Python loop over rivals or criteria). Constraint generation keeps
+the LPs small: a few rounds of multiplicative weights for the whole block
+(:func:`hard_rivals`) guess the rivals that bind, the LP runs on those, and
+any rival whose constraint the solution violates is added and the LP re-run
+until none is (exact, not a heuristic: the final LP is optimal for all rivals).
+
+>>> from ranking.rules import worked_example
+>>> found = prospective(worked_example())
+>>> {m: r.prospective for m, r in found.items()}
+{'A': True, 'B': True, 'C': True, 'D': True}
+>>> found["A"].margin   # all weight on c1 and/or c2, where A is best: A beats everyone 1 to 0
+1.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linprog
+
+from ranking.errors import UserError
+from ranking.pairwise import criterion_signs
+from ranking.table import ScoreTable
+
+#: Smallest margin (as a fraction of the total weight 1) that counts as a strict win.
+STRICT_MARGIN = 1e-6
+#: Solver tolerance: a margin this far below 0 still counts as >= 0.
+FEASIBILITY_TOL = 1e-7
+#: Constraint-generation tolerance (HiGHS's primal feasibility tolerance).
+LP_TOL = 1e-7
+
+_BLOCK_ELEMENTS = 5_000_000  # sign tensor entries (models x rivals x criteria) handled at once
+
+
+@dataclass(frozen=True)
+class ProspectiveResult:
+    """Whether a model can be made the Condorcet winner, and weights that do it.
+
+    ``margin`` is the smallest weighted margin against a rival at ``weights``
+    (None when not prospective; +inf for a table with a single model).
+    """
+
+    prospective: bool
+    weights: dict[str, float] | None
+    margin: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"prospective": self.prospective, "weights": self.weights}
+
+
+def prospective(
+    table: ScoreTable,
+    *,
+    strict: bool = False,
+    bounds: Mapping[str, tuple[float | None, float | None]] | Sequence[tuple[float | None, float | None]] | None = None,
+    A_ub: Any = None,
+    b_ub: Any = None,
+    objective: Mapping[str, float] | Sequence[float] | None = None,
+) -> dict[str, ProspectiveResult]:
+    """For every model: is it a (weak / strict) Condorcet winner under some admissible weights?
+
+    ``bounds``: criterion → ``(low, high)`` (others: ``(0, 1)``; ``(0, 0)`` if
+    the table gives the criterion weight 0), or
+    one pair per criterion; ``None`` in a pair means no bound on that side
+    (weights stay >= 0). ``A_ub``/``b_ub``: extra constraints ``A_ub @ w <=
+    b_ub``, rows as arrays in criterion order or as mappings criterion →
+    coefficient. ``objective``: criterion → coefficient (or one per
+    criterion), minimised.
+
+    >>> from ranking.rules import worked_example
+    >>> t = worked_example()
+    >>> r = prospective(t, bounds={"c1": (0.5, None)})["D"]   # D is last on c1: at best a tie with A
+    >>> r.prospective, r.margin, prospective(t, bounds={"c1": (0.5, None)}, strict=True)["D"].prospective
+    (True, 0.0, False)
+    >>> prospective(t, objective={"c2": -1})["B"].weights["c2"]   # B is last on c2: at most half
+    0.5
+    """
+    names = table.names
+    m = len(names)
+    lower, upper = _bounds(names, bounds, table.weights)
+    a_extra, b_extra = _extra_constraints(names, A_ub, b_ub)
+    cost = _objective(names, objective)
+    _check_admissible(lower, upper, a_extra, b_extra)
+    need = STRICT_MARGIN if strict else -FEASIBILITY_TOL
+    x = table.oriented
+    n = table.n_models
+    results: dict[str, ProspectiveResult] = {}
+    block = max(1, _BLOCK_ELEMENTS // max(1, n * m))
+    for start in range(0, n, block):
+        rows = np.arange(start, min(n, start + block))
+        signs = criterion_signs(x, rows)  # (block, n, m): every rival of these models at once
+        hard = hard_rivals(signs, rows)
+        for i, a in enumerate(rows):
+            d = np.delete(signs[i], a, axis=0).astype(float)
+            first = hard[i] - (hard[i] > a)  # rival indices once row a is removed
+            w_margin, best = _max_min_margin(d, first, lower, upper, a_extra, b_extra)
+            w = w_margin
+            if best < need:
+                results[table.models[a]] = ProspectiveResult(False, None, None)
+                continue
+            if cost is not None:
+                floor = min(STRICT_MARGIN if strict else 0.0, best)
+                # feasible by the max-margin step; should the solver disagree, keep those weights
+                w = _min_objective(d, first, lower, upper, a_extra, b_extra, cost, floor)
+                w = w if w is not None else w_margin
+            margin = float((d @ w).min()) if d.shape[0] else math.inf
+            results[table.models[a]] = ProspectiveResult(True, {c: float(v) for c, v in zip(names, w)}, margin)
+    return results
+
+
+def hard_rivals(signs: np.ndarray, rows: np.ndarray, rounds: int = 100) -> list[np.ndarray]:
+    """For each model of a block, the rivals likely to bind in its LP (a warm start, not a decision).
+
+    Plays the zero-sum game "weights vs rival" for ``rounds`` rounds of
+    multiplicative weights (Hedge) for the whole block at once: each round
+    every model's adversary picks the rival with the smallest margin, and the
+    weights move towards the criteria that beat it. Returns, per model, the
+    rivals picked plus the ``m`` rivals with the smallest margin under the
+    averaged weights (which approximate the max-margin weights).
+
+    >>> s = criterion_signs(np.array([[3.0, 1.0], [1.0, 3.0], [2.0, 2.0]]), np.arange(3))
+    >>> [h.tolist() for h in hard_rivals(s, np.arange(3))]
+    [[1, 2], [0, 2], [0, 1]]
+    """
+    b, n, m = signs.shape
+    if n < 2:
+        return [np.zeros(0, dtype=int) for _ in range(b)]
+    d = signs.astype(np.float32)
+    own = np.zeros((b, n), dtype=bool)
+    own[np.arange(b), rows] = True
+    eta = np.float32(np.sqrt(8.0 * np.log(max(m, 2)) / rounds))
+    gain = np.zeros((b, m), dtype=np.float32)
+    w = np.full((b, m), 1.0 / m, dtype=np.float32)
+    w_sum = np.zeros((b, m), dtype=np.float32)
+    picked = np.zeros((b, n), dtype=bool)
+    at = np.arange(b)
+    for _ in range(rounds):
+        margins = np.matmul(d, w[:, :, None])[:, :, 0]
+        margins[own] = np.inf
+        worst = margins.argmin(axis=1)
+        picked[at, worst] = True
+        gain += d[at, worst]
+        z = eta * gain
+        z -= z.max(axis=1, keepdims=True)
+        w = np.exp(z, dtype=np.float32)
+        w /= w.sum(axis=1, keepdims=True)
+        w_sum += w
+    margins = np.matmul(d, (w_sum / rounds)[:, :, None])[:, :, 0]
+    margins[own] = np.inf
+    lowest = np.argsort(margins, axis=1, kind="stable")[:, : min(m, n - 1)]
+    picked[at[:, None], lowest] = True
+    picked[own] = False
+    return [np.flatnonzero(p) for p in picked]
+
+
+def _max_min_margin(d, first, lower, upper, a_extra, b_extra):
+    """Weights maximising the smallest margin ``min(d @ w)``, and that margin."""
+    k, m = d.shape
+    if k == 0:  # a lone model beats every (no) rival: any admissible weights, margin +inf
+        x = _lp(np.zeros(m), None, None, a_extra, b_extra, np.ones((1, m)), list(zip(lower, upper)))
+        return _clean(x, lower, upper), math.inf
+    # variables (w, t): minimise -t subject to -d @ w + t <= 0, sum(w) = 1
+    cost = np.zeros(m + 1)
+    cost[-1] = -1.0
+
+    def rows(sel):
+        return np.hstack([-sel, np.ones((sel.shape[0], 1))]), np.zeros(sel.shape[0])
+
+    a_x = None if a_extra is None else np.hstack([a_extra, np.zeros((a_extra.shape[0], 1))])
+    eq = np.ones((1, m + 1))
+    eq[0, -1] = 0.0
+    bounds = list(zip(lower, upper)) + [(None, None)]
+    x = _cutting_planes(d, first, rows, lambda a, b: _lp(cost, a, b, a_x, b_extra, eq, bounds), lambda x: x[-1])
+    if x is None:
+        raise RuntimeError("prospective LP: the max-margin problem was reported infeasible")
+    return _clean(x[:m], lower, upper), float(x[-1])
+
+
+def _min_objective(d, first, lower, upper, a_extra, b_extra, cost, floor):
+    """Weights minimising ``cost @ w`` subject to every margin ``>= floor`` (known to be feasible)."""
+    m = d.shape[1]
+    bounds = list(zip(lower, upper))
+    if d.shape[0] == 0:
+        x = _lp(cost, None, None, a_extra, b_extra, np.ones((1, m)), bounds)
+        return None if x is None else _clean(x, lower, upper)
+
+    def rows(sel):
+        return -sel, np.full(sel.shape[0], -floor)
+
+    x = _cutting_planes(
+        d, first, rows, lambda a, b: _lp(cost, a, b, a_extra, b_extra, np.ones((1, m)), bounds), lambda x: floor
+    )
+    return None if x is None else _clean(x[:m], lower, upper)
+
+
+def _cutting_planes(d, first, rows, solve, target):
+    """Solve an LP with one constraint per rival (row of ``d``) by constraint generation.
+
+    Only a working set of rivals enters the LP: first ``first`` (from
+    :func:`hard_rivals`), then, after each solve, up to ``m`` rivals whose
+    constraint the solution violates (most violated first). The restricted LP
+    is a relaxation, so once its solution satisfies every rival's constraint
+    it is optimal for the full LP; an infeasible relaxation means an
+    infeasible LP. At most ``m + 1`` constraints bind at a vertex, so with a
+    good warm start one or two small LPs settle a model.
+    """
+    k, m = d.shape
+    working = np.unique(first) if len(first) else np.argsort(d.sum(axis=1), kind="stable")[:m]
+    while True:
+        x = solve(*rows(d[working]))
+        if x is None:
+            return None
+        margins = d @ x[:m]
+        violated = np.flatnonzero(margins < target(x) - LP_TOL)
+        violated = violated[~np.isin(violated, working)]
+        if violated.size == 0:
+            return x
+        worst = violated[np.argsort(margins[violated], kind="stable")][:m]
+        working = np.union1d(working, worst)
+
+
+def _lp(cost, a_ub, b_ub, a_extra, b_extra, a_eq, bounds):
+    """One HiGHS ``linprog`` call (no presolve: the LPs are small and dense)."""
+    if a_extra is not None:
+        a_ub = a_extra if a_ub is None else np.vstack([a_ub, a_extra])
+        b_ub = b_extra if b_ub is None else np.concatenate([b_ub, b_extra])
+    res = linprog(
+        cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=bounds, method="highs",
+        options={"presolve": False},
+    )
+    if res.status == 2:
+        return None
+    if res.status != 0:
+        raise RuntimeError(f"prospective LP failed ({res.status}): {res.message}")
+    return res.x
+
+
+def _clean(w: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Solver noise off the weights: clip into the bounds, zero out |w| < 1e-12."""
+    w = np.clip(w, lower, np.where(np.isnan(upper), np.inf, upper))
+    w[np.abs(w) < 1e-12] = 0.0
+    return w + 0.0
+
+
+def _bounds(names, bounds, table_weights):
+    """Lower and upper weight bounds: (0, 1), or (0, 0) for a criterion of weight 0, unless given."""
+    m = len(names)
+    lower = np.zeros(m)
+    upper = np.where(np.asarray(table_weights) > 0, 1.0, 0.0)
+    if bounds is None:
+        return lower, upper
+    if isinstance(bounds, Mapping):
+        items = []
+        for name, pair in bounds.items():
+            if name not in names:
+                raise UserError(f"bounds given for unknown criterion {name!r} (criteria: {', '.join(names)})")
+            items.append((names.index(name), name, pair))
+    else:
+        pairs = list(bounds)
+        if len(pairs) != m:
+            raise UserError(f"expected {m} (low, high) weight bounds, one per criterion, got {len(pairs)}")
+        items = [(j, names[j], pair) for j, pair in enumerate(pairs)]
+    for j, name, pair in items:
+        try:
+            lo, hi = pair
+            lo = 0.0 if lo is None else float(lo)
+            hi = 1.0 if hi is None else float(hi)
+        except (TypeError, ValueError):
+            raise UserError(f"weight bounds of {name!r} must be a (low, high) pair of numbers, got {pair!r}") from None
+        if not (np.isfinite(lo) and np.isfinite(hi)) or lo < 0 or hi < lo:
+            raise UserError(f"weight bounds of {name!r} are ({lo:g}, {hi:g}): need 0 <= low <= high")
+        lower[j], upper[j] = lo, hi
+    return lower, upper
+
+
+def _row(names, row, what):
+    """One row of coefficients, in criterion order, from an array or a mapping criterion → coefficient."""
+    try:
+        if isinstance(row, Mapping):
+            out = np.zeros(len(names))
+            for name, v in row.items():
+                if name not in names:
+                    raise UserError(f"{what} names unknown criterion {name!r} (criteria: {', '.join(names)})")
+                out[names.index(name)] = float(v)
+        else:
+            out = np.asarray(row, dtype=float)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, UserError):
+            raise
+        raise UserError(f"{what} must hold numbers") from None
+    if out.shape != (len(names),):
+        raise UserError(f"{what} needs {len(names)} coefficients, one per criterion, got shape {out.shape}")
+    if not np.isfinite(out).all():
+        raise UserError(f"{what} must be finite")
+    return out
+
+
+def _extra_constraints(names, a_ub, b_ub):
+    if a_ub is None and b_ub is None:
+        return None, None
+    if a_ub is None or b_ub is None:
+        raise UserError("extra constraints need both A_ub and b_ub")
+    rows = [a_ub] if isinstance(a_ub, Mapping) else list(a_ub)
+    if not rows:
+        raise UserError("A_ub has no rows")
+    a = np.vstack([_row(names, r, f"constraint row {i} of A_ub") for i, r in enumerate(rows)])
+    try:
+        b = np.atleast_1d(np.asarray(b_ub, dtype=float))
+    except (TypeError, ValueError):
+        raise UserError("b_ub must hold numbers") from None
+    if b.shape != (a.shape[0],):
+        raise UserError(f"A_ub has {a.shape[0]} rows but b_ub has {b.size} values")
+    if not np.isfinite(b).all():
+        raise UserError("b_ub must be finite")
+    return a, b
+
+
+def _objective(names, objective):
+    return None if objective is None else _row(names, objective, "objective")
+
+
+def _check_admissible(lower, upper, a_extra, b_extra):
+    """A :class:`UserError` when no weight vector at all satisfies the bounds and extra constraints."""
+    m = lower.size
+    res = linprog(
+        np.zeros(m), A_ub=a_extra, b_ub=b_extra, A_eq=np.ones((1, m)), b_eq=[1.0],
+        bounds=list(zip(lower, upper)), method="highs",
+    )
+    if res.status == 2:
+        raise UserError("no weight vector satisfies the bounds and constraints (weights must also sum to 1)")

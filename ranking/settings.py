@@ -1,0 +1,233 @@
+"""Aggregation settings: how criterion and group weights reach a rule.
+
+``basic``
+    The rule runs on the table with the criteria's own weights.
+``weighted``
+    Each group's weight is spread over its criteria: a criterion of group
+    ``g`` gets ``own_weight × group_weight[g] / (total own weight of g)``.
+    With unit own weights that is the paper's ``group_weight / |group|``;
+    with other own weights (e.g. an ``a/b`` cell split into two criteria of
+    weight 1/2, or a diagnostic of weight 0) the group still carries exactly
+    its group weight in total.
+``two-step``
+    The rule runs inside each group with the criteria's own weights, giving
+    one interim score per model per group; the same rule then ranks the
+    models on a models × groups table of interim scores (higher is better)
+    weighted by the group weights. The interim score is
+
+    - for the eight voting rules, the model's position in the group negated
+      (``-rank``). These rules are ordinal, so only the group's ranking
+      matters in the second step; the position carries it exactly, with the
+      rule's own ties, Threshold's lexicographic tie-breaks and Baldwin's
+      elimination order (for Condorcet: winner ``-1``, everyone else ``-2``);
+    - for ``arithmetic_mean`` and ``geometric_mean``, the group's mean, so
+      the second step is a weighted mean of group means;
+    - for ``optimality_gap``, the group's weighted mean of ``min(s/scale,
+      gamma)``, and the second step runs with ``scale=1``, so the final score
+      is the group-weighted mean of the groups' (negated) gaps.
+
+    A model without any score in a group has a *missing* interim score there,
+    handled by the second step like any missing score (positional rules rank
+    only the models present, majority rules skip the pair, means impute the
+    median; ``missing="error"`` refuses). A model missing every group cannot
+    be ranked (NaN).
+
+Group weights default to 1 for every group; they must be finite and >= 0,
+name known groups, and are only meaningful for ``weighted`` and ``two-step``
+(passing them with ``basic`` is an error). Every criterion of positive
+weight needs a group in these two settings.
+
+>>> from ranking.rules import worked_example
+>>> from dataclasses import replace
+>>> t = worked_example()
+>>> t = t.with_criteria([replace(c, group="x" if c.name in ("c1", "c2") else "y") for c in t.criteria])
+>>> rank(t, "borda", setting="weighted", group_weights={"x": 3, "y": 1}).scores.round(4).tolist()
+[9.0, 5.3333, 6.1667, 3.5]
+>>> r = rank(t, "borda", setting="two-step", group_weights={"x": 3, "y": 1})
+>>> r.params["interim"]["x"], r.scores.tolist()
+({'A': -1.0, 'B': -3.0, 'C': -2.0, 'D': -4.0}, [9.0, 6.0, 7.0, 2.0])
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ranking.errors import UserError
+from ranking.result import RuleResult, get_rule
+from ranking.table import Criterion, ScoreTable
+
+SETTINGS = ("basic", "weighted", "two-step")
+
+_CARDINAL = ("arithmetic_mean", "geometric_mean", "optimality_gap")
+
+
+def rank(
+    table: ScoreTable,
+    rule: str,
+    *,
+    setting: str = "basic",
+    group_weights: Mapping[str, float] | None = None,
+    ties: str = "default",
+    **params: Any,
+) -> RuleResult:
+    """Run ``rule`` on ``table`` under ``setting`` (see the module docstring).
+
+    >>> from ranking.rules import worked_example
+    >>> rank(worked_example(), "copeland").winners
+    ('B',)
+    """
+    spec = get_rule(rule)
+    check_params(rule, params)
+    if setting not in SETTINGS:
+        raise UserError(f"unknown setting {setting!r} (choose one of: {', '.join(SETTINGS)})")
+    if setting == "basic":
+        if group_weights:
+            raise UserError("group weights only apply to the 'weighted' and 'two-step' settings, not 'basic'")
+        result = spec(table, ties=ties, **params)
+        return replace(result, params={**result.params, "setting": setting})
+    gw = resolve_group_weights(table, group_weights)
+    if setting == "weighted":
+        result = spec(weighted_table(table, gw), ties=ties, **params)
+        return replace(result, params={**result.params, "setting": setting, "group_weights": gw})
+    return two_step(table, rule, gw, ties=ties, **params)
+
+
+def check_params(rule: str, params: Mapping[str, Any]) -> None:
+    """A :class:`UserError` if ``rule`` does not take one of ``params``.
+
+    >>> check_params("borda", {"gamma": 1})
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: rule borda has no parameter 'gamma' (parameters: missing, atol)
+    """
+    spec = get_rule(rule)
+    accepted = [
+        p.name
+        for p in inspect.signature(spec.fn).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "ties"
+    ]
+    for name in params:
+        if name not in accepted:
+            raise UserError(
+                f"rule {rule} has no parameter {name!r} (parameters: {', '.join(accepted) or 'none'})"
+            )
+
+
+def resolve_group_weights(table: ScoreTable, group_weights: Mapping[str, float] | None) -> dict[str, float]:
+    """Every group of ``table`` → its weight (default 1), validated.
+
+    >>> from ranking.rules import worked_example
+    >>> resolve_group_weights(worked_example(), {})
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: the weighted and two-step settings need criterion groups, but the score table in worked example has none
+    """
+    groups = table.group_names
+    where = f" in {table.source}" if table.source else ""
+    if not groups:
+        raise UserError(f"the weighted and two-step settings need criterion groups, but the score table{where} has none")
+    ungrouped = [c.name for c in table.criteria if c.group is None and c.weight > 0]
+    if ungrouped:
+        raise UserError(
+            f"criterion {ungrouped[0]!r}{where} has no group: the weighted and two-step settings need a group "
+            "for every criterion of positive weight"
+        )
+    out = {g: 1.0 for g in groups}
+    for name, value in (group_weights or {}).items():
+        if name not in out:
+            raise UserError(f"group weight given for unknown group {name!r} (groups: {', '.join(groups)})")
+        try:
+            w = float(value)
+        except (TypeError, ValueError):
+            raise UserError(f"weight of group {name!r} is {value!r}, not a number") from None
+        if not math.isfinite(w) or w < 0:
+            raise UserError(f"weight of group {name!r} is {value!r}: group weights must be finite and >= 0")
+        out[name] = w
+    if not any(w > 0 for w in out.values()):
+        raise UserError("all group weights are zero: at least one must be positive")
+    return out
+
+
+def weighted_table(table: ScoreTable, group_weights: Mapping[str, float]) -> ScoreTable:
+    """The table with each criterion's weight = own × group weight / total own weight of its group.
+
+    >>> from ranking.rules import worked_example
+    >>> t = worked_example()
+    >>> t = t.with_criteria([replace(c, group="x" if c.name == "c1" else "y") for c in t.criteria])
+    >>> weighted_table(t, {"x": 1.0, "y": 2.0}).weights.tolist()
+    [1.0, 0.5, 0.5, 0.5, 0.5]
+    """
+    totals: dict[str, float] = {}
+    for c in table.criteria:
+        if c.group is not None:
+            totals[c.group] = totals.get(c.group, 0.0) + c.weight
+    crits = []
+    for c in table.criteria:
+        if c.group is None or totals[c.group] == 0:
+            crits.append(c)  # weight 0 (checked in resolve_group_weights)
+        else:
+            crits.append(replace(c, weight=c.weight * group_weights[c.group] / totals[c.group]))
+    if not any(c.weight > 0 for c in crits):
+        raise UserError("every criterion gets weight 0 under these group weights")
+    return table.with_criteria(crits)
+
+
+def interim_scores(result: RuleResult) -> np.ndarray:
+    """What a group's result contributes to the second step of ``two-step`` (module docstring).
+
+    >>> from ranking.rules import worked_example, threshold
+    >>> interim_scores(threshold(worked_example())).tolist()
+    [-4.0, -2.0, -1.0, -3.0]
+    """
+    if result.rule == "optimality_gap":
+        return result.scores + result.params["gamma"]
+    if result.rule in _CARDINAL:
+        return np.array(result.scores, dtype=float)
+    return -np.asarray(result.ranks, dtype=float)
+
+
+def two_step(
+    table: ScoreTable, rule: str, group_weights: Mapping[str, float], *, ties: str = "default", **params: Any
+) -> RuleResult:
+    """The ``two-step`` setting (module docstring); ``group_weights`` as from :func:`resolve_group_weights`."""
+    spec = get_rule(rule)
+    active = [g for g in table.group_names if group_weights.get(g, 1.0) > 0]
+    interim = np.full((table.n_models, len(active)), np.nan)
+    for k, g in enumerate(active):
+        sub = table.group(g)
+        if not any(c.weight > 0 for c in sub.criteria):
+            raise UserError(f"group {g!r} has weight {group_weights[g]:g} but all its criteria have weight 0")
+        res = spec(sub, ties=ties, **params)
+        rows = [table.models.index(m) for m in res.models]
+        interim[rows, k] = interim_scores(res)
+    second_params = dict(params)
+    if "atol" in second_params:
+        second_params["atol"] = 0.0  # interim scores are positions or means, not raw scores
+    if rule == "optimality_gap":
+        second_params["scale"] = 1.0
+    keep = ~np.isnan(interim).all(axis=1)
+    if not keep.any():
+        raise UserError("no model has a score in any group of positive weight")
+    second = ScoreTable(
+        tuple(m for m, k in zip(table.models, keep) if k),
+        tuple(Criterion(g, weight=group_weights[g]) for g in active),
+        interim[keep],
+        source=f"two-step interim scores of {table.source or 'the score table'}",
+    )
+    final = spec(second, ties=ties, **second_params)
+    scores = np.full(table.n_models, np.nan)
+    ranks = np.full(table.n_models, np.nan)
+    scores[keep] = final.scores
+    ranks[keep] = final.ranks
+    detail = {
+        g: {m: (None if np.isnan(v) else float(v)) for m, v in zip(table.models, interim[:, k])}
+        for k, g in enumerate(active)
+    }
+    merged = {**final.params, "setting": "two-step", "group_weights": dict(group_weights), "interim": detail}
+    return RuleResult(rule, table.models, scores, ranks, merged)
