@@ -8,15 +8,9 @@
 #   so the SLURM and browser tests run; without them those tests are skipped with a reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -d ../shared/data ] && [ -z "${VNR_DATA_ROOT:-}" ]; then export VNR_DATA_ROOT="$(cd ../shared/data && pwd)"; fi
-export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-export MPLBACKEND=Agg
-PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
+# data root, offline flags, .venv with torch and the project (shared with scripts/smoke.sh)
 # shellcheck disable=SC1091
-. .venv/bin/activate
-pip install -q --disable-pip-version-check torch==2.13.0
-pip install -q --disable-pip-version-check -e '.[harness,dev]'
+. scripts/setup-env.sh
 if [ "$(id -u)" = 0 ] && [ -z "${VNR_SKIP_SYSTEM:-}" ]; then
   if [ -x slurm/start-local-cluster.sh ]; then
     bash slurm/start-local-cluster.sh > /tmp/vnr-slurm-setup.log 2>&1 \

@@ -1,0 +1,200 @@
+"""The SLURM executor: one job array through submitit, one task per pending spec.
+
+* resources (partition, time, GPUs, CPUs, memory, array parallelism, account,
+  QoS, constraint) come from the config's ``slurm:`` section, overridden by the CLI;
+* every task logs to ``<output>/logs/slurm/<array>_<task>/``;
+* ``--requeue`` plus submitit's SIGUSR2 handler: SLURM sends USR2
+  ``signal_delay_s`` before the time limit (and on preemption where the cluster
+  signals it); the task checkpoints its call and requeues itself; the run
+  resumes from its training checkpoint (``max_timeouts`` bounds time-limit requeues);
+* a submission manifest ``<output>/submissions/<job>.json`` maps array indices
+  to run ids, so ``vnr status`` can say which specs are queued.
+
+``--dry-run`` prints the sbatch script submitit would submit, without a cluster:
+
+>>> from harness.grid.config import SlurmSettings
+>>> script = sbatch_script(SlurmSettings(partition="gpu", time_min=90, gpus=1, cpus=4, mem_gb=16,
+...     array_parallelism=8), Path("results/x"), 20, name="x")
+>>> [line for line in script.splitlines() if "array" in line or "partition" in line]
+['#SBATCH --array=0-19%8', '#SBATCH --partition=gpu']
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.grid.config import SlurmSettings
+from harness.grid.local import Spec
+from harness.store import atomic_write_json
+from ranking.errors import UserError
+
+log = logging.getLogger("harness.grid")
+
+
+def log_folder(output: Path) -> Path:
+    """submitit's folder pattern: one folder (and log pair) per array task."""
+    return Path(output).resolve() / "logs" / "slurm" / "%j"
+
+
+def sbatch_parameters(settings: SlurmSettings, *, name: str, env_setup: Sequence[str] = ()) -> dict[str, Any]:
+    """The settings as submitit ``SlurmExecutor`` parameters (sbatch's own names)."""
+    params: dict[str, Any] = {
+        "job_name": settings.job_name or f"vnr-{name}",
+        "time": int(settings.time_min),
+        "cpus_per_task": int(settings.cpus),
+        "mem": _mem(settings.mem_gb),
+        "array_parallelism": int(settings.array_parallelism),
+        "signal_delay_s": int(settings.signal_delay_s),
+        "stderr_to_stdout": False,
+        "additional_parameters": {"requeue": True, **dict(settings.additional)},
+    }
+    if settings.gpus:
+        params["gpus_per_node"] = int(settings.gpus)
+    for key in ("partition", "account", "qos", "constraint"):
+        value = getattr(settings, key)
+        if value:
+            params[key] = value
+    setup = [*env_setup, *settings.setup]
+    if setup:
+        params["setup"] = list(setup)
+    return params
+
+
+def _mem(mem_gb: float) -> str:
+    return f"{int(mem_gb)}GB" if float(mem_gb) == int(mem_gb) else f"{int(mem_gb * 1024)}MB"
+
+
+def _env_setup() -> list[str]:
+    """Lines exported in every task: offline flags and the data root as the submitter has them."""
+    lines = []
+    for key in ("VNR_DATA_ROOT", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME",
+                "TOKENIZERS_PARALLELISM"):
+        if os.environ.get(key):
+            lines.append(f"export {key}={shlex.quote(os.environ[key])}")
+    return lines
+
+
+def sbatch_script(settings: SlurmSettings, output: Path, n_tasks: int, *, name: str) -> str:
+    """The sbatch script submitit writes for an array of ``n_tasks`` tasks."""
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    folder = log_folder(output)
+    command = " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(folder))])
+    params = sbatch_parameters(settings, name=name, env_setup=_env_setup())
+    return _make_sbatch_string(command=command, folder=folder, map_count=n_tasks, **params)
+
+
+def submit(
+    specs: Sequence[Spec],
+    output: Path,
+    settings: SlurmSettings,
+    *,
+    name: str,
+    data_root: Path | None = None,
+    options: Callable[[Spec], Mapping[str, Any]] | None = None,
+) -> str:
+    """Submit one array (one task per spec); returns the array job id and writes the manifest."""
+    if not specs:
+        raise ValueError("nothing to submit")
+    if shutil.which("sbatch") is None or shutil.which("srun") is None:
+        raise UserError("--executor slurm: sbatch/srun not found on this machine: run on a SLURM login node "
+                        "(or start a local one with slurm/start-local-cluster.sh)")
+    import submitit
+
+    from harness.grid.entry import GridTask
+
+    output = Path(output).resolve()
+    executor = submitit.SlurmExecutor(folder=log_folder(output), max_num_timeout=settings.max_timeouts)
+    executor.update_parameters(**sbatch_parameters(settings, name=name, env_setup=_env_setup()))
+    root = str(Path(data_root).resolve()) if data_root else None
+    task = GridTask()
+    jobs = []
+    try:
+        with executor.batch():
+            for spec in specs:
+                opts = dict(options(spec)) if options else None
+                jobs.append(executor.submit(task, spec, str(output), root, opts))
+    except Exception as exc:  # submitit wraps sbatch's complaint (bad partition, too much memory, ...)
+        lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+        raise UserError(f"sbatch refused the array: {' '.join(lines[-3:]) if lines else type(exc).__name__}") from None
+    array_id = str(jobs[0].job_id).split("_")[0]
+    write_manifest(output, array_id, specs)
+    return array_id
+
+
+def write_manifest(output: Path, array_id: str, specs: Sequence[Spec]) -> Path:
+    """``<output>/submissions/<array_id>.json``: array index → run id (what ``vnr status`` reads)."""
+    path = Path(output) / "submissions" / f"{array_id}.json"
+    atomic_write_json(
+        path,
+        {
+            "array_job_id": array_id,
+            "submitted": time.time(),
+            "tasks": {str(i): spec.run_id() for i, spec in enumerate(specs)},
+        },
+    )
+    return path
+
+
+def read_manifests(output: Path) -> dict[str, dict[str, str]]:
+    """All submission manifests: array job id → {index: run id}."""
+    out: dict[str, dict[str, str]] = {}
+    folder = Path(output) / "submissions"
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("*.json")):
+        try:
+            doc = json.loads(path.read_text())
+            out[str(doc["array_job_id"])] = {str(k): str(v) for k, v in doc["tasks"].items()}
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def squeue_states(user_only: bool = True) -> dict[str, str] | None:
+    """Every queued or running job (array tasks expanded): ``"<job>_<task>"`` or ``"<job>"`` → state.
+
+    None where ``squeue`` is absent or the controller does not answer.
+    """
+    if shutil.which("squeue") is None:
+        return None
+    cmd = ["squeue", "-h", "-r", "-o", "%i|%T"]
+    if user_only and os.environ.get("USER"):
+        cmd += ["-u", os.environ["USER"]]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    states = {}
+    for line in proc.stdout.splitlines():
+        if "|" in line:
+            job, state = line.strip().split("|", 1)
+            states[job] = state
+    return states
+
+
+def wait_for_array(array_id: str, *, poll_s: float = 5.0, timeout_s: float | None = None) -> None:
+    """Block until no task of ``array_id`` is queued or running (read from squeue)."""
+    started = time.time()
+    while True:
+        states = squeue_states(user_only=False)
+        if states is None:
+            raise UserError("--wait: squeue does not answer")
+        left = {k: v for k, v in states.items() if k == array_id or k.startswith(f"{array_id}_")}
+        if not left:
+            return
+        if timeout_s is not None and time.time() - started > timeout_s:
+            raise UserError(f"--wait: array {array_id} still has {len(left)} tasks after {timeout_s:.0f} s")
+        time.sleep(poll_s)

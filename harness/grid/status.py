@@ -1,0 +1,139 @@
+"""Where each spec of a grid stands: done / running / queued / failed / missing.
+
+Read from the run store, and from ``squeue`` where it answers:
+
+* **done** — a result with ``status: ok``;
+* **running** — a running marker whose process is alive: its SLURM array task
+  is RUNNING in squeue, or (no SLURM ids) its pid is alive on this host; a
+  marker from another host without squeue is trusted;
+* **queued** — submitted (a submission manifest maps it to an array task)
+  and that task is pending in squeue (also while it waits to be requeued);
+* **failed** — the last attempt stored ``status: failed`` (the error is shown);
+  the next ``vnr run`` retries it;
+* **missing** — none of these (never run, or a stale marker of a killed process).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.grid.config import Experiment
+from harness.grid.local import Spec
+from harness.grid.slurm import read_manifests, squeue_states
+from harness.specs import FinetuneSpec
+from harness.store import STATUS_FAILED, STATUS_OK, RunStore
+
+STATES = ("done", "running", "queued", "failed", "missing")
+_PENDING = {"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "CONFIGURING", "RESIZING", "SUSPENDED"}
+_ACTIVE = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING"}
+
+
+@dataclass(frozen=True)
+class SpecStatus:
+    spec: Spec
+    run_id: str
+    state: str
+    detail: str = ""
+
+    def row(self) -> dict[str, Any]:
+        s = self.spec
+        target = s.task if isinstance(s, FinetuneSpec) else s.dataset
+        seed = s.seed if isinstance(s, FinetuneSpec) else ""
+        return {"state": self.state, "kind": s.kind, "model": s.model, "target": target, "seed": seed,
+                "run_id": self.run_id, "detail": self.detail}
+
+
+def _pid_alive(pid: Any) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _marker_job(info: dict[str, Any]) -> str | None:
+    array, task = info.get("slurm_array_job_id"), info.get("slurm_array_task_id")
+    if array and task is not None:
+        return f"{array}_{task}"
+    job = info.get("slurm_job_id")
+    return str(job) if job else None
+
+
+def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squeue: bool = True) -> list[SpecStatus]:
+    """The state of every spec (``specs`` defaults to the whole grid)."""
+    store = RunStore(exp.output)
+    squeue = squeue_states() if use_squeue else None
+    queued_by_run: dict[str, tuple[str, str]] = {}
+    if squeue is not None:
+        for array_id, tasks in read_manifests(exp.output).items():
+            for index, rid in tasks.items():
+                for job in (f"{array_id}_{index}", array_id if len(tasks) == 1 else None):
+                    if job and job in squeue:
+                        queued_by_run[rid] = (job, squeue[job])
+    host = socket.gethostname()
+    out = []
+    for spec in specs if specs is not None else exp.specs:
+        rid = spec.run_id()
+        rec = store.get(rid)
+        if rec is not None and rec.get("status") == STATUS_OK:
+            out.append(SpecStatus(spec, rid, "done", f"{float(rec.get('wall_time_s') or 0):.0f} s"))
+            continue
+        info = store.running_info(rid)
+        if info is not None:
+            job = _marker_job(info)
+            where = f"{info.get('host', '?')} pid {info.get('pid', '?')}" + (f" job {job}" if job else "")
+            if job and squeue is not None:
+                alive = squeue.get(job) in _ACTIVE
+            elif info.get("host") == host:
+                alive = _pid_alive(info.get("pid"))
+            else:
+                alive = True  # another host, no squeue: cannot check
+            if alive:
+                out.append(SpecStatus(spec, rid, "running", where))
+                continue
+        if rid in queued_by_run:
+            job, state = queued_by_run[rid]
+            if state in _ACTIVE:
+                out.append(SpecStatus(spec, rid, "running", f"job {job} starting"))
+                continue
+            if state in _PENDING:
+                out.append(SpecStatus(spec, rid, "queued", f"job {job} {state.lower()}"))
+                continue
+        if rec is not None and rec.get("status") == STATUS_FAILED:
+            error = str(rec.get("error") or "no error recorded").strip().splitlines()
+            out.append(SpecStatus(spec, rid, "failed", error[-1][:200] if error else ""))
+            continue
+        detail = "stale running marker (process gone)" if info is not None else ""
+        out.append(SpecStatus(spec, rid, "missing", detail))
+    return out
+
+
+def totals(statuses: Sequence[SpecStatus]) -> dict[str, int]:
+    counts = Counter(s.state for s in statuses)
+    return {state: counts.get(state, 0) for state in STATES}
+
+
+def totals_line(statuses: Sequence[SpecStatus]) -> str:
+    """``14 runs: 10 done, 1 running, 0 queued, 1 failed, 2 missing``."""
+    t = totals(statuses)
+    return f"{len(statuses)} runs: " + ", ".join(f"{t[s]} {s}" for s in STATES)
+
+
+def format_table(statuses: Sequence[SpecStatus]) -> str:
+    """A fixed-width table, one spec per line."""
+    rows = [s.row() for s in statuses]
+    cols = ("state", "kind", "model", "target", "seed", "run_id", "detail")
+    header = {"state": "STATE", "kind": "KIND", "model": "MODEL", "target": "TASK/DATASET", "seed": "SEED",
+              "run_id": "RUN ID", "detail": "DETAIL"}
+    widths = {c: max(len(header[c]), *(len(str(r[c])) for r in rows)) if rows else len(header[c]) for c in cols}
+    lines = ["  ".join(header[c].ljust(widths[c]) for c in cols).rstrip()]
+    for r in rows:
+        lines.append("  ".join(str(r[c]).ljust(widths[c]) for c in cols).rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Shared by scripts/test.sh and scripts/smoke.sh; source it from the project root:
+#   . scripts/setup-env.sh
+# - VNR_DATA_ROOT=../shared/data where that folder exists (and the variable is not set)
+# - offline flags for the Hugging Face libraries
+# - a virtualenv in .venv (reused when present), activated
+# - torch==2.13.0 first (on CI machines that is the local CPU wheel: no CUDA packages are pulled),
+#   then the project with its harness and dev extras
+if [ -d ../shared/data ] && [ -z "${VNR_DATA_ROOT:-}" ]; then export VNR_DATA_ROOT="$(cd ../shared/data && pwd)"; fi
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export MPLBACKEND=Agg
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
+# shellcheck disable=SC1091
+. .venv/bin/activate
+pip install -q --disable-pip-version-check torch==2.13.0
+pip install -q --disable-pip-version-check -e '.[harness,dev]'

@@ -1,0 +1,127 @@
+"""`vnr run` / `vnr status` / `vnr collect` and the array-task entry point, through their command lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+from harness.grid import entry
+from harness.grid import local as local_mod
+from harness.grid.config import load_experiment
+from harness.store import RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = str(REPO / "configs" / "experiments" / "smoke.yaml")
+
+
+def fake_runner(spec, output, **kw):
+    rec = {"run_id": spec.run_id(), "kind": spec.kind, "model": spec.model, "status": "ok", "metrics": {}}
+    RunStore(output).write(rec)
+    return rec
+
+
+def test_slurm_dry_run_prints_the_sbatch_script_without_a_cluster(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("VNR_DATA_ROOT", str(tmp_path))
+    code = cli.main(["run", SMOKE, "--executor", "slurm", "--dry-run", "--output", str(tmp_path),
+                     "--partition", "gpu", "--time", "01:30:00", "--gpus", "2", "--cpus", "6", "--mem-gb", "24",
+                     "--array-parallelism", "3", "--account", "proj"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.splitlines()
+    for flag in ("--array=0-13%3", "--partition=gpu", "--time=90", "--gpus-per-node=2", "--cpus-per-task=6",
+                 "--mem=24GB", "--account=proj", "--requeue", "--signal=USR2@120", "--job-name=vnr-smoke"):
+        assert f"#SBATCH {flag}" in lines, flag
+    assert f"#SBATCH --output={tmp_path.resolve()}/logs/slurm/%A_%a/%A_%a_0_log.out" in lines
+    assert f"export VNR_DATA_ROOT={tmp_path}" in lines
+    assert any(line.startswith("srun ") and sys.executable in line and "submitit.core._submit" in line
+               for line in lines)
+    ids = [s.run_id() for s in load_experiment(SMOKE).specs]
+    assert [line.split(": ", 1)[1] for line in lines if line.startswith("#   ")] == ids
+    assert not (tmp_path / "runs").exists()  # nothing submitted, nothing run
+
+
+def test_config_slurm_section_is_the_default(tmp_path, capsys):
+    assert cli.main(["run", SMOKE, "--executor", "slurm", "--dry-run", "--output", str(tmp_path),
+                     "--only", "bias"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "#SBATCH --array=0-5%2" in lines and "#SBATCH --time=20" in lines and "#SBATCH --mem=4GB" in lines
+    assert not any("gpus" in line for line in lines)  # gpus: 0 in the smoke config
+
+
+def test_count_list_and_local_dry_run(tmp_path, capsys):
+    assert cli.main(["run", SMOKE, "--count"]) == 0
+    assert capsys.readouterr().out.strip() == "14"
+    assert cli.main(["run", SMOKE, "--count", "--only", "tiny:bert/*,tiny:gpt2/rte"]) == 0
+    assert capsys.readouterr().out.strip() == "9"  # tiny:bert: 4 + 3 bias; tiny:gpt2/rte: 2
+    assert cli.main(["run", SMOKE, "--list", "--only", "bias", "--output", str(tmp_path)]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [r[0] for r in rows] == [str(i) for i in range(6)] and {r[2] for r in rows} == {"missing"}
+    assert cli.main(["run", SMOKE, "--dry-run", "--output", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("run   ") == 14 and "14 to run, 0 done (dry run: nothing ran)" in out
+
+
+def test_local_run_status_and_collect_commands(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(local_mod, "default_runner", fake_runner)
+    out = str(tmp_path)
+    assert cli.main(["run", SMOKE, "--output", out, "--only", "rte", "--no-progress"]) == 0
+    assert capsys.readouterr().out.strip().startswith("4 runs: 4 ran, 0 skipped (done), 0 failed")
+    assert cli.main(["status", SMOKE, "--output", out, "--summary"]) == 0
+    assert capsys.readouterr().out.strip() == "14 runs: 4 done, 0 running, 0 queued, 0 failed, 10 missing"
+    assert cli.main(["status", SMOKE, "--output", out, "--json", "--state", "done"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["totals"]["done"] == 4 and {r["target"] for r in doc["runs"]} == {"rte"}
+
+    assert cli.main(["collect", SMOKE, "--output", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vnr collect: error: 10 of 14 runs") and "--allow-missing" in err
+
+    def failing(spec, output, **kw):
+        raise RuntimeError("no GPU left")
+
+    monkeypatch.setattr(local_mod, "default_runner", failing)
+    assert cli.main(["run", SMOKE, "--output", out, "--only", "tiny:bert/stsb", "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert "2 failed" in captured.out and "vnr run` again retries them" in captured.err
+    assert cli.main(["status", SMOKE, "--output", out, "--state", "failed"]) == 0
+    assert capsys.readouterr().out.count("RuntimeError: no GPU left") == 2
+
+
+def test_bad_input_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("finetune: {models: [tiny:bert], tasks: [rte], run_options: {sav_steps: 3}}\n")
+    assert cli.main(["run", str(bad), "--output", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "run_finetune has no option 'sav_steps'" in err and len(err.strip().splitlines()) == 1
+    assert cli.main(["run", SMOKE, "--only", "nope"]) == 2
+    assert "matches no run" in capsys.readouterr().err
+    assert cli.main(["run", SMOKE, "--executor", "slurm", "--dry-run", "--time", "later"]) == 2
+    assert "--time: 'later' is not a time" in capsys.readouterr().err
+
+
+def test_entry_point_runs_the_indexed_spec(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(local_mod, "default_runner", fake_runner)
+    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "41")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "3")
+    monkeypatch.setenv("SLURM_JOB_ID", "44")
+    monkeypatch.delenv("VNR_SLURM_NUMERIC_JOB_ID", raising=False)
+    assert entry.main([SMOKE, "--count", "--only", "bias"]) == 0
+    assert capsys.readouterr().out.strip() == "6"
+    assert entry.main([SMOKE, "--output", str(tmp_path), "--only", "bias"]) == 0
+    spec = [s for s in load_experiment(SMOKE).specs if s.kind == "bias"][3]
+    assert [r["run_id"] for r in RunStore(tmp_path).records()] == [spec.run_id()]
+    assert os.environ["SLURM_JOB_ID"] == "41_3"  # codecarbon sees the task, not the whole array
+    assert os.environ["VNR_SLURM_NUMERIC_JOB_ID"] == "44"
+    assert entry.main([SMOKE, "--output", str(tmp_path), "--index", "99"]) == 2
+    assert "outside the grid (0..13)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", ["slurm/start-local-cluster.sh", "slurm/grid-array.sbatch", "scripts/smoke.sh"])
+def test_shell_scripts_parse(path):
+    assert subprocess.run(["bash", "-n", str(REPO / path)], check=False).returncode == 0

@@ -1,0 +1,237 @@
+"""The local executor and the per-spec guard, under faults: concurrent writers, kills, failures, stale ids.
+
+The run function is injected here (a real function that writes real records
+through the real store); the real fine-tuning and bias runs are exercised by
+tests/test_grid_smoke.py.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.grid.config import parse_experiment
+from harness.grid.local import (
+    BUSY,
+    FAILED,
+    RAN,
+    SKIPPED,
+    execute,
+    is_locked,
+    run_spec,
+    spec_lock,
+    summary_line,
+)
+from harness.grid.status import grid_status
+from harness.specs import BiasSpec, FinetuneSpec
+from harness.store import RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _grid(**hyper):
+    return parse_experiment({
+        "name": "t",
+        "finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte", "stsb"], "seeds": [0, 1],
+                     "hyperparameters": hyper},
+        "bias": {"datasets": ["crows_pairs"], "options": {"limit": 5}},
+    })
+
+
+def record_runner(spec, output, *, data_root=None, progress=True, calls_file=None, **_):
+    """A run function with the real contract: writes an ok record atomically, returns it."""
+    if calls_file:
+        with open(calls_file, "a") as fh:  # O_APPEND: one line per call, even across processes
+            fh.write(spec.run_id() + "\n")
+    rec = {"run_id": spec.run_id(), "kind": spec.kind, "model": spec.model, "status": "ok",
+           "metrics": {"accuracy": 0.5}, "payload": "x" * 20000}
+    RunStore(output).write(rec)
+    return rec
+
+
+def test_execute_runs_then_skips_finished_runs(tmp_path):
+    exp = _grid()
+    first = execute(exp.specs, tmp_path, runner=record_runner, progress=False)
+    assert [o.status for o in first] == [RAN] * 10
+    second = execute(exp.specs, tmp_path, runner=record_runner, progress=False)
+    assert [o.status for o in second] == [SKIPPED] * 10
+    assert summary_line(second) == "10 runs: 0 ran, 10 skipped (done), 0 failed, 0 busy (running elsewhere)"
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted(f"{s.run_id()}.json" for s in exp.specs)
+    assert all(st.state == "done" for st in grid_status(exp.with_output(tmp_path), use_squeue=False))
+
+
+def test_failed_run_records_its_error_and_the_next_run_retries_it(tmp_path):
+    exp = _grid()
+    bad = exp.specs[2].run_id()
+
+    def flaky(spec, output, **kw):
+        if spec.run_id() == bad:
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return record_runner(spec, output, **kw)
+
+    outcomes = execute(exp.specs, tmp_path, runner=flaky, progress=False)
+    assert [o.status for o in outcomes].count(FAILED) == 1
+    failed = next(o for o in outcomes if o.status == FAILED)
+    assert failed.run_id == bad and "CUDA out of memory" in failed.error
+    rec = RunStore(tmp_path).get(bad)
+    assert rec["status"] == "failed"
+    assert rec["error"] == "RuntimeError: CUDA out of memory (simulated)"
+    assert "Traceback" in rec["traceback"] and rec["identity"] == exp.specs[2].identity()
+    states = {st.run_id: (st.state, st.detail) for st in grid_status(exp.with_output(tmp_path), use_squeue=False)}
+    assert states[bad] == ("failed", "RuntimeError: CUDA out of memory (simulated)")
+    assert not RunStore(tmp_path).running_path(bad).exists()  # marker cleared after the failure
+
+    retry = execute(exp.specs, tmp_path, runner=record_runner, progress=False)
+    assert {o.run_id: o.status for o in retry}[bad] == RAN
+    assert [o.status for o in retry].count(SKIPPED) == 9
+    assert RunStore(tmp_path).is_done(bad)
+
+
+def test_a_run_function_that_stores_its_own_failure_keeps_it(tmp_path):
+    spec = FinetuneSpec("tiny:bert", "rte", 0)
+
+    def fails_with_record(spec, output, **kw):
+        RunStore(output).write({"run_id": spec.run_id(), "status": "failed", "error": "ValueError: own words"})
+        raise ValueError("own words")
+
+    outcome = run_spec(spec, tmp_path, runner=fails_with_record)
+    assert outcome.status == FAILED
+    assert RunStore(tmp_path).get(spec.run_id())["error"] == "ValueError: own words"
+    with pytest.raises(ValueError):
+        run_spec(spec, tmp_path, runner=fails_with_record, raise_errors=True)
+
+
+def test_changed_hyperparameter_makes_new_runs_instead_of_reusing_stale_results(tmp_path):
+    old = _grid(learning_rate=2e-5)
+    execute(old.specs, tmp_path, runner=record_runner, progress=False)
+    new = _grid(learning_rate=3e-5)
+    outcomes = execute(new.specs, tmp_path, runner=record_runner, progress=False)
+    ft = [o for o, s in zip(outcomes, new.specs) if isinstance(s, FinetuneSpec)]
+    assert [o.status for o in ft] == [RAN] * 8  # every fine-tuning run is new ...
+    bias = [o for o, s in zip(outcomes, new.specs) if isinstance(s, BiasSpec)]
+    assert [o.status for o in bias] == [SKIPPED] * 2  # ... the bias runs did not change
+    assert not {s.run_id() for s in old.specs if isinstance(s, FinetuneSpec)} & {o.run_id for o in ft}
+
+
+def test_a_spec_held_by_another_process_is_left_to_it(tmp_path):
+    spec = BiasSpec("tiny:bert", "stereoset", limit=3)
+    store = RunStore(tmp_path)
+    with spec_lock(store, spec.run_id()) as got:
+        assert got and is_locked(store, spec.run_id())
+        assert run_spec(spec, tmp_path, runner=record_runner).status == BUSY
+    assert not is_locked(store, spec.run_id())
+    assert run_spec(spec, tmp_path, runner=record_runner).status == RAN
+
+
+def _worker(specs, output, calls_file, seed):
+    order = list(specs)
+    random.Random(seed).shuffle(order)
+    for spec in order:
+        run_spec(spec, output, runner=record_runner, options={"calls_file": calls_file})
+
+
+def test_many_processes_on_one_store_lose_nothing_and_duplicate_nothing(tmp_path):
+    """Eight 'array tasks' race over the same ten specs: every result lands once, whole."""
+    exp = _grid()
+    calls = tmp_path / "calls.txt"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_worker, args=(exp.specs, tmp_path / "store", str(calls), i)) for i in range(8)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    lines = calls.read_text().split()
+    assert sorted(lines) == sorted(s.run_id() for s in exp.specs)  # each spec ran exactly once
+    store = RunStore(tmp_path / "store")
+    for spec in exp.specs:
+        rec = json.loads(store.result_path(spec.run_id()).read_text())  # whole, parseable
+        assert rec["status"] == "ok" and len(rec["payload"]) == 20000
+    leftovers = [p.name for p in (tmp_path / "store" / "runs").iterdir() if not p.name.endswith(".json")]
+    assert leftovers == []  # no temp files, no running markers
+
+
+KILL_SCRIPT = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from harness.grid.local import run_spec
+    from harness.specs import BiasSpec
+    from harness.store import RunStore
+
+    out, ready, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    real_fsync = os.fsync
+
+    def stall(fd):  # the record is in the temp file but not yet renamed into place
+        ready.write_text("writing")
+        time.sleep(120)
+
+    def runner(spec, output, **kw):
+        if mode == "mid-run":
+            ready.write_text("running")
+            time.sleep(120)
+        os.fsync = stall
+        RunStore(output).write({"run_id": spec.run_id(), "status": "ok", "payload": "y" * 100000})
+
+    run_spec(BiasSpec("tiny:bert", "winobias", limit=7), out, runner=runner)
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["mid-write", "mid-run"])
+def test_a_task_killed_mid_write_or_mid_run_leaves_no_result(tmp_path, mode):
+    spec = BiasSpec("tiny:bert", "winobias", limit=7)
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(tmp_path), str(ready), mode], cwd=REPO)
+    try:
+        deadline = time.time() + 60
+        while not ready.exists():
+            assert proc.poll() is None, "the task ended before it could be killed"
+            assert time.time() < deadline
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(30)
+    store = RunStore(tmp_path)
+    assert not store.result_path(spec.run_id()).exists()
+    assert store.get(spec.run_id()) is None and list(store.records()) == []
+    assert not is_locked(store, spec.run_id())  # the kernel dropped the dead task's lock
+    exp = parse_experiment({"bias": {"models": ["tiny:bert"], "datasets": ["winobias"], "options": {"limit": 7}}})
+    [st] = grid_status(exp.with_output(tmp_path), use_squeue=False)
+    assert st.state == "missing" and "stale" in st.detail
+    # the next run takes it over and finishes it
+    assert run_spec(spec, tmp_path, runner=record_runner).status == RAN
+    assert store.is_done(spec.run_id())
+
+
+def test_benchmark_quick_run_agrees():
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_grid.py"), "--quick"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "sanity: both stores end with the same 40 records: yes" in proc.stdout
+    ours = next(line for line in proc.stdout.splitlines() if line.strip().startswith("ours"))
+    assert ours.split("torn reads")[1].split()[0] == "0"  # atomic writes: never a partial file
+
+
+def test_isolated_run_that_crashes_fails_only_itself(tmp_path, monkeypatch):
+    """--isolate: a run whose process dies (here: SIGKILL, as the OOM killer would) is a failed run."""
+    crash = tmp_path / "crash.sh"
+    crash.write_text("#!/bin/sh\nkill -9 $$\n")
+    crash.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(crash))
+    specs = [BiasSpec("tiny:bert", "crows_pairs", limit=3), BiasSpec("tiny:gpt2", "crows_pairs", limit=3)]
+    outcomes = execute(specs, tmp_path / "out", progress=False, isolate=True)
+    assert [o.status for o in outcomes] == [FAILED, FAILED]
+    assert outcomes[0].error == "RuntimeError: the run process exited with status -9"
+    rec = RunStore(tmp_path / "out").get(specs[0].run_id())
+    assert rec["status"] == "failed" and rec["error"] == "RuntimeError: the run process exited with status -9"

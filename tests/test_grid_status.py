@@ -1,0 +1,60 @@
+"""`vnr status`: done / running / queued / failed / missing, from the store and squeue's answer."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from harness.grid import status as status_mod
+from harness.grid.config import parse_experiment
+from harness.grid.slurm import read_manifests, write_manifest
+from harness.grid.status import format_table, grid_status, totals, totals_line
+from harness.store import RunStore, atomic_write_json
+
+
+@pytest.fixture
+def exp(tmp_path):
+    return parse_experiment({
+        "finetune": {"models": ["tiny:bert"], "tasks": ["rte", "stsb", "sst2"], "seeds": [0, 1]},
+    }).with_output(tmp_path)
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_states_from_the_store_and_squeue(exp, monkeypatch):
+    store = RunStore(exp.output)
+    s = [spec.run_id() for spec in exp.specs]
+    store.write({"run_id": s[0], "status": "ok", "wall_time_s": 12.0})
+    store.write({"run_id": s[1], "status": "failed", "error": "Traceback ...\nRuntimeError: boom"})
+    store.mark_running(s[2])  # this process: alive
+    atomic_write_json(store.running_path(s[3]), {"host": socket.gethostname(), "pid": _dead_pid()})
+    # s[4]: array task 77_0 pending; s[5]: array task 77_1 gone from the queue, its marker stale
+    write_manifest(exp.output, "77", [exp.specs[4], exp.specs[5]])
+    atomic_write_json(store.running_path(s[5]), {"host": "node9", "pid": 1, "slurm_array_job_id": "77",
+                                                  "slurm_array_task_id": "1"})
+    assert read_manifests(exp.output) == {"77": {"0": s[4], "1": s[5]}}
+    monkeypatch.setattr(status_mod, "squeue_states", lambda user_only=True: {"77_0": "PENDING", "12": "RUNNING"})
+
+    got = grid_status(exp)
+    assert [g.state for g in got] == ["done", "failed", "running", "missing", "queued", "missing"]
+    assert got[1].detail == "RuntimeError: boom"
+    assert got[3].detail == "stale running marker (process gone)"
+    assert got[4].detail == "job 77_0 pending"
+    assert totals(got) == {"done": 1, "running": 1, "queued": 1, "failed": 1, "missing": 2}
+    assert totals_line(got) == "6 runs: 1 done, 1 running, 1 queued, 1 failed, 2 missing"
+    table = format_table(got).splitlines()
+    assert table[0].split()[:5] == ["STATE", "KIND", "MODEL", "TASK/DATASET", "SEED"]
+    assert table[1].split()[:6] == ["done", "finetune", "tiny:bert", "rte", "0", s[0]]
+
+    # the same array task running: a marker with its ids
+    monkeypatch.setattr(status_mod, "squeue_states", lambda user_only=True: {"77_1": "RUNNING"})
+    assert grid_status(exp)[5].state == "running"
+    # without squeue, a marker from another host cannot be checked: trusted as running
+    assert grid_status(exp, use_squeue=False)[5].state == "running"
