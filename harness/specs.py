@@ -43,6 +43,14 @@ class FinetuneSpec:
 
     kind = "finetune"
 
+    def __post_init__(self) -> None:
+        # One run id per run: "RTE", "rte" and "deberta-base" / "microsoft/deberta-base" are the same run.
+        from harness.finetune.tasks import get_task
+        from harness.models import resolve_model
+
+        object.__setattr__(self, "task", get_task(self.task).name)
+        object.__setattr__(self, "model", resolve_model(self.model).name)
+
     def identity(self) -> dict[str, Any]:
         return {"kind": self.kind, "code_version": FINETUNE_CODE_VERSION, **asdict(self)}
 
@@ -64,6 +72,11 @@ class BiasSpec:
     precision: str = "auto"  # auto (bf16/fp16 on GPU, fp32 on CPU) | fp32 | fp16 | bf16
 
     kind = "bias"
+
+    def __post_init__(self) -> None:
+        from harness.models import resolve_model
+
+        object.__setattr__(self, "model", resolve_model(self.model).name)
 
     def identity(self) -> dict[str, Any]:
         return {"kind": self.kind, "code_version": BIAS_CODE_VERSION, **asdict(self)}

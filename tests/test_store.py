@@ -25,6 +25,8 @@ def test_run_id_is_stable_and_sensitive_to_every_hyperparameter():
         FinetuneSpec("bert-base-uncased", "mrpc", 0).run_id(),
     }
     assert a.run_id() not in changed and len(changed) == 4
+    # spellings of the same task or model are the same run
+    assert FinetuneSpec("deberta-base", "RTE", 0).run_id() == FinetuneSpec("microsoft/deberta-base", "rte", 0).run_id()
     assert BiasSpec("gpt2", "crows_pairs").run_id() != BiasSpec("gpt2", "crows_pairs", limit=10).run_id()
     # key order does not matter
     assert run_id({"kind": "x", "a": 1, "b": 2}) == run_id({"b": 2, "a": 1, "kind": "x"})
