@@ -29,6 +29,7 @@ import math
 import sys
 from typing import Any
 
+from ranking.cli_types import non_negative_int
 from ranking.errors import UserError
 
 TIES = ("default", "votenrank")
@@ -57,7 +58,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--format", default="table", choices=("table", "json", "csv"), help="output format")
     p.add_argument("--scenario", metavar="FILE", help="rank a user-preference scenario (YAML) instead")
     p.add_argument("--results", metavar="DIR", help="scenario mode: results directory or CSV to rank")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="scenario mode: seed-bootstrap repetitions")
+    p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N", help="scenario mode: seed-bootstrap repetitions")
     p.add_argument("--seed", type=int, default=None, metavar="N", help="scenario mode: random seed of the bootstrap")
     p.set_defaults(func=run_rank)
 

@@ -103,8 +103,8 @@ def test_cli_runs_a_tiny_model(tmp_path, data_root, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--model", "tiny:bert", "--dataset", "winogender"], "invalid choice"),
-    (["--model", "tiny:bert", "--dataset", "winobias", "--limit", "0"], "positive integer"),
-    (["--model", "tiny:bert", "--dataset", "winobias", "--batch-tokens", "x"], "positive integer"),
+    (["--model", "tiny:bert", "--dataset", "winobias", "--limit", "0"], "must be at least 1"),
+    (["--model", "tiny:bert", "--dataset", "winobias", "--batch-tokens", "x"], "is not an integer"),
     (["--model", "bert-huge", "--dataset", "winobias"], "unknown model"),
     (["--model", "tiny:bert", "--dataset", "winobias", "--data-root", "/no/such/dir"], "not a directory"),
 ])

@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ranking.cli_types import positive_int
 from ranking.errors import UserError
 
 DATASETS = ("crows_pairs", "stereoset", "winobias")
@@ -23,15 +24,6 @@ HEADLINE = {
     "winobias": ("anti_ge_pro", "pro_gt_anti", "acc_difference", "n_flagged"),
 }
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -46,8 +38,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dataset", required=True, choices=DATASETS, help="benchmark to score")
     p.add_argument("--data-root", help="data root with bias/<dataset>/ (default: $VNR_DATA_ROOT, else the public files)")
     p.add_argument("--output", default="results/bias", help="result store (default: %(default)s)")
-    p.add_argument("--limit", type=_positive_int, help="first N examples only (per StereoSet section / WinoBias file)")
-    p.add_argument("--batch-tokens", type=_positive_int,
+    p.add_argument("--limit", type=positive_int, help="first N examples only (per StereoSet section / WinoBias file)")
+    p.add_argument("--batch-tokens", type=positive_int,
                    help="padded tokens per forward pass (default 4096 on CPU, 65536 on GPU)")
     p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto",
                    help="default auto: bf16 (else fp16) on GPU, fp32 on CPU")

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ranking.cli_types import non_negative_int, positive_int
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -154,24 +155,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-root", metavar="DIR", help="data root for importer sources (default: $VNR_DATA_ROOT)")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -182,10 +165,10 @@ def register(subparsers: Any) -> None:
     )
     _common(p)
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
-    p.add_argument("--bootstrap", type=_non_negative_int, default=0, metavar="N",
+    p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
                    help="seed-bootstrap resamples for rank probabilities (needs seeds.csv)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap")
-    p.add_argument("--resolution", type=_positive_int, default=None, metavar="R",
+    p.add_argument("--resolution", type=positive_int, default=None, metavar="R",
                    help="grid steps per side of the weight simplex (default: the scenario's, else 30)")
     p.set_defaults(func=run_report)
 
@@ -199,7 +182,7 @@ def register(subparsers: Any) -> None:
     w.add_argument("--model", required=True, help="the model that should win")
     w.add_argument("--rule", help="rule (default: each weighted / two-step column of the scenario)")
     w.add_argument("--setting", help="weighted or two-step")
-    w.add_argument("--resolution", type=_positive_int, default=60, metavar="R",
+    w.add_argument("--resolution", type=positive_int, default=60, metavar="R",
                    help="grid steps per side for rules not linear in the weights (default 60)")
     w.add_argument("--format", choices=("table", "json"), default="table")
     w.set_defaults(func=run_whatif)
