@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from ranking.errors import UserError
+from ranking.errors import UserError, read_yaml
 from ranking.paths import resolve_data_root
 from ranking.table import Criterion, ScoreTable
 
@@ -39,12 +38,7 @@ _SLASH = re.compile(r"^\s*[^/]+/[^/]+\s*$")
 
 def read_spec(path: str | Path) -> dict[str, Any]:
     path = Path(path)
-    try:
-        spec = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"cannot read leaderboard spec {path}: no such file") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"leaderboard spec {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    spec = read_yaml(path, "leaderboard spec")
     if not isinstance(spec, dict) or "file" not in spec:
         raise UserError(f"leaderboard spec {path} must be a mapping with at least a 'file' key")
     unknown = set(spec) - _SPEC_KEYS

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from ranking.errors import UserError
+from ranking.errors import UserError, read_yaml
 
 DIRECTIONS = ("higher", "lower")
 
@@ -435,12 +435,7 @@ def find_sidecar(csv_path: Path) -> Path | None:
 
 def read_sidecar(path: str | Path) -> dict[str, Any]:
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"cannot read criteria sidecar {path}: no such file") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"criteria sidecar {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    doc = read_yaml(path, "criteria sidecar")
     if doc is None:
         return {}
     if not isinstance(doc, dict):

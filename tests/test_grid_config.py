@@ -128,7 +128,7 @@ def test_bad_configs_say_what_to_fix(doc, message):
 
 
 def test_unreadable_configs(tmp_path):
-    with pytest.raises(UserError, match="does not exist"):
+    with pytest.raises(UserError, match="no such file"):
         load_experiment(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("finetune: [unclosed\n")

@@ -45,10 +45,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from harness.specs import BiasSpec, FinetuneSpec
-from ranking.errors import UserError
+from ranking.errors import UserError, read_yaml
 
 Spec = FinetuneSpec | BiasSpec
 
@@ -116,14 +114,7 @@ class Experiment:
 def load_experiment(path: str | Path, *, output: str | Path | None = None) -> Experiment:
     """Read and expand an experiment config (``output`` overrides the config's ``output``)."""
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"experiment config {path} does not exist") from None
-    except OSError as exc:
-        raise UserError(f"cannot read experiment config {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    doc = read_yaml(path, "experiment config")
     return parse_experiment(doc, where=str(path), default_name=path.stem).with_output(output)
 
 

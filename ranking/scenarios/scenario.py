@@ -64,9 +64,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from ranking.errors import UserError
+from ranking.errors import UserError, read_yaml
 from ranking.table import DIRECTIONS, ScoreTable
 
 log = logging.getLogger(__name__)
@@ -412,16 +411,7 @@ def _load_results(path: Path) -> tuple[ScoreTable, Path | None]:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario YAML (errors name the file and the entry)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"scenario {path}: no such file") from None
-    except OSError as exc:
-        raise UserError(f"scenario {path}: cannot read it ({exc.strerror})") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"scenario {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    doc = read_yaml(path, "scenario")
     return Scenario.from_mapping(doc, path=path)
 
 
