@@ -13,10 +13,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.bias.data import DATASETS
 from ranking.cli_types import positive_int
 from ranking.errors import UserError
 
-DATASETS = ("crows_pairs", "stereoset", "winobias")
 HEADLINE = {
     "crows_pairs": ("anti_stereo_score", "metric_score", "neutral_score"),
     "stereoset": ("intrasentence_lms", "intrasentence_ss", "intrasentence_icat",

@@ -45,13 +45,16 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from harness.bias.data import DATASETS
+from harness.finetune.tasks import TASKS
 from harness.specs import BiasSpec, FinetuneSpec
 from ranking.errors import UserError, read_yaml
 
 Spec = FinetuneSpec | BiasSpec
 
-GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
-BIAS_DATASETS = ("crows_pairs", "stereoset", "winobias")
+# Grids name tasks and datasets canonically (they become matrix column names): the registries' keys.
+GLUE_TASKS = tuple(TASKS)
+BIAS_DATASETS = DATASETS
 _TOP_KEYS = ("name", "description", "output", "labels", "finetune", "bias", "slurm")
 _FINETUNE_KEYS = ("models", "tasks", "seeds", "hyperparameters", "overrides", "run_options")
 _BIAS_KEYS = ("models", "datasets", "options", "overrides", "run_options")
