@@ -26,6 +26,19 @@ A config names a grid and where its results go::
       cpus: 8
       mem_gb: 32
       array_parallelism: 16
+      runs_per_gpu: 1                # specs one array task runs side by side on its GPU
+      setup: ["module load cuda/12.4"]          # shell lines before the task, one line each
+      additional: {mail-type: END}   # more #SBATCH long options (known ones only)
+    local:                           # defaults for the local executor
+      runs_per_gpu: 1                # runs side by side on each GPU
+      gpus: [0, 1]                   # GPU indices to use (default: what the executor finds)
+
+``models:`` entries are model ids, or ``{name: ID, model_args: {...}}`` (keyword arguments
+of ``from_pretrained``). Every hyper-parameter and option is checked here, at load
+(:mod:`harness.validate`), and every value that reaches the sbatch script is checked
+against what SLURM accepts for it (no control characters, SLURM's character set for
+names, known ``#SBATCH`` options only), so ``vnr run --dry-run`` refuses what would
+fail at run time, naming the config key.
 
 Expansion order is models × tasks × seeds (fine-tuning), then models × datasets
 (bias); SLURM array indices follow it.
@@ -39,7 +52,10 @@ Expansion order is models × tasks × seeds (fine-tuning), then models × datase
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
+import shutil
+import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -48,6 +64,7 @@ from typing import Any
 from harness.bias.data import DATASETS
 from harness.finetune.tasks import TASKS
 from harness.specs import BiasSpec, FinetuneSpec
+from harness.validate import SEED_MAX, check_spec_values, finite, single_line, whole
 from ranking.errors import UserError, read_yaml
 
 Spec = FinetuneSpec | BiasSpec
@@ -55,10 +72,40 @@ Spec = FinetuneSpec | BiasSpec
 # Grids name tasks and datasets canonically (they become matrix column names): the registries' keys.
 GLUE_TASKS = tuple(TASKS)
 BIAS_DATASETS = DATASETS
-_TOP_KEYS = ("name", "description", "output", "labels", "finetune", "bias", "slurm")
+_TOP_KEYS = ("name", "description", "output", "labels", "finetune", "bias", "slurm", "local")
 _FINETUNE_KEYS = ("models", "tasks", "seeds", "hyperparameters", "overrides", "run_options")
 _BIAS_KEYS = ("models", "datasets", "options", "overrides", "run_options")
 _OVERRIDE_KEYS = ("models", "tasks", "datasets", "seeds", "set")
+_MODEL_KEYS = ("name", "model_args")
+MAX_SEEDS = 10_000  # seeds per grid (a {from, to} range beyond this is a typo, not a grid)
+
+# What SLURM accepts, per field that reaches the sbatch script (checked at load and for every CLI flag).
+_NAME = r"[A-Za-z0-9_.+][A-Za-z0-9_.+-]{0,99}"  # job names and the grid's name: no spaces, quotes or shell syntax
+_SLURM_NAME = {
+    "name": _NAME,
+    "job_name": _NAME,
+    "partition": r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*",  # one partition or a comma-separated list
+    "account": r"[A-Za-z0-9_.-]+",
+    "qos": r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*",
+    "constraint": r"[A-Za-z0-9_.\-&|,*\[\]():!]+",  # features joined by & | , with counts [a*2&b]
+}
+# Option values on a #SBATCH line: one token, nothing sbatch or the shell would split or read as a comment.
+_SBATCH_VALUE = r"[^\s'\"\\#`$;]+"
+# sbatch's long options (``man sbatch``) that ``additional:`` / ``--sbatch-opt`` may set.
+SBATCH_OPTIONS = frozenset("""
+    account acctg-freq batch bb bbf begin chdir cluster-constraint clusters comment constraint container
+    contiguous core-spec cores-per-socket cpu-freq cpus-per-gpu cpus-per-task deadline delay-boot dependency
+    distribution exclude exclusive export export-file extra-node-info get-user-env gpu-bind gpu-freq gpus
+    gpus-per-node gpus-per-socket gpus-per-task gres gres-flags hint hold ignore-pbs kill-on-invalid-dep
+    licenses mail-type mail-user mcs-label mem mem-bind mem-per-cpu mem-per-gpu mincpus network nice no-kill
+    nodefile nodelist nodes ntasks ntasks-per-core ntasks-per-gpu ntasks-per-node ntasks-per-socket
+    overcommit oversubscribe partition power prefer priority profile propagate qos reboot reservation
+    sockets-per-node spread-job switches thread-spec threads-per-core time time-min tmp tres-per-task
+    use-min-nodes verbose wait-all-nodes wckey
+""".split())
+# Set by vnr itself (array size, log files, requeue on USR2): changing them would break the grid's bookkeeping.
+SBATCH_RESERVED = frozenset({"array", "output", "error", "input", "open-mode", "wrap", "signal", "requeue",
+                             "no-requeue", "job-name", "parsable", "wait", "test-only"})
 
 
 @dataclass(frozen=True)
@@ -79,10 +126,19 @@ class SlurmSettings:
     signal_delay_s: int = 120  # SIGUSR2 this long before the time limit: checkpoint and requeue
     setup: tuple[str, ...] = ()  # shell lines run before the task (module load, conda activate, ...)
     additional: Mapping[str, Any] = field(default_factory=dict)  # extra #SBATCH flags
+    runs_per_gpu: int = 1  # specs one array task runs side by side on its GPU
 
     def updated(self, **changes: Any) -> SlurmSettings:
         """A copy with the non-None ``changes`` applied (CLI options over config values)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """How the local executor uses this machine's GPUs."""
+
+    runs_per_gpu: int = 1  # runs side by side on each GPU
+    gpus: tuple[int, ...] | None = None  # GPU indices to use; None: the executor's default
 
 
 @dataclass(frozen=True)
@@ -100,6 +156,7 @@ class Experiment:
     labels: Mapping[str, str] = field(default_factory=dict)
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
     run_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # kind -> run function kwargs
+    local: LocalSettings = field(default_factory=LocalSettings)
 
     def options_for(self, spec: Spec) -> dict[str, Any]:
         """Keyword options for the run function of ``spec`` (they never change its result)."""
@@ -110,7 +167,9 @@ class Experiment:
         return self.labels.get(model, model)
 
     def with_output(self, output: str | Path | None) -> Experiment:
-        return self if output in (None, "") else replace(self, output=Path(output))
+        if output in (None, ""):
+            return self
+        return replace(self, output=Path(single_line(output, "--output")))
 
 
 # ---------------------------------------------------------------------------- loading
@@ -126,12 +185,12 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
     if not isinstance(doc, Mapping):
         raise UserError(f"{where}: an experiment config must be a mapping with finetune: and/or bias: sections")
     _no_unknown(doc, _TOP_KEYS, where)
-    name = str(doc.get("name") or default_name)
-    output = Path(str(doc.get("output") or f"results/{name}"))
+    name = slurm_value("name", doc.get("name") or default_name, f"{where}: name")
+    output = Path(single_line(doc.get("output") or f"results/{name}", f"{where}: output"))
     labels = doc.get("labels") or {}
     if not isinstance(labels, Mapping):
         raise UserError(f"{where}: labels must map a model id to its row name, e.g. {{microsoft/deberta-base: deberta-base}}")
-    labels = {str(k): str(v) for k, v in labels.items()}
+    labels = {str(k): single_line(v, f"{where}: labels.{k}") for k, v in labels.items()}
     if len(set(labels.values())) != len(labels):
         raise UserError(f"{where}: two models share one label in labels:")
 
@@ -148,8 +207,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         if not isinstance(ft, Mapping):
             raise UserError(f"{fwhere} must be a mapping with models, tasks, seeds")
         _no_unknown(ft, _FINETUNE_KEYS, fwhere)
-        ft_models = _str_list(ft.get("models"), f"{fwhere}.models", required=True)
-        _check_models(ft_models, f"{fwhere}.models")
+        ft_models = _models(ft.get("models"), f"{fwhere}.models", required=True)
         tasks = tuple(_str_list(ft.get("tasks"), f"{fwhere}.tasks", required=True))
         for task in tasks:
             if task not in GLUE_TASKS:
@@ -157,16 +215,16 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         seeds = _seeds(ft.get("seeds", [0]), f"{fwhere}.seeds")
         base = _mapping(ft.get("hyperparameters"), f"{fwhere}.hyperparameters")
         overrides = _overrides(ft.get("overrides"), f"{fwhere}.overrides", ("models", "tasks", "seeds", "set"))
-        for model in ft_models:
+        for model, model_args in ft_models:
             for task in tasks:
                 for seed in seeds:
-                    params = dict(base)
-                    for ov in overrides:
-                        if _override_applies(ov, model=model, task=task, seed=seed):
-                            params.update(ov["set"])
-                    data = _coerce(FinetuneSpec, {**params, "model": model, "task": task, "seed": seed}, fwhere)
-                    specs.append(FinetuneSpec.from_mapping(data, where=f"{fwhere} ({model}, {task}, seed {seed})"))
-        models.extend(ft_models)
+                    params, origin = _apply(base, f"{fwhere}.hyperparameters", overrides, f"{fwhere}.overrides",
+                                            model=model, task=task, seed=seed)
+                    swhere = f"{fwhere} ({model}, {task}, seed {seed})"
+                    data = {**params, "model": model, "task": task, "seed": seed,
+                            **_model_args_field(FinetuneSpec, model_args, f"{fwhere}.models")}
+                    specs.append(_spec(FinetuneSpec, data, swhere, origin))
+        models.extend(m for m, _ in ft_models)
         run_options["finetune"] = _mapping(ft.get("run_options"), f"{fwhere}.run_options")
 
     bias = doc.get("bias")
@@ -177,23 +235,24 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         _no_unknown(bias, _BIAS_KEYS, bwhere)
         if bias.get("models") is None and not models:
             raise UserError(f"{bwhere}.models is required when there is no finetune: section")
-        b_models = _str_list(bias.get("models"), f"{bwhere}.models") if bias.get("models") is not None else list(models)
-        _check_models(b_models, f"{bwhere}.models")
+        if bias.get("models") is not None:
+            b_models = _models(bias.get("models"), f"{bwhere}.models")
+        else:
+            b_models = list(ft_models)
         datasets = tuple(_str_list(bias.get("datasets", list(BIAS_DATASETS)), f"{bwhere}.datasets"))
         for ds in datasets:
             if ds not in BIAS_DATASETS:
                 raise UserError(f"{bwhere}.datasets: unknown dataset {ds!r} (known: {', '.join(BIAS_DATASETS)})")
         base = _mapping(bias.get("options"), f"{bwhere}.options")
         overrides = _overrides(bias.get("overrides"), f"{bwhere}.overrides", ("models", "datasets", "set"))
-        for model in b_models:
+        for model, model_args in b_models:
             for ds in datasets:
-                params = dict(base)
-                for ov in overrides:
-                    if _override_applies(ov, model=model, dataset=ds):
-                        params.update(ov["set"])
-                data = _coerce(BiasSpec, {**params, "model": model, "dataset": ds}, bwhere)
-                specs.append(BiasSpec.from_mapping(data, where=f"{bwhere} ({model}, {ds})"))
-        models.extend(m for m in b_models if m not in models)
+                params, origin = _apply(base, f"{bwhere}.options", overrides, f"{bwhere}.overrides",
+                                        model=model, dataset=ds)
+                data = {**params, "model": model, "dataset": ds,
+                        **_model_args_field(BiasSpec, model_args, f"{bwhere}.models")}
+                specs.append(_spec(BiasSpec, data, f"{bwhere} ({model}, {ds})", origin))
+        models.extend(m for m, _ in b_models if m not in models)
         run_options["bias"] = _mapping(bias.get("run_options"), f"{bwhere}.run_options")
 
     if not specs:
@@ -217,33 +276,190 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         labels=labels,
         slurm=parse_slurm(doc.get("slurm"), f"{where}: slurm"),
         run_options=run_options,
+        local=parse_local(doc.get("local"), f"{where}: local"),
     )
 
 
+def _apply(base: Mapping[str, Any], base_where: str, overrides: Sequence[Mapping[str, Any]], ov_where: str,
+           **values: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The options of one spec, and for each the config key it came from (named in errors)."""
+    params = dict(base)
+    origin = {key: f"{base_where}.{key}" for key in base}
+    for i, ov in enumerate(overrides):
+        if _override_applies(ov, **values):
+            params.update(ov["set"])
+            origin.update({key: f"{ov_where}[{i}].set.{key}" for key in ov["set"]})
+    return params, origin
+
+
+def _spec(cls: type, data: dict[str, Any], where: str, origin: Mapping[str, str]) -> Spec:
+    """Check every option where it came from (harness.validate), then build the spec."""
+    check_spec_values(data, cls.kind, where=lambda key: origin.get(key, f"{where}: {key}"))
+    return cls.from_mapping(_coerce(cls, data, where), where=where)
+
+
+def _model_args_field(cls: type, model_args: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+    if model_args is None:
+        return {}
+    if "model_args" not in {f.name for f in fields(cls)}:
+        raise UserError(f"{where}: model_args is not supported by this version of the harness")
+    return {"model_args": dict(model_args)}
+
+
+def _models(value: Any, where: str, *, required: bool = False) -> list[tuple[str, dict[str, Any] | None]]:
+    """``models:`` entries: an id, or ``{name: id, model_args: {...}}``; each model once."""
+    if isinstance(value, (str, Mapping)):
+        value = [value]
+    if value is None or value == []:
+        if required:
+            raise UserError(f"{where} is required: give a non-empty list")
+        return []
+    if not isinstance(value, list):
+        raise UserError(f"{where} must be a list of model ids or {{name: ID, model_args: {{...}}}}")
+    out: list[tuple[str, dict[str, Any] | None]] = []
+    for i, item in enumerate(value):
+        iwhere = f"{where}[{i}]"
+        if isinstance(item, Mapping):
+            _no_unknown(item, _MODEL_KEYS, iwhere)
+            if not isinstance(item.get("name"), str) or not item["name"].strip():
+                raise UserError(f"{iwhere}: give the model id as name: ID")
+            args = item.get("model_args")
+            if args is not None and not isinstance(args, Mapping):
+                raise UserError(f"{iwhere}.model_args must be a mapping of from_pretrained keyword arguments")
+            out.append((single_line(item["name"], f"{iwhere}.name"),
+                        {str(k): v for k, v in args.items()} if args is not None else None))
+        elif isinstance(item, (str, int, float)) and not isinstance(item, bool):
+            out.append((single_line(item, iwhere), None))
+        else:
+            raise UserError(f"{iwhere} must be a model id or {{name: ID, model_args: {{...}}}}")
+    names = [name for name, _ in out]
+    if len(set(names)) != len(names):
+        dup = next(v for v in names if names.count(v) > 1)
+        raise UserError(f"{where}: {dup!r} is listed twice")
+    _check_models(names, where)
+    return out
+
+
 def parse_slurm(data: Any, where: str) -> SlurmSettings:
-    """SLURM settings from the config's ``slurm:`` section (``time`` as minutes or [D-]HH:MM:SS)."""
+    """SLURM settings from the config's ``slurm:`` section (``time`` as minutes or [D-]HH:MM:SS).
+
+    Every value is checked by :func:`slurm_value`, the same check the CLI flags go through.
+    """
     data = _mapping(data, where)
     allowed = {f.name for f in fields(SlurmSettings)} | {"time"}
     _no_unknown(data, tuple(sorted(allowed)), where)
-    values = dict(data)
-    if "time" in values:
-        values["time_min"] = parse_time_min(values.pop("time"), f"{where}.time")
-    for key in ("time_min", "gpus", "cpus", "array_parallelism", "max_timeouts", "signal_delay_s"):
-        if key in values:
-            values[key] = _int(values[key], f"{where}.{key}", minimum=0 if key == "gpus" else 1)
-    if "mem_gb" in values:
-        try:
-            values["mem_gb"] = float(values["mem_gb"])
-        except (TypeError, ValueError):
-            raise UserError(f"{where}.mem_gb: {values['mem_gb']!r} is not a number of GB") from None
-    if "setup" in values:
-        values["setup"] = tuple(_str_list(values["setup"], f"{where}.setup"))
-    if "additional" in values:
-        values["additional"] = dict(_mapping(values["additional"], f"{where}.additional"))
-    for key in ("partition", "account", "qos", "constraint", "job_name"):
-        if values.get(key) is not None:
-            values[key] = str(values[key])
+    values = {("time_min" if key == "time" else key): slurm_value(key, value, f"{where}.{key}")
+              for key, value in data.items() if value is not None}
     return SlurmSettings(**values)
+
+
+def check_slurm_settings(settings: SlurmSettings, where: str = "slurm") -> SlurmSettings:
+    """Every field of ``settings`` through :func:`slurm_value` (for settings built in Python, not from a config)."""
+    changes = {}
+    for f in fields(SlurmSettings):
+        value = getattr(settings, f.name)
+        if value is not None and (f.name not in ("setup", "additional") or value):
+            changes[f.name] = slurm_value(f.name, list(value) if f.name == "setup" else value, f"{where}.{f.name}")
+    return replace(settings, **changes)
+
+
+def parse_local(data: Any, where: str) -> LocalSettings:
+    """The config's ``local:`` section: ``runs_per_gpu`` (>= 1) and ``gpus`` (indices, or a count)."""
+    data = _mapping(data, where)
+    _no_unknown(data, ("gpus", "runs_per_gpu"), where)
+    values: dict[str, Any] = {}
+    if data.get("runs_per_gpu") is not None:
+        values["runs_per_gpu"] = whole(data["runs_per_gpu"], f"{where}.runs_per_gpu", minimum=1)
+    if data.get("gpus") is not None:
+        values["gpus"] = gpu_list(data["gpus"], f"{where}.gpus")
+    return LocalSettings(**values)
+
+
+def gpu_list(value: Any, where: str) -> tuple[int, ...]:
+    """GPU indices from a list ``[0, 2]``, a comma list ``"0,2"`` or a count ``2`` (GPUs 0 and 1).
+
+    >>> gpu_list([0, 2], "gpus"), gpu_list("1,3", "gpus"), gpu_list(2, "gpus")
+    ((0, 2), (1, 3), (0, 1))
+    """
+    if isinstance(value, str) and "," in value:
+        value = [v for v in value.split(",") if v.strip()]
+    if isinstance(value, list):
+        gpus = tuple(whole(v, where, minimum=0) for v in value)
+        if not gpus or len(set(gpus)) != len(gpus):
+            raise UserError(f"{where}: give distinct GPU indices, e.g. [0, 1]")
+        return gpus
+    return tuple(range(whole(value, where, minimum=1)))
+
+
+def slurm_value(key: str, value: Any, where: str) -> Any:
+    """One SLURM setting (a ``slurm:`` key or the grid's ``name``), checked against what SLURM accepts.
+
+    >>> slurm_value("partition", "gpu,gpu-long", "--partition")
+    'gpu,gpu-long'
+    >>> slurm_value("partition", "gpu\\ntouch /tmp/x", "--partition")
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: --partition: 'gpu\\ntouch /tmp/x' contains a control character ('\\n'); give it on one line
+    """
+    if key in ("time", "time_min"):
+        return parse_time_min(value, where)
+    if key in ("gpus", "max_timeouts"):
+        return whole(value, where, minimum=0)
+    if key in ("cpus", "array_parallelism", "signal_delay_s", "runs_per_gpu"):
+        return whole(value, where, minimum=1)
+    if key == "mem_gb":
+        return finite(value, where, minimum=0.0, exclusive=True)
+    if key == "setup":
+        return tuple(setup_line(line, f"{where}[{i}]") for i, line in enumerate(_str_list(value, where)))
+    if key == "additional":
+        return {opt: v for k, raw in _mapping(value, where).items()
+                for opt, v in [sbatch_option(k, raw, f"{where}.{k}")]}
+    if key in _SLURM_NAME:
+        text = single_line(value, where)
+        if not re.fullmatch(_SLURM_NAME[key], text):
+            what = "a name" if key in ("name", "job_name") else f"a SLURM {key.replace('_', ' ')}"
+            raise UserError(f"{where}: {text!r} is not {what} SLURM accepts (letters, digits, '_', '.', '-'"
+                            f"{'; a comma-separated list' if key in ('partition', 'qos') else ''})")
+        return text
+    raise UserError(f"{where}: unknown SLURM setting")  # pragma: no cover - callers pass known keys
+
+
+def sbatch_option(key: Any, value: Any, where: str) -> tuple[str, Any]:
+    """An extra ``#SBATCH --key=value`` (``additional:`` / ``--sbatch-opt``): a known long option, one token.
+
+    ``true`` gives a bare flag (``exclusive: true`` → ``#SBATCH --exclusive``).
+
+    >>> sbatch_option("mail_type", "END,FAIL", "additional")
+    ('mail-type', 'END,FAIL')
+    """
+    name = single_line(key, where).strip().lstrip("-").replace("_", "-")
+    if name in SBATCH_RESERVED:
+        raise UserError(f"{where}: --{name} is set by vnr itself (use the slurm: keys: partition, time, ...)")
+    if name not in SBATCH_OPTIONS:
+        raise UserError(f"{where}: {str(key)!r} is not an sbatch long option vnr knows (e.g. mail-type, gres, "
+                        "reservation, exclusive; see man sbatch)")
+    if value is True:
+        return name, True
+    if isinstance(value, bool) or value is None:
+        raise UserError(f"{where}: give a value, or true for a flag without one")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UserError(f"{where}: {value} is not a finite number")
+    text = single_line(value, where)
+    if not re.fullmatch(_SBATCH_VALUE, text):
+        raise UserError(f"{where}: {text!r} must be one word on an #SBATCH line (no spaces, quotes, '#', '$', "
+                        "'`', ';' or backslashes)")
+    return name, text
+
+
+def setup_line(line: Any, where: str) -> str:
+    """A ``setup:`` shell line: one line, and valid shell on its own (``bash -n``) where bash is present."""
+    text = single_line(line, where)
+    bash = shutil.which("bash")
+    if bash is not None:
+        proc = subprocess.run([bash, "-n"], input=text, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise UserError(f"{where}: {text!r} is not a complete shell command (bash -n refuses it)")
+    return text
 
 
 def parse_time_min(value: Any, where: str = "time") -> int:
@@ -258,7 +474,7 @@ def parse_time_min(value: Any, where: str = "time") -> int:
         minutes = value
     else:
         text = str(value).strip()
-        m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text)
+        m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text, flags=re.ASCII)
         if not m:
             raise UserError(f"{where}: {value!r} is not a time: use minutes or [D-]HH:MM:SS")
         days, a, b, c = m.groups()
@@ -271,6 +487,8 @@ def parse_time_min(value: Any, where: str = "time") -> int:
         minutes += int(days or 0) * 24 * 60
     if minutes < 1:
         raise UserError(f"{where}: the time limit must be at least one minute")
+    if minutes > 366 * 24 * 60:
+        raise UserError(f"{where}: {minutes} minutes is more than a year; give minutes or [D-]HH:MM:SS")
     return minutes
 
 
@@ -335,33 +553,21 @@ def _str_list(value: Any, where: str, *, required: bool = False) -> list[str]:
     return out
 
 
-def _int(value: Any, where: str, *, minimum: int = 0) -> int:
-    if isinstance(value, bool):
-        raise UserError(f"{where}: {value!r} is not a whole number")
-    try:
-        number = int(value)
-        if number != float(value):
-            raise ValueError
-    except (TypeError, ValueError):
-        raise UserError(f"{where}: {value!r} is not a whole number") from None
-    if number < minimum:
-        raise UserError(f"{where}: {number} is below {minimum}")
-    return number
-
-
 def _seeds(value: Any, where: str) -> tuple[int, ...]:
     if isinstance(value, Mapping):
         if set(value) != {"from", "to"}:
             raise UserError(f"{where}: write seeds as a list [0, 1, 2] or as {{from: 0, to: 4}}")
-        lo, hi = _int(value["from"], where), _int(value["to"], where)
+        lo, hi = (whole(value[k], f"{where}.{k}", minimum=0, maximum=SEED_MAX) for k in ("from", "to"))
         if hi < lo:
             raise UserError(f"{where}: 'to' ({hi}) is below 'from' ({lo})")
+        if hi - lo >= MAX_SEEDS:
+            raise UserError(f"{where}: {hi - lo + 1} seeds; a grid takes at most {MAX_SEEDS}")
         return tuple(range(lo, hi + 1))
     if isinstance(value, (int, str)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list) or not value:
         raise UserError(f"{where}: give a non-empty list of seeds, e.g. [0, 1, 2, 3, 4]")
-    seeds = tuple(_int(v, where) for v in value)
+    seeds = tuple(whole(v, where, minimum=0, maximum=SEED_MAX) for v in value)
     if len(set(seeds)) != len(seeds):
         raise UserError(f"{where}: a seed is listed twice")
     return seeds

@@ -12,7 +12,7 @@
 
 ``--dry-run`` prints the sbatch script submitit would submit, without a cluster:
 
->>> from harness.grid.config import SlurmSettings
+>>> from harness.grid.config import SlurmSettings, check_slurm_settings, slurm_value
 >>> script = sbatch_script(SlurmSettings(partition="gpu", time_min=90, gpus=1, cpus=4, mem_gb=16,
 ...     array_parallelism=8), Path("results/x"), 20, name="x")
 >>> [line for line in script.splitlines() if "array" in line or "partition" in line]
@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.grid.config import SlurmSettings
+from harness.grid.config import SlurmSettings, check_slurm_settings, slurm_value
 from harness.grid.local import Spec
 from harness.store import atomic_write_json
 from ranking.errors import UserError
@@ -43,13 +43,29 @@ log = logging.getLogger("harness.grid")
 
 def log_folder(output: Path) -> Path:
     """submitit's folder pattern: one folder (and log pair) per array task."""
-    return Path(output).resolve() / "logs" / "slurm" / "%j"
+    return check_log_path(Path(output).resolve()) / "logs" / "slurm" / "%j"
+
+
+def check_log_path(path: Path, where: str = "output") -> Path:
+    """A directory SLURM can log under: it reaches ``#SBATCH --output=`` as one token, without filename patterns.
+
+    >>> check_log_path(Path("/tmp/my grid"))
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: output: '/tmp/my grid' cannot hold SLURM logs: a path without spaces, quotes, '%', '#', '$', '`', ';' or backslashes
+    """
+    text = str(path)
+    if any(ord(c) < 32 or ord(c) == 127 or c.isspace() or c in "'\"%#$`;\\" for c in text):
+        raise UserError(f"{where}: {text!r} cannot hold SLURM logs: a path without spaces, quotes, '%', '#', "
+                        "'$', '`', ';' or backslashes")
+    return path
 
 
 def sbatch_parameters(settings: SlurmSettings, *, name: str, env_setup: Sequence[str] = ()) -> dict[str, Any]:
-    """The settings as submitit ``SlurmExecutor`` parameters (sbatch's own names)."""
+    """The settings as submitit ``SlurmExecutor`` parameters (sbatch's own names), each value checked."""
+    settings = check_slurm_settings(settings)
     params: dict[str, Any] = {
-        "job_name": settings.job_name or f"vnr-{name}",
+        "job_name": settings.job_name or slurm_value("job_name", f"vnr-{name}", "name"),
         "time": int(settings.time_min),
         "cpus_per_task": int(settings.cpus),
         "mem": _mem(settings.mem_gb),
@@ -80,6 +96,8 @@ def _env_setup() -> list[str]:
     for key in ("VNR_DATA_ROOT", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME",
                 "TOKENIZERS_PARALLELISM"):
         if os.environ.get(key):
+            if any(ord(c) < 32 or ord(c) == 127 for c in os.environ[key]):
+                raise UserError(f"${key} contains a control character: set it on one line")
             lines.append(f"export {key}={shlex.quote(os.environ[key])}")
     return lines
 
