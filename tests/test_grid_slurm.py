@@ -180,20 +180,24 @@ def test_plain_sbatch_array_template_runs_the_same_entry_point(cluster, data_roo
         "output": str(out),
         "bias": {"models": ["tiny:bert"], "datasets": ["crows_pairs", "winobias"],
                  "options": {"limit": 5, "precision": "fp32"}},
+        # what the CI node can give a task; --sbatch-args passes it (and the setup lines) to sbatch
+        "slurm": {"gpus": 0, "mem_gb": 2, "cpus": 1, "time": 10,
+                  "setup": [f"echo setup ran > {tmp_path}/setup-ran"]},
     }))
     env = {**os.environ, "VNR_DATA_ROOT": str(data_root)}
-    count = subprocess.run([sys.executable, "-m", "harness.grid.entry", str(config), "--count"], capture_output=True,
-                           text=True, env=env, cwd=REPO, timeout=60, check=True)
-    n = int(count.stdout)
-    assert n == 2
-    # the template asks for a GPU and 32 GB; the CI node has neither: override on the command line
+    args = subprocess.run([sys.executable, "-m", "harness", "run", str(config), "--sbatch-args"], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=60, check=True).stdout.split("\n")
+    args = [a for a in args if a]
+    assert "--array=0-1%2" in args and f"--output={out.resolve()}/logs/sbatch/%A_%a.out" in args
     proc = subprocess.run(
-        ["sbatch", "--wait", f"--array=0-{n - 1}", "--gres=none", "--mem=2G", "--cpus-per-task=1", "--time=10",
-         f"--output={tmp_path}/%A_%a.out", str(REPO / "slurm" / "grid-array.sbatch"), str(config)],
+        ["sbatch", "--wait", *args, str(REPO / "slurm" / "grid-array.sbatch"), str(config)],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=TIMEOUT_S, check=False,
     )
-    logs = "\n".join(p.read_text(errors="replace") for p in tmp_path.glob("*.out"))
+    logs = "\n".join(p.read_text(errors="replace") for p in (out / "logs" / "sbatch").glob("*.out"))
     assert proc.returncode == 0, proc.stderr + logs[-3000:]
+    assert logs  # the tasks logged under the output dir ...
+    assert not list(REPO.glob("slurm-*.out"))  # ... and not in the repository root
+    assert (tmp_path / "setup-ran").exists()  # the config's setup: line ran in the task
     array_id = re.search(r"Submitted batch job (\d+)", proc.stdout).group(1)
     store = RunStore(out)
     exp = load_experiment(config)

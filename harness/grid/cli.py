@@ -27,46 +27,67 @@ ONLY_HELP = (
 )
 
 
+CONFIG_HELP = "experiment config (YAML), e.g. configs/experiments/smoke.yaml"
+OUTPUT_HELP = "results directory (default: the config's output:)"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     run = subparsers.add_parser(
         "run",
         help="run an experiment grid (local or SLURM), skipping finished runs",
         description="Expand an experiment config into run specs, skip the finished ones, run the rest. "
-        "Failed runs are retried; a changed hyper-parameter gets a new run id.",
+        "Failed runs are retried; a changed hyper-parameter gets a new run id. Every hyper-parameter and "
+        "SLURM value is checked before anything runs (--dry-run shows what would run).",
     )
-    run.add_argument("config", help="experiment config, e.g. configs/experiments/smoke.yaml")
+    run.add_argument("config", help=CONFIG_HELP)
     run.add_argument("--executor", choices=("local", "slurm"), default="local",
-                     help="local: one after another on this machine (default); slurm: one job array via submitit")
+                     help="local: on this machine (default); slurm: one job array via submitit")
     run.add_argument("--data-root", default=None, help="data root (default: $VNR_DATA_ROOT, else the public source)")
-    run.add_argument("--output", default=None, help="results directory (default: the config's output)")
+    run.add_argument("--output", default=None, help=OUTPUT_HELP)
     run.add_argument("--only", action="append", default=None, metavar="PATTERN", help=ONLY_HELP)
     run.add_argument("--dry-run", action="store_true",
-                     help="print what would run (slurm: the sbatch script it would submit) and stop")
+                     help="check everything, print what would run (slurm: the sbatch script it would submit) and stop")
     run.add_argument("--list", action="store_true", help="print every spec with its array index, run id and state")
     run.add_argument("--count", action="store_true", help="print the number of specs (the plain sbatch array size)")
+    run.add_argument("--sbatch-args", action="store_true",
+                     help="print the sbatch options for slurm/grid-array.sbatch from the config's slurm: section "
+                     "and the flags below, one per line (array size, resources, --output=<output>/logs/sbatch/...), "
+                     "creating that log folder: sbatch $(vnr run CONFIG --sbatch-args) slurm/grid-array.sbatch CONFIG")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.add_argument("--isolate", action="store_true",
                      help="local: run each spec in a fresh Python process, so a crash (segfault, lost CUDA "
                      "context, OOM kill) fails only that run (recommended for long grids on a GPU)")
-    slurm = run.add_argument_group("SLURM (override the config's slurm: section)")
-    slurm.add_argument("--partition", default=None)
+    run.add_argument("--runs-per-gpu", default=None, metavar="N",
+                     help="runs side by side on one GPU, each its own process (default: the config's local: or "
+                     "slurm: runs_per_gpu, else 1)")
+    slurm = run.add_argument_group("SLURM (override the config's slurm: section; checked like it)")
+    slurm.add_argument("--partition", default=None, help="partition (or comma-separated partitions) to submit to")
     slurm.add_argument("--time", default=None, help="time limit per task: minutes or [D-]HH:MM:SS")
-    slurm.add_argument("--gpus", type=int, default=None, help="GPUs per task (0 on a CPU cluster)")
-    slurm.add_argument("--cpus", type=int, default=None, help="CPUs per task")
-    slurm.add_argument("--mem-gb", type=float, default=None, help="memory per task in GB")
-    slurm.add_argument("--array-parallelism", type=int, default=None, help="tasks running at once")
-    slurm.add_argument("--account", default=None)
-    slurm.add_argument("--qos", default=None)
-    slurm.add_argument("--constraint", default=None)
-    slurm.add_argument("--wait", action="store_true", help="block until the array has left the queue")
+    slurm.add_argument("--gpus", default=None, metavar="N", help="GPUs per task (0 on a CPU cluster)")
+    slurm.add_argument("--cpus", default=None, metavar="N", help="CPUs per task")
+    slurm.add_argument("--mem-gb", default=None, metavar="GB", help="memory per task in GB")
+    slurm.add_argument("--array-parallelism", default=None, metavar="N", help="array tasks running at once")
+    slurm.add_argument("--account", default=None, help="account to charge (sbatch --account)")
+    slurm.add_argument("--qos", default=None, help="quality of service (sbatch --qos)")
+    slurm.add_argument("--constraint", default=None, help="node features, e.g. 'a100|h100' (sbatch --constraint)")
+    slurm.add_argument("--job-name", default=None, help="job name (default: vnr-<config name>)")
+    slurm.add_argument("--setup", action="append", default=None, metavar="LINE",
+                       help="shell line run before each task, after the config's setup: lines (repeatable), "
+                       "e.g. --setup 'module load cuda/12.4'")
+    slurm.add_argument("--sbatch-opt", action="append", default=None, metavar="KEY=VALUE",
+                       help="extra #SBATCH long option (repeatable; a known sbatch option, one word), e.g. "
+                       "--sbatch-opt mail-type=END --sbatch-opt exclusive")
+    slurm.add_argument("--wait", action="store_true",
+                       help="after submitting, show a live status line (done/running/queued/failed) until the "
+                       "array has left the queue; exit 1 if a run failed")
     run.set_defaults(func=run_command)
 
     status = subparsers.add_parser(
         "status", help="done / running / queued / failed / missing per run and in total",
         description="State of every run of a grid, from the run store (and squeue where present).",
     )
-    status.add_argument("config")
-    status.add_argument("--output", default=None, help="results directory (default: the config's output)")
+    status.add_argument("config", help=CONFIG_HELP)
+    status.add_argument("--output", default=None, help=OUTPUT_HELP)
     status.add_argument("--only", action="append", default=None, metavar="PATTERN", help=ONLY_HELP)
     status.add_argument("--state", choices=("done", "running", "queued", "failed", "missing"), action="append",
                         default=None, help="list only runs in this state (repeatable)")
@@ -79,8 +100,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Collect the grid's results into a models × criteria matrix with a criteria sidecar "
         "(performance averaged over seeds, efficiency per task, fairness from the bias runs).",
     )
-    collect.add_argument("config")
-    collect.add_argument("--output", default=None, help="results directory (default: the config's output)")
+    collect.add_argument("config", help=CONFIG_HELP)
+    collect.add_argument("--output", default=None, help=OUTPUT_HELP)
     collect.add_argument("--epoch", choices=("final", "best"), default="final",
                          help="performance from the final epoch (default) or each metric's best epoch")
     collect.add_argument("--allow-missing", action="store_true",
@@ -90,21 +111,61 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _load(args: argparse.Namespace):
     from harness.grid.config import load_experiment, select_specs
+    from ranking.errors import UserError
 
     exp = load_experiment(args.config, output=args.output)
+    if exp.output.exists() and not exp.output.is_dir():
+        raise UserError(f"output {exp.output} is a file: give a directory for the results")
     return exp, select_specs(exp.specs, getattr(args, "only", None))
 
 
+def slurm_settings(exp, args: argparse.Namespace):
+    """The config's ``slurm:`` section with the CLI flags over it, each flag checked like its config key."""
+    from harness.grid.config import sbatch_option, slurm_value
+    from ranking.errors import UserError
+
+    flags = {"partition": "--partition", "time_min": "--time", "gpus": "--gpus", "cpus": "--cpus",
+             "mem_gb": "--mem-gb", "array_parallelism": "--array-parallelism", "account": "--account",
+             "qos": "--qos", "constraint": "--constraint", "job_name": "--job-name"}
+    changes = {key: slurm_value(key, getattr(args, flag[2:].replace("-", "_")), flag)
+               for key, flag in flags.items() if getattr(args, flag[2:].replace("-", "_")) is not None}
+    if args.setup:
+        changes["setup"] = (*exp.slurm.setup, *slurm_value("setup", list(args.setup), "--setup"))
+    if args.sbatch_opt:
+        extra = dict(exp.slurm.additional)
+        for item in args.sbatch_opt:
+            key, sep, value = str(item).partition("=")
+            if sep and not value:
+                raise UserError(f"--sbatch-opt {item!r}: give KEY=VALUE, or KEY alone for a flag")
+            name, checked = sbatch_option(key, value if sep else True, f"--sbatch-opt {key}")
+            extra[name] = checked
+        changes["additional"] = extra
+    if args.runs_per_gpu is not None:
+        changes["runs_per_gpu"] = runs_per_gpu_flag(args)
+    return exp.slurm.updated(**changes)
+
+
+def runs_per_gpu_flag(args: argparse.Namespace) -> int | None:
+    from harness.validate import whole
+
+    return None if args.runs_per_gpu is None else whole(args.runs_per_gpu, "--runs-per-gpu", minimum=1)
+
+
 def run_command(args: argparse.Namespace) -> int:
-    from harness.grid.config import parse_time_min
     from harness.grid.local import check_run_options
     from harness.grid.status import grid_status
     from harness.store import RunStore
     from ranking.paths import resolve_data_root
 
     exp, specs = _load(args)
+    # every flag is checked before anything is printed or run, whatever the executor
+    settings = slurm_settings(exp, args)
+    runs_per_gpu = runs_per_gpu_flag(args)
     if args.count:
         print(len(specs))
+        return 0
+    if args.sbatch_args:
+        print("\n".join(sbatch_args(settings, exp, len(specs))))
         return 0
     if args.list:
         for i, st in enumerate(grid_status(exp, specs)):
@@ -127,9 +188,15 @@ def run_command(args: argparse.Namespace) -> int:
             return 0
         from harness.grid.local import FAILED, execute, summary_line
 
+        packing = {}  # only where asked for, so an executor without these parameters keeps working
+        per_gpu = runs_per_gpu if runs_per_gpu is not None else exp.local.runs_per_gpu
+        if per_gpu != 1:
+            packing["runs_per_gpu"] = per_gpu
+        if exp.local.gpus is not None:
+            packing["gpus"] = list(exp.local.gpus)
         outcomes = execute(
             specs, exp.output, data_root=data_root, progress=not args.no_progress, options=exp.options_for,
-            isolate=args.isolate,
+            isolate=args.isolate, **packing,
         )
         failed = [o for o in outcomes if o.status == FAILED]
         for o in failed:
@@ -143,17 +210,7 @@ def run_command(args: argparse.Namespace) -> int:
     # slurm
     from harness.grid import slurm
 
-    settings = exp.slurm.updated(
-        partition=args.partition,
-        time_min=parse_time_min(args.time, "--time") if args.time is not None else None,
-        gpus=args.gpus,
-        cpus=args.cpus,
-        mem_gb=args.mem_gb,
-        array_parallelism=args.array_parallelism,
-        account=args.account,
-        qos=args.qos,
-        constraint=args.constraint,
-    )
+    slurm.log_folder(exp.output)  # SLURM must be able to log there: checked before anything is submitted
     statuses = {s.run_id: s.state for s in grid_status(exp, pending)}
     busy = [s for s in pending if statuses.get(s.run_id()) in ("running", "queued")]
     todo = [s for s in pending if statuses.get(s.run_id()) not in ("running", "queued")]
@@ -169,18 +226,86 @@ def run_command(args: argparse.Namespace) -> int:
     if not todo:
         print(f"nothing to submit: {len(done)} done, {len(busy)} running or queued")
         return 0
-    array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root, options=exp.options_for)
+    packing = {"runs_per_gpu": settings.runs_per_gpu} if settings.runs_per_gpu != 1 else {}
+    array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root, options=exp.options_for,
+                            **packing)
     what = f"array {array_id} with {len(todo)} tasks" if len(todo) > 1 else f"job {array_id} (one task)"
     print(f"submitted {what}; logs in {Path(exp.output) / 'logs' / 'slurm'}; "
           f"follow with `vnr status {args.config}`")
     if args.wait:
-        slurm.wait_for_array(array_id)
-        statuses = grid_status(exp, todo)
         from harness.grid.status import totals_line
 
+        line = LiveLine(sys.stderr)
+        slurm.wait_for_array(array_id, on_poll=lambda: line.show(
+            "waiting: " + totals_line(grid_status(exp, todo))))
+        line.close()
+        statuses = grid_status(exp, todo)
         print(totals_line(statuses))
         return 0 if all(s.state == "done" for s in statuses) else 1
     return 0
+
+
+class LiveLine:
+    """One status line, rewritten in place on a terminal; elsewhere (a log file) printed only when it changes."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.last = ""
+
+    def show(self, text: str) -> None:
+        if text == self.last and not self.tty:
+            return
+        if self.tty:
+            self.stream.write("\r\033[K" + text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+        self.last = text
+
+    def close(self) -> None:
+        if self.tty and self.last:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def sbatch_args(settings, exp, n_specs: int) -> list[str]:
+    """sbatch options for ``slurm/grid-array.sbatch``: one array task per spec, resources from the settings.
+
+    Creates ``<output>/logs/sbatch/`` (SLURM does not create log folders) and, where the settings have
+    ``setup`` lines, ``<output>/logs/sbatch/setup.sh``, which the script sources before the task
+    (passed as ``--export=ALL,VNR_SETUP_FILE=...``).
+    """
+    from harness.grid import slurm
+    from harness.store import atomic_write_bytes
+    from ranking.errors import UserError
+
+    output = slurm.check_log_path(Path(exp.output).resolve())
+    logs = output / "logs" / "sbatch"
+    params = slurm.sbatch_parameters(settings, name=exp.name)
+    lines = [f"--array=0-{max(n_specs, 1) - 1}%{min(max(n_specs, 1), settings.array_parallelism)}",
+             f"--job-name={params['job_name']}", f"--time={params['time']}",
+             f"--cpus-per-task={params['cpus_per_task']}", f"--mem={params['mem']}"]
+    if settings.gpus:
+        lines.append(f"--gres=gpu:{settings.gpus}")
+    for key in ("partition", "account", "qos", "constraint"):
+        if params.get(key):
+            lines.append(f"--{key}={params[key]}")
+    for key, value in params["additional_parameters"].items():
+        if key != "requeue":
+            lines.append(f"--{key}" if value is True else f"--{key}={value}")
+    lines.append(f"--output={logs}/%A_%a.out")
+    logs.mkdir(parents=True, exist_ok=True)
+    if settings.setup:
+        if "export" in params["additional_parameters"]:
+            raise UserError("--sbatch-args: setup lines are passed with --export; drop the additional export option")
+        setup = logs / "setup.sh"
+        if "," in str(setup):
+            raise UserError(f"--sbatch-args: {setup} has a comma, which sbatch --export cannot pass")
+        text = "# setup lines from the config (vnr run --sbatch-args)\n" + "\n".join(settings.setup) + "\n"
+        atomic_write_bytes(setup, text.encode())
+        lines.append(f"--export=ALL,VNR_SETUP_FILE={setup}")
+    return lines
 
 
 def status_command(args: argparse.Namespace) -> int:

@@ -203,10 +203,16 @@ def squeue_states(user_only: bool = True) -> dict[str, str] | None:
     return states
 
 
-def wait_for_array(array_id: str, *, poll_s: float = 5.0, timeout_s: float | None = None) -> None:
-    """Block until no task of ``array_id`` is queued or running (read from squeue)."""
+def wait_for_array(array_id: str, *, poll_s: float = 5.0, timeout_s: float | None = None,
+                   on_poll: Callable[[], None] | None = None) -> None:
+    """Block until no task of ``array_id`` is queued or running (read from squeue).
+
+    ``on_poll`` is called at every poll (``vnr run --wait`` refreshes its status line there).
+    """
     started = time.time()
     while True:
+        if on_poll is not None:
+            on_poll()
         states = squeue_states(user_only=False)
         if states is None:
             raise UserError("--wait: squeue does not answer")
