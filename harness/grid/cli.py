@@ -137,7 +137,7 @@ def slurm_settings(exp, args: argparse.Namespace):
             key, sep, value = str(item).partition("=")
             if sep and not value:
                 raise UserError(f"--sbatch-opt {item!r}: give KEY=VALUE, or KEY alone for a flag")
-            name, checked = sbatch_option(key, value if sep else True, f"--sbatch-opt {key}")
+            name, checked = sbatch_option(key, value if sep else True, "--sbatch-opt")
             extra[name] = checked
         changes["additional"] = extra
     if args.runs_per_gpu is not None:

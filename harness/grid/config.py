@@ -190,7 +190,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
     labels = doc.get("labels") or {}
     if not isinstance(labels, Mapping):
         raise UserError(f"{where}: labels must map a model id to its row name, e.g. {{microsoft/deberta-base: deberta-base}}")
-    labels = {str(k): single_line(v, f"{where}: labels.{k}") for k, v in labels.items()}
+    labels = {single_line(k, f"{where}: labels"): single_line(v, f"{where}: labels") for k, v in labels.items()}
     if len(set(labels.values())) != len(labels):
         raise UserError(f"{where}: two models share one label in labels:")
 
@@ -412,8 +412,7 @@ def slurm_value(key: str, value: Any, where: str) -> Any:
     if key == "setup":
         return tuple(setup_line(line, f"{where}[{i}]") for i, line in enumerate(_str_list(value, where)))
     if key == "additional":
-        return {opt: v for k, raw in _mapping(value, where).items()
-                for opt, v in [sbatch_option(k, raw, f"{where}.{k}")]}
+        return dict(sbatch_option(k, raw, where) for k, raw in _mapping(value, where).items())
     if key in _SLURM_NAME:
         text = single_line(value, where)
         if not re.fullmatch(_SLURM_NAME[key], text):
@@ -427,12 +426,14 @@ def slurm_value(key: str, value: Any, where: str) -> Any:
 def sbatch_option(key: Any, value: Any, where: str) -> tuple[str, Any]:
     """An extra ``#SBATCH --key=value`` (``additional:`` / ``--sbatch-opt``): a known long option, one token.
 
-    ``true`` gives a bare flag (``exclusive: true`` → ``#SBATCH --exclusive``).
+    ``true`` gives a bare flag (``exclusive: true`` → ``#SBATCH --exclusive``). Errors name
+    ``where`` and the option (``slurm.additional.mail-type``).
 
     >>> sbatch_option("mail_type", "END,FAIL", "additional")
     ('mail-type', 'END,FAIL')
     """
-    name = single_line(key, where).strip().lstrip("-").replace("_", "-")
+    name = single_line(key, f"{where}: option").strip().lstrip("-").replace("_", "-")
+    where = f"{where}.{name}" if where.endswith("additional") else f"{where} {name}"
     if name in SBATCH_RESERVED:
         raise UserError(f"{where}: --{name} is set by vnr itself (use the slurm: keys: partition, time, ...)")
     if name not in SBATCH_OPTIONS:
@@ -473,7 +474,7 @@ def parse_time_min(value: Any, where: str = "time") -> int:
     if isinstance(value, int):
         minutes = value
     else:
-        text = str(value).strip()
+        text = single_line(value, where).strip()
         m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text, flags=re.ASCII)
         if not m:
             raise UserError(f"{where}: {value!r} is not a time: use minutes or [D-]HH:MM:SS")
@@ -518,7 +519,7 @@ def select_specs(specs: Iterable[Spec], patterns: Sequence[str] | None) -> list[
         return specs
     chosen = [s for s in specs if any(fnmatch.fnmatchcase(v, p) for v in spec_labels(s).values() for p in pats)]
     if not chosen:
-        raise UserError(f"--only {','.join(pats)} matches no run of this grid (try a run id, model, task or model/task glob)")
+        raise UserError(f"--only {','.join(pats)!r} matches no run of this grid (try a run id, model, task or model/task glob)")
     return chosen
 
 
