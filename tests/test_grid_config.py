@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -151,3 +153,91 @@ def test_docstring_examples(module):
     mod = importlib.import_module(f"harness.grid.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+_FT = "bad.yaml: finetune.hyperparameters"
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"hyperparameters": {"epochs": 0}}, f"{_FT}.epochs: 0 must be above 0"),
+        ({"hyperparameters": {"epochs": float("nan")}}, f"{_FT}.epochs: nan is not a finite number"),
+        ({"hyperparameters": {"batch_size": 0}}, f"{_FT}.batch_size: 0 is below 1"),
+        ({"hyperparameters": {"learning_rate": float("inf")}}, f"{_FT}.learning_rate: inf is not a finite number"),
+        ({"hyperparameters": {"learning_rate": -1e-5}}, f"{_FT}.learning_rate: -1e-05 must be above 0"),
+        ({"hyperparameters": {"learning_rate": "fast"}}, f"{_FT}.learning_rate: 'fast' is not a number"),
+        ({"hyperparameters": {"weight_decay": -0.1}}, f"{_FT}.weight_decay: -0.1 must be at least 0"),
+        ({"hyperparameters": {"warmup_ratio": 1.5}}, f"{_FT}.warmup_ratio: 1.5 is above 1"),
+        ({"hyperparameters": {"max_length": 0}}, f"{_FT}.max_length: 0 is below 1"),
+        ({"hyperparameters": {"max_steps": -3}}, f"{_FT}.max_steps: -3 is below 1"),
+        ({"hyperparameters": {"max_train_samples": 2.5}}, f"{_FT}.max_train_samples: 2.5 is not a whole number"),
+        ({"hyperparameters": {"precision": "fp8"}}, f"{_FT}.precision: 'fp8' is not one of auto, fp32, fp16, bf16"),
+        ({"seeds": [-1]}, "bad.yaml: finetune.seeds: -1 is below 0"),
+        ({"seeds": [2**32]}, "bad.yaml: finetune.seeds: 4294967296 is above 4294967295"),
+        ({"seeds": {"from": 0, "to": 10**9}}, "bad.yaml: finetune.seeds: 1000000001 seeds; a grid takes at most 10000"),
+        ({"overrides": [{"tasks": ["rte"], "set": {"batch_size": -8}}]},
+         "bad.yaml: finetune.overrides[0].set.batch_size: -8 is below 1"),
+    ],
+)
+def test_every_hyperparameter_is_checked_at_load_naming_its_key(section, message):
+    with pytest.raises(UserError) as info:
+        parse_experiment({"finetune": {"models": ["tiny:bert"], "tasks": ["rte"], **section}}, where="bad.yaml")
+    assert str(info.value).startswith(message), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"bias": {"models": ["tiny:bert"], "options": {"limit": -3}}}, "bad.yaml: bias.options.limit: -3 is below 1"),
+        ({"bias": {"models": ["tiny:bert"], "options": {"precision": "int8"}}}, "bias.options.precision: 'int8'"),
+        ({"bias": {"models": ["tiny:bert"], "overrides": [{"datasets": ["winobias"], "set": {"limit": 0}}]}},
+         "bias.overrides[0].set.limit: 0 is below 1"),
+        ({"bias": {"models": ["tiny:bert"]}, "slurm": {"mem_gb": float("nan")}}, "slurm.mem_gb: nan is not a finite number"),
+        ({"bias": {"models": ["tiny:bert"]}, "slurm": {"mem_gb": 0}}, "slurm.mem_gb: 0 must be above 0"),
+        ({"bias": {"models": ["tiny:bert"]}, "slurm": {"cpus": -2}}, "slurm.cpus: -2 is below 1"),
+        ({"bias": {"models": ["tiny:bert"]}, "slurm": {"gpus": -1}}, "slurm.gpus: -1 is below 0"),
+        ({"bias": {"models": ["tiny:bert"]}, "slurm": {"array_parallelism": 0}}, "slurm.array_parallelism: 0"),
+        ({"bias": {"models": ["tiny:bert"]}, "slurm": {"runs_per_gpu": 0}}, "slurm.runs_per_gpu: 0 is below 1"),
+        ({"bias": {"models": ["tiny:bert"]}, "slurm": {"time": 10**9}}, "more than a year"),
+        ({"bias": {"models": ["tiny:bert"]}, "local": {"runs_per_gpu": 0}}, "local.runs_per_gpu: 0 is below 1"),
+        ({"bias": {"models": ["tiny:bert"]}, "local": {"gpus": [0, 0]}}, "local.gpus: give distinct GPU indices"),
+        ({"bias": {"models": ["tiny:bert"]}, "local": {"gpu": 1}}, "local: unknown key 'gpu'"),
+        ({"bias": {"models": [{"model": "tiny:bert"}]}}, "bias.models[0]: unknown key 'model'"),
+        ({"bias": {"models": [{"name": "tiny:bert", "model_args": [1]}]}}, "bias.models[0].model_args must be a mapping"),
+        ({"bias": {"models": ["tiny:bert", {"name": "tiny:bert"}]}}, "bias.models: 'tiny:bert' is listed twice"),
+    ],
+)
+def test_bias_options_and_resources_are_checked_at_load(doc, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        parse_experiment(doc, where="bad.yaml")
+
+
+def test_models_as_mappings_and_the_local_section():
+    exp = parse_experiment({
+        "finetune": {"models": [{"name": "tiny:bert"}, "tiny:gpt2"], "tasks": ["rte"]},
+        "local": {"runs_per_gpu": 4, "gpus": "0,2"},
+        "slurm": {"runs_per_gpu": 8},
+    })
+    assert exp.models == ("tiny:bert", "tiny:gpt2")
+    assert exp.specs[0] == FinetuneSpec("tiny:bert", "rte", 0)  # a mapping without model_args is the plain id
+    assert exp.local.runs_per_gpu == 4 and exp.local.gpus == (0, 2)
+    assert exp.slurm.runs_per_gpu == 8
+    assert parse_experiment(_doc()).local.gpus is None and parse_experiment(_doc()).local.runs_per_gpu == 1
+
+
+def test_model_args_reach_the_spec_where_specs_take_them():
+    doc = {"bias": {"models": [{"name": "tiny:bert", "model_args": {"revision": "main"}}], "datasets": ["winobias"]}}
+    if "model_args" not in {f.name for f in dataclasses.fields(BiasSpec)}:
+        with pytest.raises(UserError, match="model_args is not supported"):
+            parse_experiment(doc)
+    else:
+        assert parse_experiment(doc).specs[0].model_args == {"revision": "main"}
+
+
+def test_precisions_are_the_ones_the_runs_accept():
+    from harness.bias.scoring import PRECISIONS as BIAS
+    from harness.finetune.train import PRECISIONS as FINETUNE
+    from harness.validate import PRECISIONS
+
+    assert set(PRECISIONS) == set(FINETUNE) == set(BIAS)
