@@ -57,11 +57,13 @@ def run(args: argparse.Namespace) -> int:
     from harness.bias.run import run_bias
     from harness.specs import BiasSpec
     from harness.store import RunStore
+    from harness.validate import check_spec
 
     spec = BiasSpec.from_mapping(
         {"model": args.model, "dataset": args.dataset, "limit": args.limit, "precision": args.precision},
         where="vnr bias",
     )
+    check_spec(spec, where=lambda field: f"--{field.replace('_', '-')}")
     output = Path(args.output)
     if output.exists() and not output.is_dir():
         raise UserError(f"--output {output} is a file; give a directory")

@@ -66,10 +66,13 @@ _OVERRIDES = {
 def spec_from_args(args: argparse.Namespace) -> Any:
     """The run's :class:`~harness.specs.FinetuneSpec`: paper defaults, overridden by the options given."""
     from harness.specs import FinetuneSpec
+    from harness.validate import check_spec
 
     values = {field: getattr(args, opt) for opt, field in _OVERRIDES.items() if getattr(args, opt) is not None}
-    return FinetuneSpec.from_mapping({"model": args.model, "task": args.task, "seed": args.seed, **values},
+    spec = FinetuneSpec.from_mapping({"model": args.model, "task": args.task, "seed": args.seed, **values},
                                      where="vnr finetune")
+    flags = {field: f"--{opt.replace('_', '-')}" for opt, field in _OVERRIDES.items()}
+    return check_spec(spec, where=lambda field: flags.get(field, f"--{field.replace('_', '-')}"))
 
 
 def summary_line(record: dict[str, Any]) -> str:
