@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import os
 import subprocess
@@ -9,10 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness import cli
 from harness.grid import entry
 from harness.grid import local as local_mod
+from harness.grid import slurm as slurm_mod
+from harness.grid import status as status_mod
+from harness.grid.cli import LiveLine
 from harness.grid.config import load_experiment
 from harness.store import RunStore
 
@@ -125,3 +131,112 @@ def test_entry_point_runs_the_indexed_spec(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("path", ["slurm/start-local-cluster.sh", "slurm/grid-array.sbatch", "scripts/smoke.sh"])
 def test_shell_scripts_parse(path):
     assert subprocess.run(["bash", "-n", str(REPO / path)], check=False).returncode == 0
+
+
+def _grid(tmp_path: Path, **extra) -> Path:
+    doc = {"name": "g", "output": str(tmp_path / "out"),
+           "finetune": {"models": ["tiny:bert"], "tasks": ["rte"], "seeds": [0, 1, 2]}, **extra}
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_sbatch_args_take_resources_and_setup_from_the_config(tmp_path, capsys):
+    config = _grid(tmp_path, slurm={"time": "02:00:00", "gpus": 2, "cpus": 4, "mem_gb": 16, "array_parallelism": 2,
+                                    "partition": "gpu", "setup": ["module load cuda/12.4"],
+                                    "additional": {"mail-type": "END"}})
+    assert cli.main(["run", str(config), "--sbatch-args", "--qos", "high", "--sbatch-opt", "exclusive",
+                     "--setup", "echo ready"]) == 0
+    logs = (tmp_path / "out" / "logs" / "sbatch").resolve()
+    assert capsys.readouterr().out.splitlines() == [
+        "--array=0-2%2", "--job-name=vnr-g", "--time=120", "--cpus-per-task=4", "--mem=16GB", "--gres=gpu:2",
+        "--partition=gpu", "--qos=high", "--mail-type=END", "--exclusive", f"--output={logs}/%A_%a.out",
+        f"--export=ALL,VNR_SETUP_FILE={logs}/setup.sh",
+    ]
+    assert (logs / "setup.sh").read_text().splitlines()[1:] == ["module load cuda/12.4", "echo ready"]
+    assert sorted(p.name for p in logs.iterdir()) == ["setup.sh"]
+    assert not (tmp_path / "out" / "runs").exists()
+    # the plain sbatch script sources that file and has no resource or log defaults of its own
+    script = (REPO / "slurm" / "grid-array.sbatch").read_text()
+    assert '. "$VNR_SETUP_FILE"' in script
+    assert not [line for line in script.splitlines()
+                if line.startswith("#SBATCH") and any(k in line for k in ("--output", "--time", "--gres", "--mem"))]
+
+
+def test_runs_per_gpu_and_gpus_reach_the_executors(tmp_path, capsys, monkeypatch):
+    calls = []
+
+    def spy_execute(specs, output, **kwargs):
+        calls.append(kwargs)
+        return []
+
+    monkeypatch.setattr(local_mod, "execute", spy_execute)
+    config = _grid(tmp_path)
+    assert cli.main(["run", str(config), "--no-progress"]) == 0
+    assert "runs_per_gpu" not in calls[-1] and "gpus" not in calls[-1]  # the defaults are not passed
+    assert cli.main(["run", str(config), "--no-progress", "--runs-per-gpu", "3"]) == 0
+    assert calls[-1]["runs_per_gpu"] == 3
+    config = _grid(tmp_path, local={"runs_per_gpu": 2, "gpus": [0, 1]})
+    assert cli.main(["run", str(config), "--no-progress"]) == 0
+    assert calls[-1]["runs_per_gpu"] == 2 and calls[-1]["gpus"] == [0, 1]
+
+    submitted = []
+    monkeypatch.setattr(slurm_mod, "submit", lambda specs, output, settings, **kw: submitted.append(kw) or "5")
+    config = _grid(tmp_path, slurm={"runs_per_gpu": 4})
+    assert cli.main(["run", str(config), "--executor", "slurm"]) == 0
+    assert submitted[-1]["runs_per_gpu"] == 4
+    assert cli.main(["run", str(config), "--executor", "slurm", "--runs-per-gpu", "1"]) == 0
+    assert "runs_per_gpu" not in submitted[-1]
+    capsys.readouterr()
+
+
+def test_wait_shows_a_live_status_line_until_the_array_has_left_the_queue(tmp_path, capsys, monkeypatch):
+    config = _grid(tmp_path)
+    exp = load_experiment(config)
+    queue = {"77_0": "RUNNING", "77_1": "PENDING", "77_2": "PENDING"}
+
+    def fake_submit(specs, output, settings, **kw):
+        slurm_mod.write_manifest(output, "77", specs)
+        return "77"
+
+    def fake_sleep(seconds):  # the array runs: every task finishes, two ok and one failed
+        for i, spec in enumerate(exp.specs):
+            RunStore(exp.output).write({"run_id": spec.run_id(), "kind": "finetune", "model": spec.model,
+                                        "status": "ok" if i < 2 else "failed", "error": "boom", "metrics": {}})
+        queue.clear()
+
+    monkeypatch.setattr(slurm_mod, "submit", fake_submit)
+    monkeypatch.setattr(slurm_mod, "squeue_states", lambda user_only=True: dict(queue))
+    monkeypatch.setattr(status_mod, "squeue_states", lambda user_only=True: dict(queue))
+    monkeypatch.setattr(slurm_mod.time, "sleep", fake_sleep)
+    assert cli.main(["run", str(config), "--executor", "slurm", "--wait"]) == 1  # a run failed
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "waiting: 3 runs: 0 done, 1 running, 2 queued, 0 failed, 0 missing",
+        "waiting: 3 runs: 2 done, 0 running, 0 queued, 1 failed, 0 missing",
+    ]
+    assert captured.out.splitlines()[-1] == "3 runs: 2 done, 0 running, 0 queued, 1 failed, 0 missing"
+
+
+def test_live_line_rewrites_itself_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Tty()
+    line = LiveLine(stream)
+    line.show("a")
+    line.show("a")
+    line.show("b")
+    line.close()
+    assert stream.getvalue() == "\r\033[Ka\r\033[Ka\r\033[Kb\n"
+
+
+def test_every_flag_and_positional_of_run_status_collect_has_help():
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name in ("run", "status", "collect"):
+        for action in sub.choices[name]._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
