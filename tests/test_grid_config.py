@@ -241,3 +241,9 @@ def test_precisions_are_the_ones_the_runs_accept():
     from harness.validate import PRECISIONS
 
     assert set(PRECISIONS) == set(FINETUNE) == set(BIAS)
+
+
+def test_validate_docstring_examples():
+    import harness.validate
+
+    assert doctest.testmod(harness.validate, optionflags=doctest.ELLIPSIS).failed == 0
