@@ -240,3 +240,11 @@ def test_every_flag_and_positional_of_run_status_collect_has_help():
             if isinstance(action, argparse._HelpAction):
                 continue
             assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
+
+
+def test_dry_run_with_runs_per_gpu_packs_the_array(tmp_path, capsys):
+    assert cli.main(["run", SMOKE, "--executor", "slurm", "--dry-run", "--output", str(tmp_path),
+                     "--runs-per-gpu", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "#SBATCH --array=0-3%2" in lines  # 14 specs, 4 per task: 4 tasks
+    assert lines[0].startswith("# 4 array tasks") and "each task runs 4" in lines[0]

@@ -217,11 +217,14 @@ def run_command(args: argparse.Namespace) -> int:
     if busy:
         log.info("%d runs are already running or queued: not submitted again", len(busy))
     if args.dry_run:
-        print(f"# {len(todo)} array tasks ({len(done)} done, {len(busy)} running or queued); "
-              f"one task per run id, in this order:")
+        per_task = settings.runs_per_gpu
+        n_tasks = -(-len(todo) // per_task)
+        print(f"# {n_tasks} array tasks ({len(done)} done, {len(busy)} running or queued); "
+              + ("one task per run id, in this order:" if per_task == 1 else
+                 f"each task runs {per_task} of these run ids side by side on its GPU (runs_per_gpu):"))
         for i, s in enumerate(todo):
             print(f"#   {i}: {s.run_id()}")
-        print(slurm.sbatch_script(settings, exp.output, max(len(todo), 1), name=exp.name))
+        print(slurm.sbatch_script(settings, exp.output, max(n_tasks, 1), name=exp.name))
         return 0
     if not todo:
         print(f"nothing to submit: {len(done)} done, {len(busy)} running or queued")
@@ -294,6 +297,9 @@ def sbatch_args(settings, exp, n_specs: int) -> list[str]:
     for key, value in params["additional_parameters"].items():
         if key != "requeue":
             lines.append(f"--{key}" if value is True else f"--{key}={value}")
+    if settings.runs_per_gpu != 1:
+        log.warning("runs_per_gpu=%d applies to --executor slurm; slurm/grid-array.sbatch runs one spec per task",
+                    settings.runs_per_gpu)
     lines.append(f"--output={logs}/%A_%a.out")
     logs.mkdir(parents=True, exist_ok=True)
     if settings.setup:
