@@ -112,6 +112,43 @@ _BIAS_CHECKS: dict[str, Callable[[Any, str], Any]] = {
 CHECKS = {"finetune": _FINETUNE_CHECKS, "bias": _BIAS_CHECKS}
 
 
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise UserError(f"{where}: {value!r} is not true or false")
+    return value
+
+
+# Keyword options of the run functions (``run_options:`` in a grid config): they do not change a result,
+# but a bad one fails every run.
+RUN_OPTION_CHECKS: dict[str, dict[str, Callable[[Any, str], Any]]] = {
+    "finetune": {
+        "save_steps": lambda v, w: whole(v, w, minimum=1),
+        "measure_power_secs": lambda v, w: finite(v, w, **_POSITIVE_FLOAT),
+        "keep_checkpoints": _flag,
+        "track_efficiency": _flag,
+        "country_iso_code": single_line,
+        "region": single_line,
+        "optim": single_line,
+    },
+    "bias": {"batch_tokens": lambda v, w: whole(v, w, minimum=1)},
+}
+
+
+def check_run_options(options: Mapping[str, Any], kind: str, *, where: Callable[[str], str] | None = None) -> None:
+    """Refuse the first run option of a ``kind`` run whose value cannot work (names are checked by the executor).
+
+    >>> check_run_options({"save_steps": 0}, "finetune", where=lambda key: f"finetune.run_options.{key}")
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: finetune.run_options.save_steps: 0 is below 1
+    """
+    checks = RUN_OPTION_CHECKS.get(kind, {})
+    name = where or (lambda key: key)
+    for key, value in options.items():
+        if value is not None and key in checks:
+            checks[key](value, name(key))
+
+
 def _model_args(value: Any, where: str) -> Any:
     if value is not None and not isinstance(value, Mapping):
         raise UserError(f"{where}: model_args must be a mapping of from_pretrained keyword arguments")

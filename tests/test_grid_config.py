@@ -206,6 +206,11 @@ def test_every_hyperparameter_is_checked_at_load_naming_its_key(section, message
         ({"bias": {"models": [{"model": "tiny:bert"}]}}, "bias.models[0]: unknown key 'model'"),
         ({"bias": {"models": [{"name": "tiny:bert", "model_args": [1]}]}}, "bias.models[0].model_args must be a mapping"),
         ({"bias": {"models": ["tiny:bert", {"name": "tiny:bert"}]}}, "bias.models: 'tiny:bert' is listed twice"),
+        ({"bias": {"models": ["tiny:bert"], "run_options": {"batch_tokens": 0}}}, "bias.run_options.batch_tokens: 0"),
+        ({"finetune": {"models": ["tiny:bert"], "tasks": ["rte"], "run_options": {"save_steps": -5}}},
+         "finetune.run_options.save_steps: -5 is below 1"),
+        ({"finetune": {"models": ["tiny:bert"], "tasks": ["rte"], "run_options": {"keep_checkpoints": "no"}}},
+         "finetune.run_options.keep_checkpoints: 'no' is not true or false"),
     ],
 )
 def test_bias_options_and_resources_are_checked_at_load(doc, message):

@@ -64,7 +64,7 @@ from typing import Any
 from harness.bias.data import DATASETS
 from harness.finetune.tasks import TASKS
 from harness.specs import BiasSpec, FinetuneSpec
-from harness.validate import SEED_MAX, check_spec_values, finite, single_line, whole
+from harness.validate import SEED_MAX, check_run_options, check_spec_values, finite, single_line, whole
 from ranking.errors import UserError, read_yaml
 
 Spec = FinetuneSpec | BiasSpec
@@ -225,7 +225,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
                             **_model_args_field(FinetuneSpec, model_args, f"{fwhere}.models")}
                     specs.append(_spec(FinetuneSpec, data, swhere, origin))
         models.extend(m for m, _ in ft_models)
-        run_options["finetune"] = _mapping(ft.get("run_options"), f"{fwhere}.run_options")
+        run_options["finetune"] = _run_options(ft.get("run_options"), "finetune", f"{fwhere}.run_options")
 
     bias = doc.get("bias")
     if bias is not None:
@@ -253,7 +253,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
                         **_model_args_field(BiasSpec, model_args, f"{bwhere}.models")}
                 specs.append(_spec(BiasSpec, data, f"{bwhere} ({model}, {ds})", origin))
         models.extend(m for m, _ in b_models if m not in models)
-        run_options["bias"] = _mapping(bias.get("run_options"), f"{bwhere}.run_options")
+        run_options["bias"] = _run_options(bias.get("run_options"), "bias", f"{bwhere}.run_options")
 
     if not specs:
         raise UserError(f"{where}: the grid is empty: give a finetune: and/or a bias: section with models")
@@ -290,6 +290,12 @@ def _apply(base: Mapping[str, Any], base_where: str, overrides: Sequence[Mapping
             params.update(ov["set"])
             origin.update({key: f"{ov_where}[{i}].set.{key}" for key in ov["set"]})
     return params, origin
+
+
+def _run_options(value: Any, kind: str, where: str) -> dict[str, Any]:
+    options = _mapping(value, where)
+    check_run_options(options, kind, where=lambda key: f"{where}.{key}")
+    return options
 
 
 def _spec(cls: type, data: dict[str, Any], where: str, origin: Mapping[str, str]) -> Spec:
