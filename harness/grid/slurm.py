@@ -12,7 +12,7 @@
 
 ``--dry-run`` prints the sbatch script submitit would submit, without a cluster:
 
->>> from harness.grid.config import SlurmSettings, check_slurm_settings, slurm_value
+>>> from harness.grid.config import SlurmSettings
 >>> script = sbatch_script(SlurmSettings(partition="gpu", time_min=90, gpus=1, cpus=4, mem_gb=16,
 ...     array_parallelism=8), Path("results/x"), 20, name="x")
 >>> [line for line in script.splitlines() if "array" in line or "partition" in line]
