@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.finetune.tasks import GlueTask, get_task
+from harness.finetune.tasks import TASKS, GlueTask, get_task
 
-#: Every metric name a record can hold; all of them are higher-is-better.
-METRIC_NAMES = ("accuracy", "f1", "matthews_correlation", "pearson", "spearman")
+#: Every metric name a record can hold (read off the task records); all of them are higher-is-better.
+METRIC_NAMES = tuple(dict.fromkeys(str(m) for t in TASKS.values() for m in t.metrics))
 
 
 def _finite(x: float) -> float | None:
