@@ -309,3 +309,24 @@ def test_records_without_packing_were_measured_alone(exp):
     _fill(exp)
     side = yaml.safe_load(collect(exp).criteria_path.read_text())["criteria"]
     assert side["mnli_co2_kg"]["source"].endswith("(packing 1)")
+
+
+def test_an_output_that_is_a_file_or_read_only_is_one_line_and_writes_nothing(exp, tmp_path):
+    import os
+
+    from harness.grid.config import parse_experiment as parse
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(UserError, match=r"output .*afile is a file, not a results directory"):
+        collect(parse(DOC).with_output(afile))
+    _fill(exp)
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only directories")
+    exp.output.chmod(0o500)
+    try:
+        with pytest.raises(UserError, match=r"cannot write the matrix into .*: the directory is not writable"):
+            collect(exp)
+    finally:
+        exp.output.chmod(0o700)
+    assert not (exp.output / "matrix.csv").exists()

@@ -48,6 +48,7 @@ from __future__ import annotations
 import io
 import logging
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,6 +250,9 @@ def collect(
 
     if epoch not in ("final", "best"):
         raise UserError(f"--epoch {epoch!r}: use final or best")
+    out = Path(exp.output)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"output {out} is a file, not a results directory; give the grid's output directory")
     store = RunStore(exp.output)
     usable, missing, unusable = classify_runs(exp, store, epoch)
     if (missing or unusable) and not allow_missing:
@@ -409,7 +413,6 @@ def collect(
         raise UserError(f"no usable finished run in {exp.output}: nothing to collect (run vnr run first)")
     frame.index.name = "model"
 
-    out = Path(exp.output)
     matrix_path, criteria_path = out / "matrix.csv", out / "criteria.yaml"
     seeds_path, stats_path = out / "seeds.csv", out / "seed_stats.csv"
     present = [g for g in GROUPS if any(meta[c]["group"] == g for c in frame.columns)]
@@ -443,10 +446,14 @@ def collect(
         buf = io.StringIO()
         side.to_csv(buf, index=False, float_format="%.10g")
         side_bytes.append(buf.getvalue().encode())
-    atomic_write_bytes(matrix_path, matrix_bytes)
-    atomic_write_bytes(criteria_path, criteria_bytes)
-    atomic_write_bytes(seeds_path, side_bytes[0])
-    atomic_write_bytes(stats_path, side_bytes[1])
+    if not os.access(out, os.W_OK):  # refuse before writing any of the four files, not half-way
+        raise UserError(f"cannot write the matrix into {out}: the directory is not writable")
+    try:
+        for path, content in ((matrix_path, matrix_bytes), (criteria_path, criteria_bytes),
+                              (seeds_path, side_bytes[0]), (stats_path, side_bytes[1])):
+            atomic_write_bytes(path, content)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     ScoreTable.load(matrix_path)  # what `vnr rank` reads must load; a failure here is a bug, not user input
     return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
