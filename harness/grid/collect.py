@@ -114,11 +114,12 @@ def _nonfinite(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity")
 
 
-def _metrics_of(rec: dict[str, Any], epoch: str, rid: str) -> Any:
+def _metrics_of(rec: dict[str, Any], epoch: str, rid: str, warn: bool = True) -> Any:
     if epoch == "best":
         if rec.get("metrics_best"):
             return rec["metrics_best"]
-        log.warning("%s has no metrics_best; using its final metrics", rid)
+        if warn:
+            log.warning("%s has no metrics_best; using its final metrics", rid)
     return rec.get("metrics")
 
 
@@ -137,7 +138,7 @@ def usable_problem(rec: Any, spec: FinetuneSpec | BiasSpec, epoch: str = "final"
     """
     if not isinstance(rec, dict):
         return "the record is not a JSON object"
-    metrics = _metrics_of(rec, epoch, str(rec.get("run_id", "")))
+    metrics = _metrics_of(rec, epoch, str(rec.get("run_id", "")), warn=False)
     if not isinstance(metrics, dict):
         return "no numeric metrics"
     for key, value in metrics.items():
