@@ -54,8 +54,8 @@ def test_long_sequences_are_not_junked():
 def test_docstring_examples_of_the_bias_modules():
     import doctest
 
-    from harness.bias import align, data, metrics, run, scoring
+    from harness.bias import align, data, evaluators, metrics, run, scoring
 
-    for module in (align, data, metrics, run, scoring):
+    for module in (align, data, evaluators, metrics, run, scoring):
         failures, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert failures == 0, module.__name__

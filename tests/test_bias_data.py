@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -91,6 +92,8 @@ def test_public_sources_are_downloaded_once_into_the_cache(dataset, data_root, t
 
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path))
     monkeypatch.setattr(data, "download", fake_download)
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # online (the download above is the only "network")
+    monkeypatch.delenv("HF_DATASETS_OFFLINE")
     loader = {"crows_pairs": load_crows_pairs, "stereoset": load_stereoset, "winobias": load_winobias}[dataset]
     from_source = loader(None, limit=5)
     assert from_source == loader(data_root, limit=5)
@@ -100,9 +103,10 @@ def test_public_sources_are_downloaded_once_into_the_cache(dataset, data_root, t
     assert len(fetched) == len(wanted)  # cached: no second download
 
 
-def test_missing_files_and_bad_input_are_user_errors(tmp_path, data_root):
+def test_missing_files_and_bad_input_are_user_errors(tmp_path, data_root, monkeypatch):
+    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
     with pytest.raises(UserError, match="crows_pairs_anonymized.csv"):
-        load_crows_pairs(tmp_path)
+        load_crows_pairs(tmp_path)  # not in the root, offline, not cached
     bad = tmp_path / "bias" / "crows_pairs"
     bad.mkdir(parents=True)
     (bad / "crows_pairs_anonymized.csv").write_text("a,sent_more,bias_type\n0,x,age\n")
@@ -117,3 +121,106 @@ def test_missing_files_and_bad_input_are_user_errors(tmp_path, data_root):
     (wino / "anti_stereotyped_type2.txt.dev").write_text("1 [He] did it.\n")
     with pytest.raises(UserError, match="pair line by line"):
         load_winobias(tmp_path)
+
+
+def _copy(data_root, root, dataset):
+    for rel in data.get_dataset(dataset).sources:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(data_root / rel, root / rel)
+
+
+def test_a_data_root_is_per_dataset(data_root, tmp_path, monkeypatch):
+    """A root holding only CrowS-Pairs serves it; StereoSet, absent from it, comes from its public source."""
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    _copy(data_root, root, "crows_pairs")
+    fetched = []
+
+    def fake_download(url, dest):
+        fetched.append(url)
+        rel = next(r for r, u in SOURCES.items() if u == url)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(data_root / rel, dest)
+
+    monkeypatch.setenv(data.CACHE_ENV, str(cache))
+    monkeypatch.setattr(data, "download", fake_download)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("HF_DATASETS_OFFLINE")
+    assert data.resolve_files("crows_pairs", root) == root and fetched == []
+    assert load_stereoset(root, limit=2) == load_stereoset(data_root, limit=2)
+    assert fetched == list(data.STEREOSET_SOURCES.values())
+    assert data.resolve_files("stereoset", root) == cache
+
+
+def test_offline_a_dataset_missing_from_the_root_fails_fast_in_one_line(data_root, tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    _copy(data_root, root, "crows_pairs")
+    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
+
+    def no_network(url, dest):  # pragma: no cover - reaching it is the failure
+        raise AssertionError(f"downloaded {url} while offline")
+
+    monkeypatch.setattr(data, "download", no_network)
+    with pytest.raises(UserError) as err:
+        load_winobias(root)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"bias set winobias is not in the data root {root} ")
+    assert "`vnr prefetch CONFIG`" in message and "pro_stereotyped_type1.txt.dev" in message
+    _copy(data_root, tmp_path / "cache", "winobias")  # what `vnr prefetch` leaves in the cache is read offline
+    assert len(load_winobias(root, limit=1)) == 4
+
+
+def _bad_file(root, rel, content: bytes):
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", r"crows_pairs_anonymized\.csv: the file is empty; expected the CrowS-Pairs CSV"),
+        (b",sent_more,sent_less,stereo_antistereo,bias_type\n", r"crows_pairs_anonymized\.csv: a header but no pairs"),
+    ],
+)
+def test_empty_crows_csv_is_a_one_line_error(tmp_path, content, message):
+    _bad_file(tmp_path, "bias/crows_pairs/crows_pairs_anonymized.csv", content)
+    with pytest.raises(UserError, match=message) as err:
+        load_crows_pairs(tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def _stereoset(sentences):
+    item = {"id": "x1", "target": "chess player", "bias_type": "profession", "context": "The chess player was BLANK.",
+            "sentences": sentences}
+    return json.dumps({"version": "1.0", "data": {"intrasentence": [item], "intersentence": []}}).encode()
+
+
+@pytest.mark.parametrize(
+    ("sentences", "message"),
+    [
+        ([{"sentence": "a", "id": "s1"}], r"intrasentence item 0 \(id x1\): sentence 0 has no 'gold_label'"),
+        ([{"gold_label": "stereotype"}], r"intrasentence item 0 \(id x1\): sentence 0 has no 'sentence'"),
+        ([{"sentence": "a", "gold_label": "stereotype"}], r"has labels \['stereotype'\], expected"),
+        ("nope", r"'sentences' must be a list"),
+    ],
+)
+def test_stereoset_items_without_gold_label_name_the_file_and_item(tmp_path, sentences, message):
+    path = _bad_file(tmp_path, "bias/stereoset/dev.json", _stereoset(sentences))
+    with pytest.raises(UserError, match=message) as err:
+        load_stereoset(tmp_path)
+    assert str(err.value).startswith(str(path)) and "\n" not in str(err.value)
+
+
+def test_every_dataset_record_is_complete(data_root):
+    assert data.DATASETS == ("crows_pairs", "stereoset", "winobias")
+    assert set(SOURCES) == {rel for d in data.REGISTRY.values() for rel in d.sources}
+    for name, record in data.REGISTRY.items():
+        assert all(rel.startswith(f"bias/{name}/") for rel in record.sources)
+        assert set(record.headline) <= set(record.metrics)
+        assert {f.metric for f in record.fairness} <= set(record.metrics)
+        assert all(f.direction in ("higher", "lower") for f in record.fairness)
+        assert set(record.scoring) == {"masked", "causal"} and record.notes
+        assert len(record.sentences(record.load(data_root, 1))) > 0
+    with pytest.raises(UserError, match=r"unknown bias dataset 'winogender': use one of crows_pairs"):
+        data.get_dataset("winogender")

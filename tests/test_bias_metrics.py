@@ -106,3 +106,18 @@ def test_winobias_anti_ge_pro_with_ties_and_flagged_pairs():
     assert "anti_ge_pro.type2_test" not in m  # its only pair is flagged
     assert m["anti_ge_pro.type1"] == pytest.approx(200 / 3)
     assert m["anti_ge_pro.dev"] == pytest.approx(200 / 3) and m["anti_ge_pro.test"] == 100.0
+
+
+def test_the_dataset_records_name_metrics_the_metric_functions_return():
+    from harness.bias.data import get_dataset
+
+    crows = pd.DataFrame({"score_more": [-1.0, -2.0], "score_less": [-2.0, -1.0], "direction": ["stereo", "antistereo"],
+                          "bias_type": ["age", "age"]})
+    assert set(get_dataset("crows_pairs").metrics) <= set(crows_pairs_metrics(crows))
+    block = pd.DataFrame({"target": ["a"], "bias_type": ["race"], "score_stereotype": [-1.0],
+                          "score_anti_stereotype": [-2.0], "score_unrelated": [-3.0]})
+    got = {k for section in ("intrasentence", "intersentence", "overall") for k in stereoset_metrics(block, section)}
+    assert set(get_dataset("stereoset").metrics) <= got
+    wino = pd.DataFrame({"type": [1], "split": ["dev"], "score_pro": [-1.0], "score_anti": [-2.0],
+                         "pronoun_only": [True]})
+    assert set(get_dataset("winobias").metrics) <= set(winobias_metrics(wino))

@@ -56,3 +56,9 @@ def test_best_over_epochs_keeps_the_first_best_and_skips_missing():
     best, epoch = best_over_epochs(history, ["pearson", "spearman"])
     assert best == {"pearson": 0.8, "spearman": 0.5}
     assert epoch == {"pearson": 2.0, "spearman": 2.0}
+
+
+def test_every_metric_a_task_record_names_can_be_computed():
+    from harness.finetune.metrics import COMPUTE, METRIC_NAMES
+
+    assert set(METRIC_NAMES) == set(COMPUTE)

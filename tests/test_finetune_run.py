@@ -162,7 +162,7 @@ def test_cli_runs_and_prints_summary(data_root: Path, tmp_path: Path, capsys):
         (["--task", "glue-x"], "unknown GLUE task 'glue-x'"),
         (["--model", "bert-huge"], "unknown model 'bert-huge'"),
         (["--task", "qqp"], "task QQP is not in the data root"),
-        (["--task", "qnli"], "QNLI/train.tsv is missing"),
+        (["--task", "qnli"], "QNLI/, which lacks train.tsv"),  # a data root is per task: offline, no hub
         (["--max-steps", "0"], "--max-steps must be a positive integer"),
         (["--data-root", "/nonexistent/dir"], "is not a directory"),
         (["--output", "/dev/null/out"], "cannot write results under /dev/null/out"),

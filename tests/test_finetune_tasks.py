@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -53,16 +54,70 @@ def test_subsets_take_the_first_rows(data_root: Path):
     assert len(data.evals[""]) == 3
 
 
-def test_qnli_has_dev_only_in_shared_data(data_root: Path):
-    with pytest.raises(UserError, match=r"QNLI.*train\.tsv is missing"):
-        load_task("qnli", data_root)
+def _fake_hub(monkeypatch, calls: list, fail: bool = False):
+    """``datasets.load_dataset`` answering any GLUE config with two rows per split (never the network)."""
+    import datasets
+
+    def fake_load_dataset(path, name):
+        calls.append((path, name))
+        if fail:  # what datasets raises offline for a config in no cache
+            raise ConnectionError(f"Couldn't reach '{path}' on the Hub (LocalEntryNotFoundError)")
+        task = get_task(name)
+        cols = {c: [f"{c} 1", f"{c} 2"] for c in task.hub_columns}
+        split = datasets.Dataset.from_dict({**cols, "label": [0.5, 4.0] if task.is_regression else [1, 0]})
+        return datasets.DatasetDict({"train": split, **{s.hub_split: split for s in task.eval_splits}})
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+
+
+def test_qnli_has_dev_only_in_shared_data_so_it_comes_from_the_hub(data_root: Path, monkeypatch):
+    calls: list = []
+    _fake_hub(monkeypatch, calls)
+    data = load_task("qnli", data_root)
+    assert calls == [("nyu-mll/glue", "qnli")] and data.source == "hub:nyu-mll/glue/qnli"
     dev = read_glue_tsv(get_task("qnli"), data_root / "glue" / "QNLI" / "dev.tsv")
     assert len(dev) == 5463 and dev.label[0] == 0  # entailment
 
 
-def test_task_absent_from_the_data_root(data_root: Path):
-    with pytest.raises(UserError, match=r"task QQP is not in the data root .*present: .*RTE"):
+def test_a_data_root_is_per_task(data_root: Path, tmp_path: Path, monkeypatch):
+    """A root holding only RTE serves RTE; QQP, absent from it, comes from the public loader."""
+    shutil.copytree(data_root / "glue" / "RTE", tmp_path / "glue" / "RTE")
+    calls: list = []
+    _fake_hub(monkeypatch, calls)
+    rte = load_task("rte", tmp_path)
+    assert calls == [] and rte.source == str(tmp_path / "glue" / "RTE") and len(rte.train) == 2490
+    qqp = load_task("qqp", tmp_path)
+    assert calls == [("nyu-mll/glue", "qqp")]
+    assert qqp.source == "hub:nyu-mll/glue/qqp" and qqp.train.text_b == ["question2 1", "question2 2"]
+    load_task("stsb", tmp_path)  # no STS-B folder either: the hub too
+    assert calls[-1] == ("nyu-mll/glue", "stsb")
+
+
+def test_offline_a_task_missing_from_the_data_root_fails_fast_in_one_line(data_root: Path, monkeypatch):
+    calls: list = []
+    _fake_hub(monkeypatch, calls, fail=True)
+    with pytest.raises(UserError) as err:
+        load_task("QQP", data_root)
+    message = str(err.value)
+    assert "\n" not in message and calls == [("nyu-mll/glue", "qqp")]  # the cache was looked in, once
+    assert message.startswith(f"GLUE task QQP is not in the data root {data_root} ")
+    assert "`vnr prefetch CONFIG`" in message and str(data_root / "glue" / "QQP") in message
+    monkeypatch.delenv("HF_DATASETS_OFFLINE")
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # online, the hub's own error is shown, still in one line
+    with pytest.raises(UserError, match=r"^cannot load nyu-mll/glue/qqp from the hub \(ConnectionError: Couldn't"):
         load_task("qqp", data_root)
+
+
+def test_binary_tsv_is_a_one_line_error_naming_the_file(tmp_path: Path):
+    folder = tmp_path / "glue" / "RTE"
+    folder.mkdir(parents=True)
+    (folder / "train.tsv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe binary")
+    (folder / "dev.tsv").write_bytes(b"index\tsentence1\tsentence2\tlabel\n0\ta\x00\tb\tentailment\n")
+    with pytest.raises(UserError, match=r"RTE/train\.tsv: not a UTF-8 text TSV") as err:
+        load_task("rte", tmp_path)
+    assert "\n" not in str(err.value)
+    with pytest.raises(UserError, match=r"RTE/dev\.tsv: a binary file \(NUL bytes\)"):
+        read_glue_tsv(get_task("rte"), folder / "dev.tsv")
 
 
 def _write(path: Path, lines: list[str]) -> None:
@@ -86,7 +141,7 @@ def test_qqp_from_small_files(tmp_path: Path):
     assert get_task("qqp").metric_names() == ["accuracy", "f1"]
 
 
-def test_mnli_matched_and_mismatched_from_small_files(tmp_path: Path):
+def test_mnli_matched_and_mismatched_from_small_files(tmp_path: Path, monkeypatch):
     cols = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse", "sentence2_binary_parse",
             "sentence1_parse", "sentence2_parse", "sentence1", "sentence2", "label1", "gold_label"]
 
@@ -105,8 +160,9 @@ def test_mnli_matched_and_mismatched_from_small_files(tmp_path: Path):
     assert data.train.text_b == ["Someone eats.", "Nobody eats.", "He is hungry."]
     assert {k: v.label for k, v in data.evals.items()} == {"": [0], "_mm": [2, 1]}
     assert get_task("MNLI").metric_names() == ["accuracy", "accuracy_mm"]
-    (folder / "dev_mismatched.tsv").unlink()
-    with pytest.raises(UserError, match=r"dev_mismatched\.tsv is missing"):
+    (folder / "dev_mismatched.tsv").unlink()  # an incomplete folder is not used: the public source is
+    _fake_hub(monkeypatch, [], fail=True)
+    with pytest.raises(UserError, match=r"GLUE task MNLI is not in .*MNLI/, which lacks dev_mismatched\.tsv\)"):
         load_task("mnli", tmp_path)
 
 
@@ -124,13 +180,28 @@ def test_missing_column_and_bad_label_name_the_file(tmp_path: Path):
         load_task("cola", tmp_path)
 
 
-def test_unknown_task_and_empty_data_root(tmp_path: Path):
+def test_unknown_task_and_empty_data_root(tmp_path: Path, monkeypatch):
     with pytest.raises(UserError, match=r"unknown GLUE task 'glue-x'.*CoLA, SST-2"):
         get_task("glue-x")
-    with pytest.raises(UserError, match=r"has no GLUE data"):
-        load_task("rte", tmp_path)
+    calls: list = []
+    _fake_hub(monkeypatch, calls, fail=True)
+    with pytest.raises(UserError, match=r"GLUE task RTE is not in the data root .*vnr prefetch CONFIG"):
+        load_task("rte", tmp_path)  # a root without GLUE data: every task from its public source
+    with pytest.raises(UserError, match=r"GLUE task RTE has no data root to come from .*vnr prefetch CONFIG"):
+        load_task("rte", None)
     assert [get_task(n).name for n in ("SST-2", "sts_b", "MNLI", "qnli")] == ["sst2", "stsb", "mnli", "qnli"]
     assert len(TASKS) == 9
+
+
+def test_every_task_record_describes_its_criteria_and_sources():
+    names = [c.name for t in TASKS.values() for c in t.criteria]
+    assert names == ["cola_mcc", "sst2_acc", "mrpc_acc", "mrpc_f1", "stsb_pearson", "stsb_spearman", "qqp_acc",
+                     "qqp_f1", "mnli_m_acc", "mnli_mm_acc", "qnli_acc", "rte_acc", "wnli_acc"]
+    for task in TASKS.values():  # each criterion reads a metric the task's runs record
+        assert [c.record_key for c in task.criteria] == task.metric_names()
+        assert task.sources["public"] == f"hub:nyu-mll/glue/{task.name}"
+    assert get_task("mrpc").criteria[1].label == "F1"
+    assert get_task("mnli").files == ("train.tsv", "dev_matched.tsv", "dev_mismatched.tsv")
 
 
 def test_hub_path_through_datasets(monkeypatch):
@@ -156,5 +227,7 @@ def test_hub_path_through_datasets(monkeypatch):
         raise ConnectionError("offline")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE")
+    monkeypatch.delenv("HF_HUB_OFFLINE")
     with pytest.raises(UserError, match=r"cannot load nyu-mll/glue/rte from the hub.*--data-root"):
         load_task("rte", None)

@@ -86,7 +86,9 @@ def test_local_run_status_and_collect_commands(tmp_path, capsys, monkeypatch):
 
     assert cli.main(["collect", SMOKE, "--output", out]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("vnr collect: error: 10 of 14 runs") and "--allow-missing" in err
+    # the fake runner's records have no metrics: unusable, counted with the 10 missing ones
+    assert err.startswith("vnr collect: error: 14 of 14 runs") and "--allow-missing" in err
+    assert "10 missing or failed" in err and "4 with an unusable record" in err and len(err.splitlines()) == 1
 
     def failing(spec, output, **kw):
         raise RuntimeError("no GPU left")

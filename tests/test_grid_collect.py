@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 import yaml
 
-from harness.grid.collect import FAIRNESS_METRICS, collect
+from harness.bias import data as bias_data
+from harness.finetune import tasks as glue_tasks
+from harness.grid.collect import collect
 from harness.grid.config import parse_experiment
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import RunStore
@@ -90,7 +93,7 @@ def test_matrix_values_directions_and_sidecar(exp):
     assert crit["rte_energy_kwh"]["unit"] == "kWh" and crit["rte_co2_kg"]["unit"] == "kg CO2eq"
     assert crit["crows_anti_stereo_score"] == {
         "direction": "higher", "weight": 1.0, "group": "fairness", "unit": "%",
-        "source": next(f.note for f in FAIRNESS_METRICS if f.name == "crows_anti_stereo_score"),
+        "source": bias_data.get_dataset("crows_pairs").fairness[0].note,
     }
 
     # exactly what `vnr rank` reads
@@ -134,6 +137,7 @@ def test_missing_runs_are_refused_by_name_or_left_empty(exp):
         collect(exp)
     message = str(err.value)
     assert "3 of 12 runs" in message and all(rid in message for rid in skip) and "--allow-missing" in message
+    assert "\n" not in message and "3 missing or failed" in message
     assert not (exp.output / "matrix.csv").exists()
 
     result = collect(exp, allow_missing=True)
@@ -146,16 +150,23 @@ def test_missing_runs_are_refused_by_name_or_left_empty(exp):
     assert table.has_missing
 
 
-def test_a_seed_missing_averages_the_others(exp):
+def test_a_seed_missing_leaves_the_cell_empty(exp):
+    """--allow-missing: a mean over seeds lacking one seed is not made up from the others (it would sit beside
+    full means under the same "mean over seeds 0,1"); the seed that is there stays in seed_stats.csv."""
     one = next(s for s in exp.specs if isinstance(s, FinetuneSpec) and s.model == "tiny:bert"
                and s.task == "rte" and s.seed == 1)
     _fill(exp, skip={one.run_id()})
     collect(exp, allow_missing=True)
     m = pd.read_csv(exp.output / "matrix.csv", index_col="model")
-    assert m.loc["tiny:bert", "rte_acc"] == pytest.approx(0.5)
+    assert math.isnan(m.loc["tiny:bert", "rte_acc"]) and math.isnan(m.loc["tiny:bert", "rte_energy_kwh"])
+    assert m.loc["gpt", "rte_acc"] == pytest.approx(0.75) and m.loc["tiny:bert", "mnli_m_acc"] == pytest.approx(0.55)
+    side = yaml.safe_load((exp.output / "criteria.yaml").read_text())
+    assert side["criteria"]["rte_acc"]["source"].endswith("mean over seeds 0,1")  # true of every non-empty cell
     seeds = pd.read_csv(exp.output / "seed_stats.csv")
     row = seeds[(seeds.model == "tiny:bert") & (seeds.criterion == "rte_acc")].iloc[0]
-    assert row.n == 1 and math.isnan(row.seed_1) and math.isnan(row["std"])
+    assert row.n == 1 and row.seed_0 == pytest.approx(0.5) and math.isnan(row.seed_1) and math.isnan(row["std"])
+    long = pd.read_csv(exp.output / "seeds.csv")
+    assert long[(long.model == "tiny:bert") & (long.criterion == "rte_acc")].empty  # what bootstrap resamples
 
 
 def test_stale_results_of_other_run_ids_are_ignored(exp):
@@ -170,3 +181,152 @@ def test_stale_results_of_other_run_ids_are_ignored(exp):
 def test_nothing_finished(exp):
     with pytest.raises(UserError, match="nothing to collect"):
         collect(exp, allow_missing=True)
+
+
+def _spec(exp, model, target, seed=0):
+    return next(s for s in exp.specs if s.model == model and getattr(s, "task", getattr(s, "dataset", None)) == target
+                and getattr(s, "seed", 0) == seed)
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        ([], "the record is not a JSON object"),
+        ({"status": "ok", "metrics": {}}, "no numeric metrics"),
+        ({"status": "ok", "metrics": {"accuracy": "high"}}, "no numeric metrics"),
+        ({"status": "ok", "metrics": {"accuracy": float("nan")}}, "metrics.accuracy is nan"),
+        ({"status": "ok", "metrics": {"accuracy": 0.5, "accuracy_mm": None}}, "metrics.accuracy_mm is null"),
+        ({"status": "ok", "metrics": {"accuracy": 0.5, "accuracy_mm": 0.4},
+          "efficiency": {"energy_kwh": float("inf")}}, "efficiency.energy_kwh is inf"),
+    ],
+)
+def test_unusable_records_are_counted_and_named_like_missing_ones(exp, record, why):
+    import json
+
+    bad = _spec(exp, "tiny:gpt2", "mnli", 1)
+    _fill(exp)
+    path = RunStore(exp.output).result_path(bad.run_id())
+    text = json.dumps(record if isinstance(record, list) else {"run_id": bad.run_id(), **record})
+    path.write_text(text)  # json.dumps writes NaN / Infinity: the non-standard JSON the sweep found
+    with pytest.raises(UserError) as err:
+        collect(exp)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("1 of 12 runs of ")
+    assert f"1 with an unusable record ({bad.run_id()}: {why})" in message and "--allow-missing" in message
+    assert not (exp.output / "matrix.csv").exists()
+    result = collect(exp, allow_missing=True)
+    assert result.unusable == {bad.run_id(): why} and result.missing == [bad.run_id()]
+    m = pd.read_csv(result.matrix_path, index_col="model")
+    assert math.isnan(m.loc["gpt", "mnli_m_acc"]) and m.loc["gpt", "rte_acc"] == pytest.approx(0.75)
+
+
+def test_the_cli_refuses_unusable_runs_in_one_line(exp, tmp_path, capsys):
+    from harness.cli import main
+
+    config = tmp_path / "grid.yaml"
+    config.write_text(yaml.safe_dump({**DOC, "output": str(exp.output)}))
+    _fill(exp)
+    RunStore(exp.output).result_path(_spec(exp, "tiny:bert", "rte").run_id()).write_text("[]")
+    assert main(["collect", str(config)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 with an unusable record" in err[0] and "Traceback" not in err[0]
+    assert not (exp.output / "matrix.csv").exists()
+    assert main(["collect", str(config), "--allow-missing"]) == 0
+
+
+def test_a_registered_task_whose_metric_is_absent_from_its_results_fails_loudly(exp, monkeypatch):
+    """Were RTE's record to name F1 only, the RTE results (accuracy) would yield no column: an error, not a drop."""
+    _fill(exp)
+    rte = glue_tasks.TASKS["rte"]
+    monkeypatch.setitem(glue_tasks.TASKS, "rte", replace(rte, metrics=(glue_tasks.F1,)))
+    with pytest.raises(UserError, match=r"^GLUE task rte: 4 usable runs but none of the metrics its task record "
+                       r"names \(f1\) is in their records \(they hold: accuracy\)"):
+        collect(exp)
+    assert not (exp.output / "matrix.csv").exists()
+
+
+def test_a_registered_bias_set_whose_metric_is_absent_fails_loudly(exp, monkeypatch):
+    _fill(exp)
+    crows = bias_data.REGISTRY["crows_pairs"]
+    renamed = replace(crows.fairness[0], metric="anti_crows_score")
+    monkeypatch.setitem(bias_data.REGISTRY, "crows_pairs", replace(crows, fairness=(renamed,)))
+    with pytest.raises(UserError, match=r"^bias set crows_pairs: 2 usable runs but none of the metrics .*"
+                       r"\(anti_crows_score\) is in their records \(they hold: anti_stereo_score, metric_score\)"):
+        collect(exp)
+
+
+def test_columns_come_from_the_records(exp, monkeypatch):
+    """A metric added to a task record becomes a column with no other edit."""
+    _fill(exp)
+    store = RunStore(exp.output)
+    for spec in exp.specs:
+        if isinstance(spec, FinetuneSpec) and spec.task == "rte":
+            rec = store.get(spec.run_id())
+            store.write({**rec, "metrics": {**rec["metrics"], "f1": 0.25 + spec.seed / 10}})
+    rte = glue_tasks.TASKS["rte"]
+    monkeypatch.setitem(glue_tasks.TASKS, "rte", replace(rte, metrics=(*rte.metrics, glue_tasks.F1)))
+    result = collect(exp)
+    assert result.criteria[:2] == ["rte_acc", "rte_f1"]
+    m = pd.read_csv(result.matrix_path, index_col="model")
+    assert m.loc["gpt", "rte_f1"] == pytest.approx(0.3)
+    side = yaml.safe_load(result.criteria_path.read_text())["criteria"]["rte_f1"]
+    assert side["source"] == "GLUE rte dev F1, final epoch, mean over seeds 0,1" and side["direction"] == "higher"
+
+
+def _set_packing(exp, levels):
+    store = RunStore(exp.output)
+    for spec in exp.specs:
+        if isinstance(spec, FinetuneSpec) and (spec.model, spec.task, spec.seed) in levels:
+            rec = store.get(spec.run_id())
+            store.write({**rec, "efficiency": {**rec["efficiency"], "packing": levels[(spec.model, spec.task, spec.seed)]}})
+
+
+def test_packing_level_is_stated_and_mixed_levels_are_refused(exp):
+    _fill(exp)
+    _set_packing(exp, {(m, t, s): 4 for m in BASE for t in ("rte", "mnli") for s in (0, 1)})
+    result = collect(exp)
+    side = yaml.safe_load(result.criteria_path.read_text())["criteria"]
+    assert side["rte_energy_kwh"]["source"].endswith("; measured with 4 run(s) per GPU (packing 4)")
+    assert "packing" not in side["rte_acc"]["source"]
+    assert "# efficiency packing (runs per GPU) per task: rte=4, mnli=4" in result.criteria_path.read_text()
+    assert result.packing == {"rte": [4], "mnli": [4]}
+
+    odd = _spec(exp, "tiny:gpt2", "mnli", 1)
+    _set_packing(exp, {("tiny:gpt2", "mnli", 1): 1})
+    with pytest.raises(UserError) as err:
+        collect(exp)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("the efficiency criteria of mnli would mix runs measured at "
+                                                      f"different packing levels (1 run(s) per GPU: {odd.run_id()}; 4 ")
+    assert "--allow-mixed-packing" in message
+    result = collect(exp, allow_mixed_packing=True)
+    side = yaml.safe_load(result.criteria_path.read_text())["criteria"]
+    assert "MIXED packing levels 1, 4" in side["mnli_gpu_hours"]["source"]
+    assert side["rte_gpu_hours"]["source"].endswith("(packing 4)")
+
+
+def test_records_without_packing_were_measured_alone(exp):
+    _fill(exp)
+    side = yaml.safe_load(collect(exp).criteria_path.read_text())["criteria"]
+    assert side["mnli_co2_kg"]["source"].endswith("(packing 1)")
+
+
+def test_an_output_that_is_a_file_or_read_only_is_one_line_and_writes_nothing(exp, tmp_path):
+    import os
+
+    from harness.grid.config import parse_experiment as parse
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(UserError, match=r"output .*afile is a file, not a results directory"):
+        collect(parse(DOC).with_output(afile))
+    _fill(exp)
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only directories")
+    exp.output.chmod(0o500)
+    try:
+        with pytest.raises(UserError, match=r"cannot write the matrix into .*: the directory is not writable"):
+            collect(exp)
+    finally:
+        exp.output.chmod(0o700)
+    assert not (exp.output / "matrix.csv").exists()

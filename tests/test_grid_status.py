@@ -58,3 +58,19 @@ def test_states_from_the_store_and_squeue(exp, monkeypatch):
     assert grid_status(exp)[5].state == "running"
     # without squeue, a marker from another host cannot be checked: trusted as running
     assert grid_status(exp, use_squeue=False)[5].state == "running"
+
+
+def test_records_collect_cannot_use_are_shown_not_a_traceback(exp, monkeypatch):
+    store = RunStore(exp.output)
+    s = [spec.run_id() for spec in exp.specs]
+    store.result_path(s[0]).parent.mkdir(parents=True, exist_ok=True)
+    store.result_path(s[0]).write_text("[]")
+    store.write({"run_id": s[1], "status": "ok", "wall_time_s": 3.0, "metrics": {"accuracy": None}})
+    store.write({"run_id": s[2], "status": "ok", "wall_time_s": "soon", "metrics": {"pearson": 0.5, "spearman": 0.4}})
+    monkeypatch.setattr(status_mod, "squeue_states", lambda user_only=True: None)
+    got = grid_status(exp)[:3]
+    assert [(g.state, g.detail) for g in got] == [
+        ("missing", "its result file is not a JSON object"),
+        ("done", "3 s; unusable for collect: metrics.accuracy is null"),
+        ("done", ""),
+    ]

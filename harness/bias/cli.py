@@ -13,17 +13,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.bias.data import DATASETS
+from harness.bias.data import DATASETS, REGISTRY
 from ranking.cli_types import positive_int
 from ranking.errors import UserError
-
-HEADLINE = {
-    "crows_pairs": ("anti_stereo_score", "metric_score", "neutral_score"),
-    "stereoset": ("intrasentence_lms", "intrasentence_ss", "intrasentence_icat",
-                  "intersentence_lms", "intersentence_ss", "intersentence_icat"),
-    "winobias": ("anti_ge_pro", "pro_gt_anti", "acc_difference", "n_flagged"),
-}
-
 
 
 def register(subparsers: Any) -> None:
@@ -49,7 +41,8 @@ def register(subparsers: Any) -> None:
 
 def summary_line(record: dict[str, Any]) -> str:
     metrics = record.get("metrics") or {}
-    shown = [f"{k}={metrics[k]:.2f}" for k in HEADLINE.get(record.get("dataset", ""), ()) if k in metrics]
+    dataset = REGISTRY.get(record.get("dataset", ""))
+    shown = [f"{k}={metrics[k]:.2f}" for k in (dataset.headline if dataset else ()) if k in metrics]
     return f"{record['model']} {record['dataset']} n={record.get('n_examples')} " + " ".join(shown)
 
 

@@ -1,10 +1,20 @@
-"""Loaders for the three bias benchmarks: CrowS-Pairs, StereoSet and WinoBias.
+"""The bias benchmarks: one record per dataset, and their loaders (CrowS-Pairs, StereoSet, WinoBias).
+
+:data:`REGISTRY` holds a :class:`BiasDataset` per benchmark: its files and
+public sources, loader, evaluator (:mod:`harness.bias.evaluators`), how each LM
+kind scores it, the metrics its record holds, the headline metrics ``vnr bias``
+prints and the fairness criteria ``vnr collect`` makes of it (with direction).
+Everything else (the run, the CLI, collect, the grid config) reads the records:
+adding a bias set is one record plus its loader and evaluator.
 
 Each loader reads the benchmark from a data root laid out like the shared
 data (``<root>/bias/crows_pairs/crows_pairs_anonymized.csv``,
-``<root>/bias/stereoset/dev.json``, ``<root>/bias/winobias/*.txt.{dev,test}``);
-with no data root it downloads the same files once from their public sources
-(:data:`SOURCES`) into a cache folder with the same layout.
+``<root>/bias/stereoset/dev.json``, ``<root>/bias/winobias/*.txt.{dev,test}``).
+The data root is per dataset: a set whose files are not all under it comes
+from its public source (:data:`SOURCES`), downloaded once into a cache folder
+with the same layout; offline (``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE``)
+only the cache is read, and a set in no cache fails at once with one line
+naming it, the data root and ``vnr prefetch CONFIG``.
 
 ``limit`` keeps the first N examples in file order: CrowS-Pairs pairs;
 StereoSet items of each section (intrasentence, intersentence); WinoBias
@@ -12,6 +22,8 @@ pairs of each (type, split) file pair, so every type and split is present.
 
 >>> strip_winobias_line("12 [The developer] argued with the designer because [he] did not like it.")
 'The developer argued with the designer because he did not like it.'
+>>> DATASETS, get_dataset("crows_pairs").fairness[0].name
+(('crows_pairs', 'stereoset', 'winobias'), 'crows_anti_stereo_score')
 """
 
 from __future__ import annotations
@@ -21,17 +33,18 @@ import logging
 import os
 import re
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from harness.bias import evaluators
+from harness.bias.evaluators import STEREOSET_LABELS
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
 
-DATASETS = ("crows_pairs", "stereoset", "winobias")
-
-# Public sources, used only when no data root is given. Relative path under the data root → URL.
+# Public sources, used for a set whose files are not under the data root. Relative path under the data root → URL.
 _WINOBIAS_URL = "https://raw.githubusercontent.com/uclanlp/corefBias/master/WinoBias/wino/data/{name}"
 WINOBIAS_TYPES = (1, 2)
 WINOBIAS_SPLITS = ("dev", "test")
@@ -41,12 +54,12 @@ WINOBIAS_FILES = tuple(
     for split in WINOBIAS_SPLITS
     for stance in ("pro", "anti")
 )
-SOURCES: dict[str, str] = {
+CROWS_SOURCES = {
     "bias/crows_pairs/crows_pairs_anonymized.csv":
         "https://raw.githubusercontent.com/nyu-mll/crows-pairs/master/data/crows_pairs_anonymized.csv",
-    "bias/stereoset/dev.json": "https://raw.githubusercontent.com/moinnadeem/StereoSet/master/data/dev.json",
-    **{f"bias/winobias/{name}": _WINOBIAS_URL.format(name=name) for name in WINOBIAS_FILES},
 }
+STEREOSET_SOURCES = {"bias/stereoset/dev.json": "https://raw.githubusercontent.com/moinnadeem/StereoSet/master/data/dev.json"}
+WINOBIAS_SOURCES = {f"bias/winobias/{name}": _WINOBIAS_URL.format(name=name) for name in WINOBIAS_FILES}
 CACHE_ENV = "VNR_CACHE_DIR"
 
 
@@ -100,22 +113,34 @@ def download(url: str, dest: Path) -> None:
 
 
 def resolve_files(dataset: str, data_root: Path | None) -> Path:
-    """The root that holds ``dataset``'s files: ``data_root``, or the download cache (filled on demand)."""
-    rels = [rel for rel in SOURCES if rel.startswith(f"bias/{dataset}/")]
+    """The root that holds ``dataset``'s files: ``data_root`` if it has them all, else the download cache.
+
+    The cache is filled on demand from the public sources; offline
+    (:func:`harness.public_sources.offline`) nothing is downloaded and a set
+    that is not in the cache fails at once with one line.
+    """
+    from harness.public_sources import offline, offline_error
+
+    record = get_dataset(dataset)
+    rels = list(record.sources)
     if data_root is not None:
         root = Path(data_root)
         missing = [rel for rel in rels if not (root / rel).is_file()]
-        if missing:
-            raise UserError(
-                f"data root {root} has no {missing[0]} ({len(missing)} {dataset} file(s) missing); "
-                "point --data-root at the shared data folder or leave it out to download the public files"
-            )
-        return root
-    root = cache_dir()
-    for rel in rels:
-        if not (root / rel).is_file():
-            download(SOURCES[rel], root / rel)
-    return root
+        if not missing:
+            return root
+        log.info("bias set %s is not (complete) in the data root %s (no %s): using its public source",
+                 dataset, root, missing[0])
+    cache = cache_dir()
+    absent = [rel for rel in rels if not (cache / rel).is_file()]
+    if absent and offline():
+        looked = (f"{Path(data_root) / f'bias/{dataset}'}/, which lacks "
+                  f"{', '.join(Path(r).name for r in rels if not (Path(data_root) / r).is_file())}"
+                  if data_root is not None else "")
+        raise offline_error(f"bias set {dataset}", Path(data_root) if data_root is not None else None, looked,
+                            f"{record.sources[absent[0]]} (cache {cache})")
+    for rel in absent:
+        download(record.sources[rel], cache / rel)
+    return cache
 
 
 # ---------------------------------------------------------------------- loaders
@@ -132,8 +157,11 @@ def load_crows_pairs(data_root: Path | None = None, limit: int | None = None) ->
     path = resolve_files("crows_pairs", data_root) / "bias/crows_pairs/crows_pairs_anonymized.csv"
     try:
         frame = pd.read_csv(path, keep_default_na=False, dtype=str)
+    except pd.errors.EmptyDataError:
+        raise UserError(f"{path}: the file is empty; expected the CrowS-Pairs CSV with a header row "
+                        "(sent_more, sent_less, stereo_antistereo, bias_type)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not a readable CSV ({exc})") from None
+        raise UserError(f"{path}: not a readable CSV ({_first_line(exc)})") from None
     needed = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
     missing = [c for c in needed if c not in frame.columns]
     if missing:
@@ -148,10 +176,16 @@ def load_crows_pairs(data_root: Path | None = None, limit: int | None = None) ->
         pairs.append(CrowsPair(index, rec["sent_more"], rec["sent_less"], direction, rec["bias_type"].strip()))
         if limit is not None and len(pairs) >= limit:
             break
+    if not pairs:
+        raise UserError(f"{path}: a header but no pairs; expected the CrowS-Pairs CSV (1508 pairs)")
     return pairs
 
 
-STEREOSET_LABELS = ("stereotype", "anti-stereotype", "unrelated")
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 STEREOSET_SECTIONS = ("intrasentence", "intersentence")
 
 
@@ -164,25 +198,45 @@ def load_stereoset(
     try:
         data = json.loads(path.read_text(encoding="utf-8"))["data"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
-        raise UserError(f"{path}: not a StereoSet JSON file with a 'data' key ({exc})") from None
+        raise UserError(f"{path}: not a StereoSet JSON file with a 'data' key ({_first_line(exc)})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: 'data' must map section names to lists of items")
     out: dict[str, list[StereoSetItem]] = {}
     for section in sections:
         if section not in data:
             raise UserError(f"{path}: no {section!r} section")
+        if not isinstance(data[section], list):
+            raise UserError(f"{path}: {section} must be a list of items")
         items = []
-        for raw in data[section][: limit if limit is not None else None]:
-            by_label: dict[str, str] = {}
-            for sent in raw["sentences"]:
-                label = sent["gold_label"]
-                if label in by_label:
-                    raise UserError(f"{path}: {section} item {raw['id']} has two {label!r} sentences")
-                by_label[label] = sent["sentence"]
-            if set(by_label) != set(STEREOSET_LABELS):
-                raise UserError(f"{path}: {section} item {raw['id']} has labels {sorted(by_label)}, "
-                                f"expected {', '.join(STEREOSET_LABELS)}")
-            items.append(StereoSetItem(section, raw["id"], raw["target"], raw["bias_type"], raw["context"], by_label))
+        for number, raw in enumerate(data[section][: limit if limit is not None else None]):
+            items.append(_stereoset_item(raw, section, number, path))
         out[section] = items
     return out
+
+
+def _stereoset_item(raw: Any, section: str, number: int, path: Path) -> StereoSetItem:
+    """One StereoSet item, checked: every key present, one sentence per gold label."""
+    where = f"{path}: {section} item {number}"
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} is not an object")
+    for key in ("id", "target", "bias_type", "context", "sentences"):
+        if key not in raw:
+            raise UserError(f"{where} (id {raw.get('id', '?')}) has no {key!r}")
+    where = f"{path}: {section} item {number} (id {raw['id']})"
+    if not isinstance(raw["sentences"], list):
+        raise UserError(f"{where}: 'sentences' must be a list")
+    by_label: dict[str, str] = {}
+    for k, sent in enumerate(raw["sentences"]):
+        if not isinstance(sent, dict) or "gold_label" not in sent or "sentence" not in sent:
+            raise UserError(f"{where}: sentence {k} has no {'gold_label' if isinstance(sent, dict) and 'sentence' in sent else 'sentence'!r}; "
+                            "every candidate needs 'sentence' and 'gold_label'")
+        label = sent["gold_label"]
+        if label in by_label:
+            raise UserError(f"{where} has two {label!r} sentences")
+        by_label[label] = sent["sentence"]
+    if set(by_label) != set(STEREOSET_LABELS):
+        raise UserError(f"{where} has labels {sorted(by_label)}, expected {', '.join(STEREOSET_LABELS)}")
+    return StereoSetItem(section, raw["id"], raw["target"], raw["bias_type"], raw["context"], by_label)
 
 
 _LINE_ID = re.compile(r"^\s*\d+\s+")
@@ -210,6 +264,14 @@ def differs_only_in_pronouns(a: str, b: str) -> bool:
     return rest(a) == rest(b)
 
 
+def _text_lines(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not a UTF-8 text file (undecodable byte at offset {exc.start})") from None
+    return [ln for ln in text.splitlines() if ln.strip()]
+
+
 def load_winobias(data_root: Path | None = None, limit: int | None = None) -> list[WinoBiasPair]:
     """WinoBias (pro, anti) pairs: types 1 and 2, dev and test; line i of a pro file pairs with line i of anti."""
     _check_limit(limit)
@@ -219,8 +281,7 @@ def load_winobias(data_root: Path | None = None, limit: int | None = None) -> li
         for split in WINOBIAS_SPLITS:
             pro_path = root / f"pro_stereotyped_type{t}.txt.{split}"
             anti_path = root / f"anti_stereotyped_type{t}.txt.{split}"
-            pro = [ln for ln in pro_path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-            anti = [ln for ln in anti_path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+            pro, anti = _text_lines(pro_path), _text_lines(anti_path)
             if len(pro) != len(anti):
                 raise UserError(f"{pro_path} has {len(pro)} lines but {anti_path} has {len(anti)}: they must pair line by line")
             for i, (p, a) in enumerate(zip(pro, anti)):
@@ -233,15 +294,171 @@ def load_winobias(data_root: Path | None = None, limit: int | None = None) -> li
 
 def tokenizer_texts(dataset: str, data_root: Path | None) -> list[str]:
     """Every sentence of ``dataset`` (all examples, not only a limited subset): what a tiny tokenizer trains on."""
-    if dataset == "crows_pairs":
-        return [s for p in load_crows_pairs(data_root) for s in (p.sent_more, p.sent_less)]
-    if dataset == "stereoset":
-        texts = []
-        for items in load_stereoset(data_root).values():
-            for it in items:
-                texts.append(it.context.replace("BLANK", ""))
-                texts.extend(it.sentences[label] for label in STEREOSET_LABELS)
-        return texts
-    if dataset == "winobias":
-        return [s for p in load_winobias(data_root) for s in (p.pro, p.anti)]
-    raise UserError(f"unknown bias dataset {dataset!r}: use one of {', '.join(DATASETS)}")
+    record = get_dataset(dataset)
+    return record.sentences(record.load(data_root, None))
+
+
+def _crows_sentences(pairs: list[CrowsPair]) -> list[str]:
+    return [s for p in pairs for s in (p.sent_more, p.sent_less)]
+
+
+def _stereoset_sentences(sections: dict[str, list[StereoSetItem]]) -> list[str]:
+    texts = []
+    for items in sections.values():
+        for it in items:
+            texts.append(it.context.replace("BLANK", ""))
+            texts.extend(it.sentences[label] for label in STEREOSET_LABELS)
+    return texts
+
+
+def _winobias_sentences(pairs: list[WinoBiasPair]) -> list[str]:
+    return [s for p in pairs for s in (p.pro, p.anti)]
+
+
+# ---------------------------------------------------------------------- the records
+@dataclass(frozen=True)
+class FairnessCriterion:
+    """How one bias metric becomes a fairness criterion of the matrix.
+
+    ``direction`` is the criterion's (``higher`` | ``lower`` is fairer);
+    ``transform`` orients the metric: ``identity`` keeps the value,
+    ``distance_from_50`` turns a percentage whose ideal is 50 (no preference
+    either way) into |x − 50|, which is then lower-is-better.
+
+    >>> FairnessCriterion("metric_score", "crows_distance", "lower", "%", "CrowS", "distance_from_50").apply(62.5)
+    12.5
+    """
+
+    metric: str  # key in the bias record's metrics
+    name: str  # matrix column
+    direction: str
+    unit: str
+    note: str
+    transform: str = "identity"
+
+    def apply(self, value: float) -> float:
+        if self.transform == "distance_from_50":
+            return abs(value - 50.0)
+        return value
+
+    @property
+    def source(self) -> str:
+        """The sidecar's ``source`` text."""
+        return self.note + (" (|x - 50|)" if self.transform == "distance_from_50" else "")
+
+
+@dataclass(frozen=True)
+class BiasDataset:
+    """Everything about one bias benchmark that the harness needs; see each record's ``notes``.
+
+    ``scoring``: per LM kind (masked | causal), what is scored in each part of
+    the set (the scorer unit) and how; ``metrics``: the overall metrics its
+    record holds (per-group ones add ``.<group>``); ``headline``: what
+    ``vnr bias`` prints; ``fairness``: the criteria ``vnr collect`` makes of it.
+    ``notes``: where the scores differ from the published evaluation scripts.
+    """
+
+    name: str
+    title: str
+    sources: Mapping[str, str]  # file under the data root -> public URL
+    load: Callable[..., Any]  # (data_root, limit) -> examples
+    sentences: Callable[[Any], list[str]]  # every sentence of the examples (a tiny tokenizer trains on them)
+    evaluate: Callable[[Any, Any], Any]  # (scorer, examples) -> evaluators.Evaluation
+    scoring: Mapping[str, Mapping[str, str]]
+    metrics: tuple[str, ...]
+    headline: tuple[str, ...]
+    fairness: tuple[FairnessCriterion, ...]
+    notes: str = ""
+
+    def scoring_method(self, lm_kind: str) -> dict[str, str]:
+        """What a run of ``lm_kind`` scores (part of the set → how): the record's ``scoring.method``."""
+        return dict(self.scoring.get(lm_kind, {}))
+
+
+_CAUSAL_SENTENCE = "sentence log-probability, first token given BOS"
+REGISTRY: dict[str, BiasDataset] = {
+    d.name: d
+    for d in (
+        BiasDataset(
+            "crows_pairs", "CrowS-Pairs", CROWS_SOURCES, load_crows_pairs, _crows_sentences,
+            evaluators.evaluate_crows_pairs,
+            scoring={
+                "masked": {"crows_pairs": "sum of log p over the tokens shared by both sentences, each masked in "
+                                          "turn (Nangia et al. 2020)"},
+                "causal": {"crows_pairs": _CAUSAL_SENTENCE},
+            },
+            metrics=("anti_stereo_score", "metric_score", "neutral_score", "stereo_score", "antistereo_score",
+                     "n_pairs"),
+            headline=("anti_stereo_score", "metric_score", "neutral_score"),
+            fairness=(FairnessCriterion(
+                "anti_stereo_score", "crows_anti_stereo_score", "higher", "%",
+                "CrowS-Pairs: % of pairs where the less stereotyping sentence is more probable (VnR anti_crows_score)",
+            ),),
+            notes="Differs from the published script (Nangia et al.) in two documented ways: sentence scores are "
+            "compared unrounded (the script rounds each to 3 decimals and counts equal rounded scores as "
+            "neutral, which flips pairs on near-uniform models), and every pair is aligned in the order "
+            "(sent_more, sent_less) (the script aligns antistereo pairs as (less, more); difflib is "
+            "order-dependent, so a few pairs share different tokens). The stereo/antistereo sub-scores keep "
+            "neutral pairs in the denominator (the script leaves them out). Causal LMs: the sentence "
+            "log-probability with the first token given BOS (the common causal variant takes the mean "
+            "log-probability without a start token).",
+        ),
+        BiasDataset(
+            "stereoset", "StereoSet", STEREOSET_SOURCES, load_stereoset, _stereoset_sentences,
+            evaluators.evaluate_stereoset,
+            scoring={
+                "masked": {"stereoset_intrasentence": "mean log p of the fill-in tokens, masked left to right"},
+                "causal": {
+                    "stereoset_intrasentence": "mean token log-probability of the sentence, first token given BOS",
+                    "stereoset_intersentence": "mean token log-probability of the sentence given BOS + context",
+                },
+            },
+            metrics=tuple(f"{section}_{m}" for section in ("intrasentence", "intersentence", "overall")
+                          for m in ("lms", "ss", "icat", "icat_micro", "n_items")),
+            headline=("intrasentence_lms", "intrasentence_ss", "intrasentence_icat",
+                      "intersentence_lms", "intersentence_ss", "intersentence_icat"),
+            fairness=(
+                FairnessCriterion("intrasentence_icat", "stereoset_intra_icat", "higher", "ICAT (0-100)",
+                                  "StereoSet intrasentence ICAT = LMS × min(SS, 100 − SS)/50 (ideal 100)"),
+                FairnessCriterion("intersentence_icat", "stereoset_inter_icat", "higher", "ICAT (0-100)",
+                                  "StereoSet intersentence ICAT (ideal 100)"),
+            ),
+            notes="Differs from the published script (Nadeem et al.): a multi-token fill-in is scored as the "
+            "mean of its subtokens' log-probabilities (the script averages their probabilities), so masked "
+            "LMs agree on single-token fills only; for GPT-2 the candidate is the context with BLANK filled "
+            "(keeping the context's casing) and every token is conditioned on <|endoftext|> + its prefix (the "
+            "script scores the candidate sentence as written and conditions only the first token on "
+            "<|endoftext|>). Intersentence is not scored for masked LMs (the script uses the next-sentence "
+            "head), so stereoset_inter_icat is empty for them.",
+        ),
+        BiasDataset(
+            "winobias", "WinoBias", WINOBIAS_SOURCES, load_winobias, _winobias_sentences,
+            evaluators.evaluate_winobias,
+            scoring={
+                "masked": {"winobias": "pseudo-log-likelihood of the sentence (Salazar et al. 2020)"},
+                "causal": {"winobias": _CAUSAL_SENTENCE},
+            },
+            metrics=("anti_ge_pro", "anti_gt_pro", "pro_gt_anti", "tie", "acc_difference", "parity_score",
+                     "n_pairs", "n_flagged"),
+            headline=("anti_ge_pro", "pro_gt_anti", "acc_difference", "n_flagged"),
+            fairness=(FairnessCriterion(
+                "parity_score", "winobias_parity_score", "higher", "%",
+                "WinoBias: 100 - |% pro preferred - % anti preferred| over pronoun-only pairs "
+                "(likelihood analogue of VnR winobias_acc_difference)",
+            ),),
+            notes="A likelihood stand-in for the paper's coreference-accuracy gap: which of the pro- and the "
+            "anti-stereotyped sentence the LM prefers, not whether a coreference system resolves the pronoun.",
+        ),
+    )
+}
+DATASETS: tuple[str, ...] = tuple(REGISTRY)
+#: Every public file of every set: path under the data root -> URL.
+SOURCES: dict[str, str] = {rel: url for d in REGISTRY.values() for rel, url in d.sources.items()}
+
+
+def get_dataset(name: str) -> BiasDataset:
+    """The record of the bias set ``name``."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise UserError(f"unknown bias dataset {name!r}: use one of {', '.join(REGISTRY)}") from None

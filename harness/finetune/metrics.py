@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.finetune.tasks import GlueTask, get_task
+from harness.finetune.tasks import TASKS, GlueTask, get_task
 
-#: Every metric name a record can hold; all of them are higher-is-better.
-METRIC_NAMES = ("accuracy", "f1", "matthews_correlation", "pearson", "spearman")
+#: Every metric name a record can hold (read off the task records); all of them are higher-is-better.
+METRIC_NAMES = tuple(dict.fromkeys(str(m) for t in TASKS.values() for m in t.metrics))
 
 
 def _finite(x: float) -> float | None:
@@ -26,34 +26,53 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _accuracy(gold: np.ndarray, preds: np.ndarray) -> float | None:
+    from sklearn.metrics import accuracy_score
+
+    return _finite(accuracy_score(gold, preds))
+
+
+def _f1(gold: np.ndarray, preds: np.ndarray) -> float | None:
+    from sklearn.metrics import f1_score
+
+    return _finite(f1_score(gold, preds, zero_division=0.0))
+
+
+def _matthews(gold: np.ndarray, preds: np.ndarray) -> float | None:
+    from sklearn.metrics import matthews_corrcoef
+
+    return _finite(matthews_corrcoef(gold, preds))
+
+
+def _correlation(kind: str):
+    def compute(gold: np.ndarray, preds: np.ndarray) -> float | None:
+        from scipy.stats import pearsonr, spearmanr
+
+        if np.ptp(preds) == 0 or np.ptp(gold) == 0:
+            return None  # undefined for a constant series
+        return _finite((pearsonr if kind == "pearson" else spearmanr)(preds, gold)[0])
+
+    return compute
+
+
+#: Metric name (a :class:`~harness.finetune.tasks.Metric` of a task record) → how it is computed.
+COMPUTE = {
+    "accuracy": _accuracy,
+    "f1": _f1,
+    "matthews_correlation": _matthews,
+    "pearson": _correlation("pearson"),
+    "spearman": _correlation("spearman"),
+}
+
+
 def compute_metrics(task: str | GlueTask, predictions: Sequence[Any], labels: Sequence[Any]) -> dict[str, float | None]:
     """The task's metrics for class predictions (or scores, for STS-B) against gold labels."""
-    from scipy.stats import pearsonr, spearmanr
-    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
-
     t = task if isinstance(task, GlueTask) else get_task(task)
     preds = np.asarray(predictions)
     gold = np.asarray(labels)
     if preds.shape != gold.shape:
         raise ValueError(f"{len(preds)} predictions for {len(gold)} labels")
-    out: dict[str, float | None] = {}
-    for name in t.metrics:
-        if name == "accuracy":
-            out[name] = _finite(accuracy_score(gold, preds))
-        elif name == "f1":
-            out[name] = _finite(f1_score(gold, preds, zero_division=0.0))
-        elif name == "matthews_correlation":
-            out[name] = _finite(matthews_corrcoef(gold, preds))
-        elif name in ("pearson", "spearman"):
-            if np.ptp(preds) == 0 or np.ptp(gold) == 0:
-                out[name] = None  # undefined for a constant series
-            elif name == "pearson":
-                out[name] = _finite(pearsonr(preds, gold)[0])
-            else:
-                out[name] = _finite(spearmanr(preds, gold)[0])
-        else:  # pragma: no cover - the registry only names the metrics above
-            raise ValueError(f"unknown metric {name}")
-    return out
+    return {str(name): COMPUTE[name](gold, preds) for name in t.metrics}
 
 
 def predictions_from_logits(task: str | GlueTask, logits: Any) -> np.ndarray:

@@ -5,8 +5,19 @@ lists ``text_a``, ``text_b`` (None for single-sentence tasks) and ``label``
 (an int class id in the hub's label order, or a float for STS-B), so training
 never sees where the data came from.
 
->>> get_task("SST-2").name, get_task("sts-b").is_regression, get_task("mnli").eval_splits
-('sst2', True, (('', 'validation_matched'), ('_mm', 'validation_mismatched')))
+Each :class:`GlueTask` record is the one place that describes a task: where its
+data is (hub config, ``glue_data`` folder and files), its columns and labels,
+its metrics (:class:`Metric`: the key a run records, the criterion's short
+name, a label for prose) and so the matrix criteria ``vnr collect`` makes of
+it (:attr:`GlueTask.criteria`). Adding a task is adding one record to
+:data:`TASKS`.
+
+>>> get_task("SST-2").name, get_task("sts-b").is_regression, [s.hub_split for s in get_task("mnli").eval_splits]
+('sst2', True, ['validation_matched', 'validation_mismatched'])
+>>> [(c.name, c.record_key, c.label) for c in get_task("mnli").criteria]
+[('mnli_m_acc', 'accuracy', 'matched accuracy'), ('mnli_mm_acc', 'accuracy_mm', 'mismatched accuracy')]
+>>> [c.name for c in get_task("stsb").criteria], get_task("cola").metrics
+(['stsb_pearson', 'stsb_spearman'], ('matthews_correlation',))
 
 Local layout (``<data root>/glue/<Dir>/``, the classic ``glue_data`` download):
 
@@ -39,6 +50,67 @@ log = logging.getLogger(__name__)
 HUB_DATASET = "nyu-mll/glue"
 
 
+class Metric(str):
+    """A metric of a GLUE task: the name a run records (the string itself), with its criterion short name and label.
+
+    It *is* its record key (``Metric("accuracy", "acc", "accuracy") == "accuracy"``),
+    so code that reads records by metric name needs nothing else.
+
+    >>> m = Metric("matthews_correlation", "mcc", "Matthews correlation")
+    >>> m == "matthews_correlation", m.short, m.label
+    (True, 'mcc', 'Matthews correlation')
+    """
+
+    short: str
+    label: str
+
+    def __new__(cls, key: str, short: str, label: str) -> Metric:
+        obj = super().__new__(cls, key)
+        obj.short = short
+        obj.label = label
+        return obj
+
+    @property
+    def key(self) -> str:
+        return str(self)
+
+    def __reduce__(self):  # pickle / deepcopy keep the attributes (the isolated runner pickles specs)
+        return (Metric, (str(self), self.short, self.label))
+
+
+ACCURACY = Metric("accuracy", "acc", "accuracy")
+F1 = Metric("f1", "f1", "F1")
+MCC = Metric("matthews_correlation", "mcc", "Matthews correlation")
+PEARSON = Metric("pearson", "pearson", "Pearson correlation")
+SPEARMAN = Metric("spearman", "spearman", "Spearman correlation")
+
+
+@dataclass(frozen=True)
+class EvalSplit:
+    """One dev set of a task: its metric-key suffix in the record, hub split, TSV file, criterion tag and label."""
+
+    suffix: str = ""  # appended to each metric key in the record: "" or "_mm"
+    hub_split: str = "validation"
+    file: str = "dev.tsv"
+    tag: str = ""  # inserted before the metric's short name in the criterion: "m_" -> mnli_m_acc
+    label: str = ""  # prose: "matched"
+
+
+@dataclass(frozen=True)
+class TaskCriterion:
+    """One matrix column a task yields: ``name`` (``mnli_mm_acc``) from the record's ``metrics[record_key]``."""
+
+    task: str
+    name: str
+    record_key: str
+    label: str  # "mismatched accuracy"
+    unit: str = "score (0-1)"
+
+    def source(self, epoch: str, seeds: str) -> str:
+        """The sidecar's ``source`` text, e.g. ``GLUE rte dev accuracy, final epoch, mean over seeds 0,1``."""
+        return f"GLUE {self.task} dev {self.label}, {epoch} epoch, mean over seeds {seeds}"
+
+
 @dataclass(frozen=True)
 class GlueTask:
     """One GLUE task: where its data is, which columns are text and label, how it is scored."""
@@ -49,12 +121,12 @@ class GlueTask:
     tsv_columns: tuple[str, ...]  # the same text columns in the TSV header
     tsv_label: str  # label column in the TSV header
     label_names: tuple[str, ...]  # class names in the hub's id order; () for regression
-    metrics: tuple[str, ...]  # metric names, first is the task's main metric
+    metrics: tuple[Metric, ...]  # first is the task's main metric
     tsv_header: bool = True
     tsv_positions: dict[str, int] = field(default_factory=dict)  # headerless files: column -> field index
-    eval_splits: tuple[tuple[str, str], ...] = (("", "validation"),)  # (metric suffix, hub split)
-    eval_files: tuple[str, ...] = ("dev.tsv",)
+    eval_splits: tuple[EvalSplit, ...] = (EvalSplit(),)
     string_labels: bool = False  # TSV labels are class names (else integer ids)
+    hub_dataset: str = HUB_DATASET  # public source: <hub_dataset>/<name> through `datasets`
 
     @property
     def is_regression(self) -> bool:
@@ -72,9 +144,29 @@ class GlueTask:
     def is_pair(self) -> bool:
         return len(self.hub_columns) == 2
 
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The TSV files of the task's ``glue_data`` folder: train, then each dev set."""
+        return ("train.tsv", *(s.file for s in self.eval_splits))
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Where the task comes from: ``local`` (under a data root) and ``public`` (the hub)."""
+        return {"local": f"glue/{self.dir_name}/{{{','.join(self.files)}}}",
+                "public": f"hub:{self.hub_dataset}/{self.name}"}
+
     def metric_names(self) -> list[str]:
         """Every metric a run of this task records, e.g. MNLI: ``['accuracy', 'accuracy_mm']``."""
-        return [m + suffix for suffix, _ in self.eval_splits for m in self.metrics]
+        return [m + s.suffix for s in self.eval_splits for m in self.metrics]
+
+    @property
+    def criteria(self) -> tuple[TaskCriterion, ...]:
+        """The performance criteria of the task, one per (dev set, metric)."""
+        return tuple(
+            TaskCriterion(self.name, f"{self.name}_{s.tag}{m.short}", m + s.suffix, f"{s.label} {m.label}".strip())
+            for s in self.eval_splits
+            for m in self.metrics
+        )
 
 
 _BINARY = ("0", "1")
@@ -82,25 +174,26 @@ _NLI2 = ("entailment", "not_entailment")
 TASKS: dict[str, GlueTask] = {
     t.name: t
     for t in (
-        GlueTask("cola", "CoLA", ("sentence",), ("sentence",), "label", _BINARY, ("matthews_correlation",),
+        GlueTask("cola", "CoLA", ("sentence",), ("sentence",), "label", _BINARY, (MCC,),
                  tsv_header=False, tsv_positions={"label": 1, "sentence": 3}),
-        GlueTask("sst2", "SST-2", ("sentence",), ("sentence",), "label", _BINARY, ("accuracy",)),
+        GlueTask("sst2", "SST-2", ("sentence",), ("sentence",), "label", _BINARY, (ACCURACY,)),
         GlueTask("mrpc", "MRPC", ("sentence1", "sentence2"), ("#1 String", "#2 String"), "Quality", _BINARY,
-                 ("accuracy", "f1")),
+                 (ACCURACY, F1)),
         GlueTask("stsb", "STS-B", ("sentence1", "sentence2"), ("sentence1", "sentence2"), "score", (),
-                 ("pearson", "spearman")),
+                 (PEARSON, SPEARMAN)),
         GlueTask("qqp", "QQP", ("question1", "question2"), ("question1", "question2"), "is_duplicate", _BINARY,
-                 ("accuracy", "f1")),
+                 (ACCURACY, F1)),
         GlueTask("mnli", "MNLI", ("premise", "hypothesis"), ("sentence1", "sentence2"), "gold_label",
-                 ("entailment", "neutral", "contradiction"), ("accuracy",),
-                 eval_splits=(("", "validation_matched"), ("_mm", "validation_mismatched")),
-                 eval_files=("dev_matched.tsv", "dev_mismatched.tsv"), string_labels=True),
+                 ("entailment", "neutral", "contradiction"), (ACCURACY,),
+                 eval_splits=(EvalSplit("", "validation_matched", "dev_matched.tsv", "m_", "matched"),
+                              EvalSplit("_mm", "validation_mismatched", "dev_mismatched.tsv", "mm_", "mismatched")),
+                 string_labels=True),
         GlueTask("qnli", "QNLI", ("question", "sentence"), ("question", "sentence"), "label", _NLI2,
-                 ("accuracy",), string_labels=True),
+                 (ACCURACY,), string_labels=True),
         GlueTask("rte", "RTE", ("sentence1", "sentence2"), ("sentence1", "sentence2"), "label", _NLI2,
-                 ("accuracy",), string_labels=True),
+                 (ACCURACY,), string_labels=True),
         GlueTask("wnli", "WNLI", ("sentence1", "sentence2"), ("sentence1", "sentence2"), "label", _BINARY,
-                 ("accuracy",)),
+                 (ACCURACY,)),
     )
 }
 
@@ -154,21 +247,35 @@ class TaskData:
 
 
 # ---------------------------------------------------------------------- local TSV
-def glue_dir(data_root: Path) -> Path:
-    """The ``glue_data`` folder of a data root: ``<root>/glue``, ``<root>/glue_data`` or the root itself."""
+def glue_dir(data_root: Path) -> Path | None:
+    """The ``glue_data`` folder of a data root (``<root>/glue``, ``<root>/glue_data`` or the root), None if it has none."""
     for candidate in (data_root / "glue", data_root / "glue_data", data_root):
         if candidate.is_dir() and any((candidate / t.dir_name).is_dir() for t in TASKS.values()):
             return candidate
-    raise UserError(
-        f"data root {data_root} has no GLUE data: expected {data_root / 'glue'}/<Task>/train.tsv "
-        "(the glue_data layout); fix --data-root / VNR_DATA_ROOT, or leave both unset to load from the hub"
-    )
+    return None
+
+
+def local_folder(task: GlueTask, data_root: Path | None) -> Path | None:
+    """``task``'s folder under ``data_root`` if every file of the task is there, else None."""
+    if data_root is None:
+        return None
+    root = glue_dir(Path(data_root))
+    if root is None:
+        return None
+    folder = root / task.dir_name
+    return folder if all((folder / f).is_file() for f in task.files) else None
 
 
 def _read_tsv_rows(path: Path) -> list[list[str]]:
     # GLUE TSVs are not CSV: quotes are literal text, so split on tabs only. Lines end in \n;
     # str.splitlines would also split on \x85 or \u2028 inside sentences.
-    text = path.read_text(encoding="utf-8-sig")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not a UTF-8 text TSV (undecodable byte at offset {exc.start}); "
+                        "is it the right file?") from None
+    if "\x00" in text:
+        raise UserError(f"{path}: a binary file (NUL bytes), not a tab-separated text file; is it the right file?")
     return [line.rstrip("\r").split("\t") for line in text.split("\n") if line.strip("\r")]
 
 
@@ -178,7 +285,7 @@ def read_glue_tsv(task: GlueTask, path: Path) -> Split:
         present = sorted(p.name for p in path.parent.glob("*.tsv"))
         raise UserError(
             f"{task.dir_name}: {path} is missing (found: {', '.join(present) or 'no .tsv files'}); "
-            f"the task needs {', '.join(['train.tsv', *task.eval_files])}"
+            f"the task needs {', '.join(task.files)}"
         )
     rows = _read_tsv_rows(path)
     if task.tsv_header:
@@ -242,18 +349,16 @@ def _parse_label(task: GlueTask, raw: str, path: Path, line: int) -> Any:
 
 
 def load_local(task: GlueTask, data_root: Path) -> TaskData:
-    """Read ``task`` from the ``glue_data`` directory under ``data_root``."""
+    """Read ``task`` from the ``glue_data`` directory under ``data_root`` (every file of the task must be there)."""
     root = glue_dir(Path(data_root))
-    folder = root / task.dir_name
-    if not folder.is_dir():
-        present = sorted(t.dir_name for t in TASKS.values() if (root / t.dir_name).is_dir())
+    if root is None:
         raise UserError(
-            f"task {task.dir_name} is not in the data root {root} (present: {', '.join(present)}); "
-            f"add {folder}/ with {', '.join(['train.tsv', *task.eval_files])}, "
-            "or leave --data-root / VNR_DATA_ROOT unset to load it from the hub"
+            f"data root {data_root} has no GLUE data: expected {Path(data_root) / 'glue'}/<Task>/train.tsv "
+            "(the glue_data layout)"
         )
+    folder = root / task.dir_name
     train = read_glue_tsv(task, folder / "train.tsv")
-    evals = {suffix: read_glue_tsv(task, folder / fname) for (suffix, _), fname in zip(task.eval_splits, task.eval_files)}
+    evals = {s.suffix: read_glue_tsv(task, folder / s.file) for s in task.eval_splits}
     return TaskData(task, train, evals, str(folder))
 
 
@@ -269,20 +374,39 @@ def _split_from_hub(task: GlueTask, ds: Any, where: str) -> Split:
     return Split(list(ds[task.hub_columns[0]]), text_b, labels, where)
 
 
-def load_hub(task: GlueTask) -> TaskData:
-    """Load ``task`` from the hub (``nyu-mll/glue``) through ``datasets``."""
+def _looked_for(task: GlueTask, data_root: Path) -> str:
+    root = glue_dir(data_root) or data_root / "glue"
+    folder = root / task.dir_name
+    if folder.is_dir():
+        return f"{folder}/, which lacks {', '.join(f for f in task.files if not (folder / f).is_file())}"
+    return f"{folder}/ with {', '.join(task.files)}"
+
+
+def load_hub(task: GlueTask, data_root: Path | None = None) -> TaskData:
+    """Load ``task`` from its public source (the hub, ``nyu-mll/glue``) through ``datasets``.
+
+    Offline (``HF_DATASETS_OFFLINE`` / ``HF_HUB_OFFLINE``), ``datasets`` reads its
+    cache only (what ``vnr prefetch`` put there); a task in no cache fails at
+    once with one line naming the task, ``data_root`` and the prefetch command.
+    """
     import datasets
 
+    from harness.public_sources import offline, offline_error
+
+    where = f"hub:{task.hub_dataset}/{task.name}"
     try:
-        dd = datasets.load_dataset(HUB_DATASET, task.name)
+        dd = datasets.load_dataset(task.hub_dataset, task.name)
     except Exception as exc:  # offline, no such config, hub down: say what to do
+        if offline():
+            looked = _looked_for(task, Path(data_root)) if data_root is not None else ""
+            raise offline_error(f"GLUE task {task.dir_name}", data_root, looked, where) from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise UserError(
-            f"cannot load {HUB_DATASET}/{task.name} from the hub ({type(exc).__name__}: {exc}); "
+            f"cannot load {task.hub_dataset}/{task.name} from the hub ({type(exc).__name__}: {first}); "
             "check the network or pass --data-root with a glue_data directory"
         ) from None
-    where = f"hub:{HUB_DATASET}/{task.name}"
     train = _split_from_hub(task, dd["train"], f"{where}[train]")
-    evals = {suffix: _split_from_hub(task, dd[split], f"{where}[{split}]") for suffix, split in task.eval_splits}
+    evals = {s.suffix: _split_from_hub(task, dd[s.hub_split], f"{where}[{s.hub_split}]") for s in task.eval_splits}
     return TaskData(task, train, evals, where)
 
 
@@ -293,12 +417,24 @@ def load_task(
     max_train_samples: int | None = None,
     max_eval_samples: int | None = None,
 ) -> TaskData:
-    """Train and dev splits of ``task``, from ``data_root`` if given, else from the hub.
+    """Train and dev splits of ``task``: from ``data_root`` where it holds the task, else from the hub.
 
-    ``max_*_samples`` keep the first N examples of each split (the same subset for every seed).
+    The data root is per task: one that holds some tasks (say, all but QQP and
+    MNLI) serves those, and the others come from their public source; a task
+    folder with only some of its files (the shared data's QNLI: dev only) is
+    not used. ``max_*_samples`` keep the first N examples of each split (the
+    same subset for every seed).
     """
     t = task if isinstance(task, GlueTask) else get_task(task)
-    data = load_local(t, Path(data_root)) if data_root is not None else load_hub(t)
+    root = Path(data_root) if data_root is not None else None
+    folder = local_folder(t, root)
+    if folder is not None:
+        data = load_local(t, root)  # type: ignore[arg-type]
+    else:
+        if root is not None:
+            log.info("GLUE task %s is not (complete) in the data root %s: loading it from %s",
+                     t.dir_name, root, t.sources["public"])
+        data = load_hub(t, root)
     data.train = data.train.head(max_train_samples)
     data.evals = {k: v.head(max_eval_samples) for k, v in data.evals.items()}
     return data

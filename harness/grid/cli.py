@@ -105,7 +105,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     collect.add_argument("--epoch", choices=("final", "best"), default="final",
                          help="performance from the final epoch (default) or each metric's best epoch")
     collect.add_argument("--allow-missing", action="store_true",
-                         help="collect even if runs are missing; their cells stay empty")
+                         help="collect even if runs are missing, failed or have unusable records; their cells "
+                         "stay empty, and so does every mean over seeds that lacks one of its seeds")
+    collect.add_argument("--allow-mixed-packing", action="store_true",
+                         help="let one efficiency criterion mix runs measured at different packing levels "
+                         "(runs per GPU); criteria.yaml then says so")
     collect.set_defaults(func=collect_command)
 
 
@@ -334,6 +338,7 @@ def collect_command(args: argparse.Namespace) -> int:
     from harness.grid.collect import collect, describe
 
     exp, _ = _load(args)
-    result = collect(exp, epoch=args.epoch, allow_missing=args.allow_missing)
+    result = collect(exp, epoch=args.epoch, allow_missing=args.allow_missing,
+                     allow_mixed_packing=args.allow_mixed_packing)
     print(describe(result))
     return 0

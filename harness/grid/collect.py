@@ -6,24 +6,38 @@ Writes, under the experiment's output directory:
 * ``criteria.yaml`` — per criterion: group (performance | efficiency | fairness),
   direction, unit and source (the sidecar :meth:`ranking.table.ScoreTable.load` reads);
 * ``seeds.csv`` — per-seed values, long (``model, criterion, seed, value``) for
-  every seed-dependent criterion (performance and efficiency): what ``vnr rank
-  --bootstrap`` resamples;
+  every seed-dependent cell of the matrix (performance and efficiency): what
+  ``vnr rank --bootstrap`` resamples;
 * ``seed_stats.csv`` — the side table: per model and seed-dependent criterion,
   the value of every seed, their mean, standard deviation (ddof=1) and count.
 
-The criteria:
+The criteria come from the records of the tasks and bias sets, nowhere else:
 
-* **performance** — each GLUE metric of :data:`TASK_METRICS` averaged over the
-  seeds (``--epoch final``: the last epoch's metrics; ``best``: each metric's
-  best epoch, as the paper's ``glue_hpc`` table). MNLI is one run scored twice:
-  ``mnli_m_acc`` (matched) and ``mnli_mm_acc`` (mismatched).
+* **performance** — each criterion of each GLUE task record
+  (:attr:`harness.finetune.tasks.GlueTask.criteria`: ``rte_acc``, ``mnli_mm_acc``, ...)
+  averaged over the seeds (``--epoch final``: the last epoch's metrics;
+  ``best``: each metric's best epoch, as the paper's ``glue_hpc`` table).
 * **efficiency** — per task, energy (kWh), duration (h), GPU-hours and carbon
   (kg CO2eq) of one fine-tuning run, averaged over seeds; lower is better.
-* **fairness** — the bias metrics of :data:`FAIRNESS_METRICS`, oriented so
-  that the declared direction holds (higher is fairer for every ``higher`` one).
+  The sidecar states the packing level they were measured at (how many runs
+  shared the GPU, ``efficiency.packing`` of the records, 1 when alone); runs
+  measured at different levels are not mixed in one criterion unless
+  ``allow_mixed_packing``.
+* **fairness** — the fairness criteria of each bias set record
+  (:attr:`harness.bias.data.BiasDataset.fairness`), oriented so that the
+  declared direction holds.
+
+A registered task or bias set that has usable results but yields no column is
+an error naming it (its record and its runs disagree), never a silent drop.
 
 Only the runs of this config count (the run ids it expands to), so a stale
-result of an older hyper-parameter setting never leaks in.
+result of an older hyper-parameter setting never leaks in. A run counts when
+its record is usable: status ``ok``, a JSON object, numeric metrics, finite
+values. Missing runs (no record, failed) and unusable ones are refused by name
+unless ``allow_missing``; then a seed-dependent cell with any seed missing is
+left EMPTY (never an average of the seeds that happen to be there, which would
+put a noisier number beside full means under the same "mean over seeds"), and
+its per-seed values stay in ``seed_stats.csv``.
 
 >>> criterion_name("mnli", "accuracy_mm"), criterion_name("cola", "matthews_correlation")
 ('mnli_mm_acc', 'cola_mcc')
@@ -34,11 +48,14 @@ from __future__ import annotations
 import io
 import logging
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.bias.data import get_dataset
+from harness.finetune.tasks import get_task
 from harness.grid.config import Experiment
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import STATUS_OK, RunStore, atomic_write_bytes
@@ -47,35 +64,16 @@ from ranking.errors import UserError
 log = logging.getLogger("harness.grid")
 
 GROUPS = ("performance", "efficiency", "fairness")
-
-# ------------------------------------------------------------------ performance
-#: GLUE task → (metric key in the run record, short name in the criterion). Edit here to add a metric.
-TASK_METRICS: dict[str, tuple[tuple[str, str], ...]] = {
-    "cola": (("matthews_correlation", "mcc"),),
-    "sst2": (("accuracy", "acc"),),
-    "mrpc": (("accuracy", "acc"), ("f1", "f1")),
-    "stsb": (("pearson", "pearson"), ("spearman", "spearman")),
-    "qqp": (("accuracy", "acc"), ("f1", "f1")),
-    "mnli": (("accuracy", "m_acc"), ("accuracy_mm", "mm_acc")),
-    "qnli": (("accuracy", "acc"),),
-    "rte": (("accuracy", "acc"),),
-    "wnli": (("accuracy", "acc"),),
-}
-_METRIC_LABEL = {
-    "accuracy": "accuracy",
-    "accuracy_mm": "mismatched accuracy",
-    "f1": "F1",
-    "matthews_correlation": "Matthews correlation",
-    "pearson": "Pearson correlation",
-    "spearman": "Spearman correlation",
-}
+SHOWN = 5  # run ids named in an error
 
 
 def criterion_name(task: str, metric: str) -> str:
-    for key, short in TASK_METRICS.get(task, ()):
-        if key == metric:
-            return f"{task}_{short}"
-    return f"{task}_{metric}"
+    """The matrix column of ``task``'s recorded ``metric`` (its task record's criterion)."""
+    for crit in get_task(task).criteria:
+        if crit.record_key == metric:
+            return crit.name
+    raise UserError(f"GLUE task {task} records no metric {metric!r} (its metrics: "
+                    f"{', '.join(c.record_key for c in get_task(task).criteria)})")
 
 
 # ------------------------------------------------------------------ efficiency
@@ -83,55 +81,8 @@ def criterion_name(task: str, metric: str) -> str:
 EFFICIENCY_METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("energy_kwh", "energy_kwh", "kWh", "energy (GPU from NVML where available, CPU/RAM from codecarbon)"),
     ("duration_h", "duration_h", "h", "wall-clock duration of training and evaluation"),
-    ("gpu_hours", "gpu_hours", "GPU-h", "duration × GPUs used"),
+    ("gpu_hours", "gpu_hours", "GPU-h", "GPU time attributed to the run"),
     ("co2_kg", "co2_kg", "kg CO2eq", "energy × the configured grid's carbon intensity"),
-)
-
-
-# ------------------------------------------------------------------ fairness
-@dataclass(frozen=True)
-class FairnessMetric:
-    """How one bias metric becomes a fairness criterion.
-
-    ``transform``: ``identity`` keeps the value; ``distance_from_50`` turns a
-    percentage whose ideal is 50 (no preference either way) into |x − 50|,
-    which is then lower-is-better.
-    """
-
-    dataset: str
-    metric: str
-    name: str
-    direction: str
-    unit: str
-    note: str
-    transform: str = "identity"
-
-    def apply(self, value: float) -> float:
-        if self.transform == "distance_from_50":
-            return abs(value - 50.0)
-        return value
-
-
-#: Bias metric → fairness criterion (the paper's five fairness features, oriented so higher is fairer,
-#: or lower-is-better distances where the ideal is 50). Edit here when the bias metrics change.
-FAIRNESS_METRICS: tuple[FairnessMetric, ...] = (
-    FairnessMetric(
-        "crows_pairs", "anti_stereo_score", "crows_anti_stereo_score", "higher", "%",
-        "CrowS-Pairs: % of pairs where the less stereotyping sentence is more probable (VnR anti_crows_score)",
-    ),
-    FairnessMetric(
-        "stereoset", "intrasentence_icat", "stereoset_intra_icat", "higher", "ICAT (0-100)",
-        "StereoSet intrasentence ICAT = LMS × min(SS, 100 − SS)/50 (ideal 100)",
-    ),
-    FairnessMetric(
-        "stereoset", "intersentence_icat", "stereoset_inter_icat", "higher", "ICAT (0-100)",
-        "StereoSet intersentence ICAT (ideal 100)",
-    ),
-    FairnessMetric(
-        "winobias", "parity_score", "winobias_parity_score", "higher", "%",
-        "WinoBias: 100 - |% pro preferred - % anti preferred| over pronoun-only pairs "
-        "(likelihood analogue of VnR winobias_acc_difference)",
-    ),
 )
 
 
@@ -145,22 +96,122 @@ class Collected:
     models: list[str]
     criteria: list[str]
     missing: list[str]
-
-
-def missing_runs(exp: Experiment, store: RunStore | None = None) -> list[str]:
-    """Run ids of the grid without a finished (``ok``) result."""
-    store = store or RunStore(exp.output)
-    return [s.run_id() for s in exp.specs if not store.is_done(s.run_id())]
+    unusable: dict[str, str] = field(default_factory=dict)  # run id -> what is wrong with its record
+    packing: dict[str, list[int]] = field(default_factory=dict)  # task -> packing levels of its efficiency runs
 
 
 def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
+    """A finite number, else None (bools, strings and null are not numbers)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
+    x = float(value)
     return x if math.isfinite(x) else None
+
+
+def _nonfinite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    return isinstance(value, str) and value.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity")
+
+
+def _metrics_of(rec: dict[str, Any], epoch: str, rid: str, warn: bool = True) -> Any:
+    if epoch == "best":
+        if rec.get("metrics_best"):
+            return rec["metrics_best"]
+        if warn:
+            log.warning("%s has no metrics_best; using its final metrics", rid)
+    return rec.get("metrics")
+
+
+def usable_problem(rec: Any, spec: FinetuneSpec | BiasSpec, epoch: str = "final") -> str | None:
+    """What makes a finished (``ok``) record unusable for the matrix, or None when it is usable.
+
+    >>> spec = FinetuneSpec("tiny:bert", "rte", 0)
+    >>> usable_problem({"status": "ok", "metrics": {"accuracy": 0.5}}, spec) is None
+    True
+    >>> usable_problem([], spec), usable_problem({"status": "ok", "metrics": {}}, spec)
+    ('the record is not a JSON object', 'no numeric metrics')
+    >>> usable_problem({"status": "ok", "metrics": {"accuracy": float("nan")}}, spec)
+    'metrics.accuracy is nan'
+    >>> usable_problem({"status": "ok", "metrics": {"accuracy": None}}, spec)
+    'metrics.accuracy is null'
+    """
+    if not isinstance(rec, dict):
+        return "the record is not a JSON object"
+    metrics = _metrics_of(rec, epoch, str(rec.get("run_id", "")), warn=False)
+    if not isinstance(metrics, dict):
+        return "no numeric metrics"
+    for key, value in metrics.items():
+        if _nonfinite(value):
+            return f"metrics.{key} is {value}"
+    if isinstance(spec, FinetuneSpec):
+        registered = [c.record_key for c in get_task(spec.task).criteria]
+    else:
+        registered = [f.metric for f in get_dataset(spec.dataset).fairness]
+    for key in registered:
+        if key in metrics and metrics[key] is None:
+            return f"metrics.{key} is null"
+    if not any(_num(v) is not None for v in metrics.values()):
+        return "no numeric metrics"
+    efficiency = rec.get("efficiency")
+    if isinstance(spec, FinetuneSpec) and efficiency is not None:
+        if not isinstance(efficiency, dict):
+            return "efficiency is not an object"
+        for key, *_ in EFFICIENCY_METRICS:
+            if _nonfinite(efficiency.get(key)):
+                return f"efficiency.{key} is {efficiency[key]}"
+        packing = efficiency.get("packing", 1)
+        if isinstance(packing, bool) or not isinstance(packing, int) or packing < 1:
+            return f"efficiency.packing is {packing!r}, not a positive integer"
+    return None
+
+
+def classify_runs(
+    exp: Experiment, store: RunStore | None = None, epoch: str = "final"
+) -> tuple[dict[str, dict[str, Any]], list[str], dict[str, str]]:
+    """The grid's usable records (run id → record), missing run ids (no record, or not ``ok``) and unusable ones."""
+    store = store or RunStore(exp.output)
+    usable: dict[str, dict[str, Any]] = {}
+    missing: list[str] = []
+    unusable: dict[str, str] = {}
+    for spec in exp.specs:
+        rid = spec.run_id()
+        rec = store.get(rid)
+        if rec is None or (isinstance(rec, dict) and rec.get("status") != STATUS_OK):
+            missing.append(rid)
+            continue
+        problem = usable_problem(rec, spec, epoch)
+        if problem is None:
+            usable[rid] = rec
+        else:
+            unusable[rid] = problem
+    return usable, missing, unusable
+
+
+def missing_runs(exp: Experiment, store: RunStore | None = None) -> list[str]:
+    """Run ids of the grid without a usable finished result (missing, failed or unusable)."""
+    _, missing, unusable = classify_runs(exp, store)
+    return [*missing, *unusable]
+
+
+def _some(ids: Sequence[str]) -> str:
+    return ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+
+
+def refusal(exp: Experiment, missing: Sequence[str], unusable: dict[str, str]) -> UserError:
+    """The one-line error for runs without a usable result."""
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} missing or failed ({_some(list(missing))})")
+    if unusable:
+        shown = [f"{rid}: {why}" for rid, why in list(unusable.items())[:SHOWN]]
+        more = f" and {len(unusable) - SHOWN} more" if len(unusable) > SHOWN else ""
+        parts.append(f"{len(unusable)} with an unusable record ({'; '.join(shown)}{more})")
+    n = len(missing) + len(unusable)
+    return UserError(
+        f"{n} of {len(exp.specs)} runs of {exp.source} have no usable result in {exp.output}: {', '.join(parts)}; "
+        "run them (vnr run), check them (vnr status), or pass --allow-missing to leave their cells empty"
+    )
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -174,7 +225,24 @@ def _std(values: Sequence[float]) -> float:
     return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
-def collect(exp: Experiment, *, epoch: str = "final", allow_missing: bool = False) -> Collected:
+def _keys(records: Iterable[dict[str, Any]], field_name: str) -> str:
+    found = sorted({k for rec in records for k in (rec.get(field_name) or {})})
+    return ", ".join(found[:12]) + (", ..." if len(found) > 12 else "") if found else "none"
+
+
+def _packing_levels(packing: dict[tuple[str, str, int], tuple[int, str]], task: str,
+                    cells: set[tuple[str, str]]) -> dict[int, list[str]]:
+    """Packing level → run ids, over the efficiency runs of ``task`` behind the matrix's cells."""
+    levels: dict[int, list[str]] = {}
+    for (model, t, _seed), (level, rid) in sorted(packing.items()):
+        if t == task and (model, task) in cells:
+            levels.setdefault(level, []).append(rid)
+    return levels
+
+
+def collect(
+    exp: Experiment, *, epoch: str = "final", allow_missing: bool = False, allow_mixed_packing: bool = False
+) -> Collected:
     """Build and write the matrix, its criteria sidecar and the per-seed side table."""
     import pandas as pd
     import yaml
@@ -183,57 +251,69 @@ def collect(exp: Experiment, *, epoch: str = "final", allow_missing: bool = Fals
 
     if epoch not in ("final", "best"):
         raise UserError(f"--epoch {epoch!r}: use final or best")
+    out = Path(exp.output)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"output {out} is a file, not a results directory; give the grid's output directory")
     store = RunStore(exp.output)
-    missing = missing_runs(exp, store)
-    if missing and not allow_missing:
-        shown = "\n  ".join(missing[:20])
-        more = f"\n  ... and {len(missing) - 20} more" if len(missing) > 20 else ""
-        raise UserError(
-            f"{len(missing)} of {len(exp.specs)} runs of {exp.source} have no result in {exp.output}:\n  {shown}{more}\n"
-            "run them (vnr run), check them (vnr status), or pass --allow-missing to leave their cells empty"
-        )
-    metrics_key = "metrics" if epoch == "final" else "metrics_best"
+    usable, missing, unusable = classify_runs(exp, store, epoch)
+    if (missing or unusable) and not allow_missing:
+        raise refusal(exp, missing, unusable)
+    if unusable:
+        log.warning("left out %d runs with unusable records: %s", len(unusable), _some(list(unusable)))
 
     rows: dict[str, dict[str, float]] = {exp.label(m): {} for m in exp.models}
     meta: dict[str, dict[str, Any]] = {}
     stat_rows: list[dict[str, Any]] = []  # wide: seed_<s> ..., mean, std, n
     long_rows: list[dict[str, Any]] = []  # model, criterion, seed, value (what the seed bootstrap reads)
     seeded: dict[tuple[str, str], dict[int, float]] = {}  # (model, criterion) -> seed -> value
+    packing: dict[tuple[str, str, int], tuple[int, str]] = {}  # (model, task, seed) -> (level, run id)
+    by_target: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (kind, task | dataset) -> usable records
 
     for spec in exp.specs:
         if not isinstance(spec, FinetuneSpec):
             continue
-        rec = store.get(spec.run_id())
-        if rec is None or rec.get("status") != STATUS_OK:
+        rid = spec.run_id()
+        rec = usable.get(rid)
+        if rec is None:
             continue
-        metrics = rec.get(metrics_key) or ({} if epoch == "best" else rec.get("metrics")) or {}
-        if epoch == "best" and not rec.get("metrics_best"):
-            log.warning("%s has no metrics_best; using its final metrics", spec.run_id())
-            metrics = rec.get("metrics") or {}
-        for key, _short in TASK_METRICS.get(spec.task, ()):
-            value = _num(metrics.get(key))
-            if value is None:
-                continue
-            seeded.setdefault((spec.model, criterion_name(spec.task, key)), {})[spec.seed] = value
+        by_target.setdefault(("finetune", spec.task), []).append(rec)
+        metrics = _metrics_of(rec, epoch, rid)
+        for crit in get_task(spec.task).criteria:
+            value = _num(metrics.get(crit.record_key))
+            if value is not None:
+                seeded.setdefault((spec.model, crit.name), {})[spec.seed] = value
         efficiency = rec.get("efficiency") or {}
+        measured = False
         for key, suffix, _unit, _note in EFFICIENCY_METRICS:
             value = _num(efficiency.get(key))
             if value is not None:
                 seeded.setdefault((spec.model, f"{spec.task}_{suffix}"), {})[spec.seed] = value
+                measured = True
+        if measured:
+            packing[(spec.model, spec.task, spec.seed)] = (int(efficiency.get("packing", 1)), rid)
 
-    perf_names = [criterion_name(t, k) for t in exp.tasks for k, _ in TASK_METRICS.get(t, ())]
+    for task in exp.tasks:  # a task with usable runs must yield a column: else its record and its runs disagree
+        recs = by_target.get(("finetune", task), [])
+        crits = get_task(task).criteria
+        if recs and not any((m, c.name) in seeded for m in exp.models for c in crits):
+            raise UserError(
+                f"GLUE task {task}: {len(recs)} usable runs but none of the metrics its task record names "
+                f"({', '.join(c.record_key for c in crits)}) is in their records (they hold: "
+                f"{_keys(recs, 'metrics')}); fix the task record in harness/finetune/tasks.py or the runs"
+            )
+
+    perf_names = [c.name for t in exp.tasks for c in get_task(t).criteria]
     eff_names = [f"{t}_{suffix}" for t in exp.tasks for _, suffix, _, _ in EFFICIENCY_METRICS]
     seeds_all = list(exp.seeds)
+    seeds_text = ",".join(map(str, seeds_all))
     for task in exp.tasks:
-        for key, _short in TASK_METRICS.get(task, ()):
-            name = criterion_name(task, key)
-            meta[name] = {
+        for crit in get_task(task).criteria:
+            meta[crit.name] = {
                 "direction": "higher",
                 "weight": 1.0,
                 "group": "performance",
-                "unit": "score (0-1)",
-                "source": f"GLUE {task} dev {_METRIC_LABEL.get(key, key)}, {epoch} epoch, mean over seeds "
-                f"{','.join(map(str, seeds_all))}",
+                "unit": crit.unit,
+                "source": crit.source(epoch, seeds_text),
             }
         for _key, suffix, unit, note in EFFICIENCY_METRICS:
             meta[f"{task}_{suffix}"] = {
@@ -241,17 +321,19 @@ def collect(exp: Experiment, *, epoch: str = "final", allow_missing: bool = Fals
                 "weight": 1.0,
                 "group": "efficiency",
                 "unit": unit,
-                "source": f"fine-tuning on {task}: {note}; mean over seeds",
+                "source": f"fine-tuning on {task}: {note}; mean over seeds {seeds_text}",
             }
+    complete: set[tuple[str, str]] = set()  # (model, criterion) cells with every seed
     for model in exp.models:
         label = exp.label(model)
         for name in [*perf_names, *eff_names]:
             by_seed = seeded.get((model, name), {})
             values = [by_seed[s] for s in seeds_all if s in by_seed]
-            if values:
+            if values and len(values) == len(seeds_all):
                 rows[label][name] = _mean(values)
-            long_rows.extend({"model": label, "criterion": name, "seed": s, "value": by_seed[s]}
-                             for s in seeds_all if s in by_seed)
+                complete.add((model, name))
+                long_rows.extend({"model": label, "criterion": name, "seed": s, "value": by_seed[s]}
+                                 for s in seeds_all)
             stat_rows.append(
                 {
                     "model": label,
@@ -264,35 +346,57 @@ def collect(exp: Experiment, *, epoch: str = "final", allow_missing: bool = Fals
                 }
             )
 
+    packing_by_task: dict[str, list[int]] = {}
+    for task in exp.tasks:
+        cells = {(m, task) for m in exp.models
+                 if any((m, f"{task}_{suffix}") in complete for _, suffix, _, _ in EFFICIENCY_METRICS)}
+        levels = _packing_levels(packing, task, cells)
+        if not levels:
+            continue
+        packing_by_task[task] = sorted(levels)
+        if len(levels) > 1 and not allow_mixed_packing:
+            shown = "; ".join(f"{level} run(s) per GPU: {_some(rids)}" for level, rids in sorted(levels.items()))
+            raise UserError(
+                f"the efficiency criteria of {task} would mix runs measured at different packing levels ({shown}); "
+                "re-run them at one level, or pass --allow-mixed-packing to collect them anyway"
+            )
+        text = (f"measured with {sorted(levels)[0]} run(s) per GPU (packing {sorted(levels)[0]})" if len(levels) == 1
+                else f"MIXED packing levels {', '.join(map(str, sorted(levels)))} runs per GPU (--allow-mixed-packing)")
+        for _key, suffix, _unit, _note in EFFICIENCY_METRICS:
+            meta[f"{task}_{suffix}"]["source"] += f"; {text}"
+
     fair_names: list[str] = []
     for spec in exp.specs:
         if not isinstance(spec, BiasSpec):
             continue
-        rec = store.get(spec.run_id())
-        rules = [f for f in FAIRNESS_METRICS if f.dataset == spec.dataset]
-        for rule in rules:
-            if rule.name not in meta:
-                fair_names.append(rule.name)
-                meta[rule.name] = {
-                    "direction": rule.direction,
+        record = get_dataset(spec.dataset)
+        for crit in record.fairness:
+            if crit.name not in meta:
+                fair_names.append(crit.name)
+                meta[crit.name] = {
+                    "direction": crit.direction,
                     "weight": 1.0,
                     "group": "fairness",
-                    "unit": rule.unit,
-                    "source": rule.note + (" (|x - 50|)" if rule.transform == "distance_from_50" else ""),
+                    "unit": crit.unit,
+                    "source": crit.source,
                 }
-        if rec is None or rec.get("status") != STATUS_OK:
+        rec = usable.get(spec.run_id())
+        if rec is None:
             continue
+        by_target.setdefault(("bias", spec.dataset), []).append(rec)
         metrics = rec.get("metrics") or {}
-        found = False
-        for rule in rules:
-            value = _num(metrics.get(rule.metric))
+        for crit in record.fairness:
+            value = _num(metrics.get(crit.metric))
             if value is not None:
-                rows[exp.label(spec.model)][rule.name] = rule.apply(value)
-                found = True
-        if rules and not found:
-            log.warning(
-                "%s: none of the fairness metrics %s is in its record (metrics: %s); update FAIRNESS_METRICS",
-                spec.run_id(), ", ".join(r.metric for r in rules), ", ".join(sorted(metrics)) or "none",
+                rows[exp.label(spec.model)][crit.name] = crit.apply(value)
+    for dataset in exp.bias_datasets:
+        recs = by_target.get(("bias", dataset), [])
+        crits = get_dataset(dataset).fairness
+        if recs and not any(c.name in row for row in rows.values() for c in crits):
+            raise UserError(
+                f"bias set {dataset}: {len(recs)} usable runs but none of the metrics its dataset record's fairness "
+                f"criteria read ({', '.join(c.metric for c in crits) or 'none'}) is in their records (they hold: "
+                f"{_keys(recs, 'metrics')}); fix the record in harness/bias/data.py or the runs"
             )
 
     columns = [*perf_names, *eff_names, *fair_names]
@@ -307,42 +411,54 @@ def collect(exp: Experiment, *, epoch: str = "final", allow_missing: bool = Fals
         log.warning("no result for models %s (left out of the matrix)", ", ".join(empty_rows))
         frame = frame.drop(index=empty_rows)
     if frame.empty:
-        raise UserError(f"no finished run in {exp.output}: nothing to collect (run vnr run first)")
+        raise UserError(f"no usable finished run in {exp.output}: nothing to collect (run vnr run first)")
     frame.index.name = "model"
 
-    out = Path(exp.output)
     matrix_path, criteria_path = out / "matrix.csv", out / "criteria.yaml"
     seeds_path, stats_path = out / "seeds.csv", out / "seed_stats.csv"
-    buf = io.StringIO()
-    frame.to_csv(buf, float_format="%.10g")
-    atomic_write_bytes(matrix_path, buf.getvalue().encode())
     present = [g for g in GROUPS if any(meta[c]["group"] == g for c in frame.columns)]
     doc = {
         "model_column": "model",
         "groups": present,
         "criteria": {c: meta[c] for c in frame.columns},
     }
+    kept_tasks = [t for t in packing_by_task if any(c.startswith(f"{t}_") and meta[c]["group"] == "efficiency"
+                                                     for c in frame.columns)]
+    packing_line = ("# efficiency packing (runs per GPU) per task: "
+                    + ", ".join(f"{t}={'/'.join(map(str, packing_by_task[t]))}" for t in kept_tasks) + "\n"
+                    if kept_tasks else "")
     header = (
         f"# Criteria of {matrix_path.name}, written by `vnr collect {exp.source} --epoch {epoch}`.\n"
         f"# {len(frame.index)} models x {len(frame.columns)} criteria; "
-        f"{len(missing)} of {len(exp.specs)} runs missing.\n"
+        f"{len(missing)} of {len(exp.specs)} runs missing, {len(unusable)} unusable"
+        + ("; a seed-dependent cell with any seed missing is empty" if missing or unusable else "") + ".\n"
+        + packing_line
     )
-    atomic_write_bytes(criteria_path, (header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)).encode())
+    buf = io.StringIO()
+    frame.to_csv(buf, float_format="%.10g")
+    matrix_bytes = buf.getvalue().encode()
+    criteria_bytes = (header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)).encode()
     kept = set(frame.columns) & set(perf_names + eff_names)
-    for path, table_rows, columns in (
-        (seeds_path, long_rows, ["model", "criterion", "seed", "value"]),
-        (stats_path, stat_rows, None),
-    ):
-        side = pd.DataFrame(table_rows, columns=columns)
+    side_bytes = []
+    for table_rows, side_columns in ((long_rows, ["model", "criterion", "seed", "value"]), (stat_rows, None)):
+        side = pd.DataFrame(table_rows, columns=side_columns)
         if len(side):
             side = side[side["criterion"].isin(kept) & side["model"].isin(frame.index)]
         buf = io.StringIO()
         side.to_csv(buf, index=False, float_format="%.10g")
-        atomic_write_bytes(path, buf.getvalue().encode())
+        side_bytes.append(buf.getvalue().encode())
+    if not os.access(out, os.W_OK):  # refuse before writing any of the four files, not half-way
+        raise UserError(f"cannot write the matrix into {out}: the directory is not writable")
+    try:
+        for path, content in ((matrix_path, matrix_bytes), (criteria_path, criteria_bytes),
+                              (seeds_path, side_bytes[0]), (stats_path, side_bytes[1])):
+            atomic_write_bytes(path, content)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     ScoreTable.load(matrix_path)  # what `vnr rank` reads must load; a failure here is a bug, not user input
     return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
-                     missing)
+                     [*missing, *unusable], dict(unusable), packing_by_task)
 
 
 def describe(result: Collected) -> str:
@@ -352,5 +468,7 @@ def describe(result: Collected) -> str:
         f"{result.criteria_path.name}, {result.seeds_path.name} and {result.stats_path.name}"
     )
     if result.missing:
-        line += f"; {len(result.missing)} runs missing (their cells are empty)"
+        unusable = f" ({len(result.unusable)} of them unusable records)" if result.unusable else ""
+        line += (f"; {len(result.missing)} runs missing{unusable}: their cells, and every mean over seeds "
+                 "lacking one, are empty")
     return line

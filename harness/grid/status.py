@@ -2,7 +2,8 @@
 
 Read from the run store, and from ``squeue`` where it answers:
 
-* **done** — a result with ``status: ok``;
+* **done** — a result with ``status: ok`` (a record ``vnr collect`` cannot use,
+  e.g. without numeric metrics, says so in its detail);
 * **running** — a running marker whose process is alive: its SLURM array task
   is RUNNING in squeue, or (no SLURM ids) its pid is alive on this host; a
   marker from another host without squeue is trusted;
@@ -10,7 +11,8 @@ Read from the run store, and from ``squeue`` where it answers:
   and that task is pending in squeue (also while it waits to be requeued);
 * **failed** — the last attempt stored ``status: failed`` (the error is shown);
   the next ``vnr run`` retries it;
-* **missing** — none of these (never run, or a stale marker of a killed process).
+* **missing** — none of these (never run, a stale marker of a killed process, or
+  a result file that is not a JSON object).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.grid.collect import usable_problem
 from harness.grid.config import Experiment
 from harness.grid.local import Spec
 from harness.grid.slurm import read_manifests, squeue_states
@@ -82,8 +85,16 @@ def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squ
     for spec in specs if specs is not None else exp.specs:
         rid = spec.run_id()
         rec = store.get(rid)
+        broken = rec is not None and not isinstance(rec, dict)
+        if broken:
+            rec = None
         if rec is not None and rec.get("status") == STATUS_OK:
-            out.append(SpecStatus(spec, rid, "done", f"{float(rec.get('wall_time_s') or 0):.0f} s"))
+            problem = usable_problem(rec, spec)
+            wall = rec.get("wall_time_s")
+            detail = f"{wall:.0f} s" if isinstance(wall, int | float) and not isinstance(wall, bool) else ""
+            if problem:
+                detail = f"{detail}; unusable for collect: {problem}".lstrip("; ")
+            out.append(SpecStatus(spec, rid, "done", detail))
             continue
         info = store.running_info(rid)
         if info is not None:
@@ -111,6 +122,8 @@ def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squ
             out.append(SpecStatus(spec, rid, "failed", error[-1][:200] if error else ""))
             continue
         detail = "stale running marker (process gone)" if info is not None else ""
+        if broken:
+            detail = "its result file is not a JSON object" + (f"; {detail}" if detail else "")
         out.append(SpecStatus(spec, rid, "missing", detail))
     return out
 
