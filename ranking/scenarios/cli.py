@@ -72,7 +72,7 @@ def run_rank_scenario(args: argparse.Namespace) -> int:
     text = {"table": format_table, "json": format_json, "csv": format_csv}.get(fmt)
     if text is None:
         raise UserError(f"--format {fmt!r} is not one of table, json, csv")
-    out = text(cmp)
+    out = format_table(cmp, wide=bool(getattr(args, "wide", False))) if fmt == "table" else text(cmp)
     sys.stdout.write(out if out.endswith("\n") else out + "\n")
     return 0
 
