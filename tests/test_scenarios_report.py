@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from test_scenarios_util import PAPER, USER, write_results
@@ -15,7 +16,9 @@ FIGURES = ("bump_chart", "criteria_heatmap", "simplex_map")
 
 
 def _check_self_contained(html: str) -> None:
-    assert "<script" not in html.lower()
+    # the only scripts are inline: the live-weights data and code, no src= (no CDN, works from file://)
+    scripts = re.findall(r"<script[^>]*>", html, flags=re.I)
+    assert scripts == ["<script type='application/json' id='live-data'>", "<script>"]
     for attr in re.findall(r"""(?:src|href)\s*=\s*['"]([^'"]*)['"]""", html, flags=re.I):
         assert attr.startswith("data:image/png;base64,"), attr[:60]
     assert "http://" not in html and "https://" not in html
@@ -37,6 +40,26 @@ def test_report_on_a_collected_matrix_with_bootstrap(tmp_path, capsys):
         assert text in html
     assert (out / "comparison.csv").read_text().startswith("column,rule,setting")
     assert "one rule call per point" in html and "linear in the weights" in html
+    assert "Live weights" in html and "Raw values" in html
+    # the raw values: every criterion with its unit and direction, by group then name
+    raw = html[html.index("<table id='raw-values'>"):]
+    raw = raw[:raw.index("</table>")]
+    rows = re.findall(r"<tr><td>(\w+)</td><td>(\w+)</td><td>([^<]*)</td><td>([^<]*)</td>", raw)
+    assert rows[:3] == [("performance", "t1_acc", "%", "↑ higher"), ("performance", "t2_acc", "%", "↑ higher"),
+                        ("performance", "t2_f1", "%", "↑ higher")]
+    assert ("efficiency", "energy_kwh", "–", "↓ lower") in rows and len(rows) == 7
+    assert str(tmp_path) not in html  # relative paths only
+
+
+def test_report_paths_are_relative(data_root, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["report", "--scenario", str(PAPER), "--data-root", str(data_root), "--out", str(out),
+                 "--resolution", "6"]) == 0, capsys.readouterr().err
+    html = (out / "report.html").read_text()
+    assert str(Path(data_root).resolve()) not in html and str(data_root) not in html
+    assert "&lt;data root&gt;/leaderboards/votenrank/case_study_4" in html
+    assert not re.search(r"(?<![\w.<>/])/(?:home|work|tmp|root|Users)/", html)
+    assert not list(out.glob(".*.tmp"))  # atomic writes leave no temporary file behind
 
 
 def _chromium() -> str | None:
