@@ -249,3 +249,15 @@ def group_weight_vector(groups: tuple[str, ...], weights: Mapping[str, float] | 
     """Group weights as a point of the simplex (summing to 1), in ``groups`` order."""
     w = np.array([float((weights or {}).get(g, 1.0)) for g in groups])
     return w / w.sum()
+
+
+def criterion_order(table: ScoreTable) -> list[int]:
+    """Criterion indices by group (in the table's group order, ungrouped last), then by name."""
+    groups = list(table.group_names)
+    return sorted(
+        range(table.n_criteria),
+        key=lambda j: (
+            groups.index(table.criteria[j].group) if table.criteria[j].group in groups else len(groups),
+            table.criteria[j].name,
+        ),
+    )

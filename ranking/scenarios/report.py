@@ -27,7 +27,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ranking.scenarios.compare import Comparison, format_csv, format_json, format_score, ordered_cells
+from ranking.scenarios.compare import (
+    Comparison,
+    criterion_order,
+    format_csv,
+    format_json,
+    format_score,
+    ordered_cells,
+)
 from ranking.scenarios.simplex import SimplexMap
 from ranking.table import ScoreTable
 
@@ -205,18 +212,6 @@ def raw_values_html(table: ScoreTable, models: Sequence[str]) -> str:
     return (
         "<div class='scroll'><table id='raw-values'><thead><tr><th>group</th><th>criterion</th><th>unit</th><th>better</th>"
         f"<th>own weight</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
-
-
-def criterion_order(table: ScoreTable) -> list[int]:
-    """Criterion indices by group (in the table's group order, ungrouped last), then by name."""
-    groups = list(table.group_names)
-    return sorted(
-        range(table.n_criteria),
-        key=lambda j: (
-            groups.index(table.criteria[j].group) if table.criteria[j].group in groups else len(groups),
-            table.criteria[j].name,
-        ),
     )
 
 
