@@ -45,9 +45,9 @@ def test_report_on_a_collected_matrix_with_bootstrap(tmp_path, capsys):
     raw = html[html.index("<table id='raw-values'>"):]
     raw = raw[:raw.index("</table>")]
     rows = re.findall(r"<tr><td>(\w+)</td><td>(\w+)</td><td>([^<]*)</td><td>([^<]*)</td>", raw)
-    assert rows[:3] == [("performance", "t1_acc", "%", "↑ higher"), ("performance", "t2_acc", "%", "↑ higher"),
-                        ("performance", "t2_f1", "%", "↑ higher")]
-    assert ("efficiency", "energy_kwh", "–", "↓ lower") in rows and len(rows) == 7
+    assert rows[:3] == [("performance", "t1_acc", "%", "↑\u00a0higher"), ("performance", "t2_acc", "%", "↑\u00a0higher"),
+                        ("performance", "t2_f1", "%", "↑\u00a0higher")]
+    assert ("efficiency", "energy_kwh", "–", "↓\u00a0lower") in rows and len(rows) == 7
     assert str(tmp_path) not in html  # relative paths only
 
 
@@ -80,7 +80,7 @@ def test_report_renders_in_headless_chromium(data_root, tmp_path, capsys):
     cmd = [
         browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1280,2000",
+        f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1400,2000",
         (out / "report.html").resolve().as_uri(),
     ]
     try:

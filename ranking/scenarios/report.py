@@ -202,7 +202,7 @@ def raw_values_html(table: ScoreTable, models: Sequence[str]) -> str:
     rows = []
     for j in criterion_order(table):
         c = table.criteria[j]
-        arrow = "↑ higher" if c.direction == "higher" else "↓ lower"
+        arrow = "↑\u00a0higher" if c.direction == "higher" else "↓\u00a0lower"
         cells = "".join(f"<td class='num'>{html.escape(number(table.values[i, j]))}</td>" for i in cols)
         rows.append(
             f"<tr><td>{html.escape(c.group or '–')}</td><td>{html.escape(c.name)}</td>"
