@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import subprocess
@@ -96,3 +97,32 @@ def test_report_renders_in_headless_chromium(data_root, tmp_path, capsys):
     non_white = (rgb < 0.95).any(axis=-1).mean()
     assert non_white > 0.05  # text, tables and figures, not a blank page
     assert rgb.std() > 0.05
+
+
+def test_figures_heatmap_order_integer_ticks_and_bump_labels_apart(tmp_path):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from ranking.scenarios import plots
+    from ranking.scenarios.cli import build_comparison
+
+    results = write_results(tmp_path / "r")
+    args = argparse.Namespace(scenario=str(USER), results=str(results), table=None, data_root=None, bootstrap=0,
+                              seed=0, format="table")
+    cmp, *_ = build_comparison(args)
+    fig = plots.criteria_heatmap(cmp.table, cmp.reference.ordering())
+    ax, cbar = fig.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "t1_acc", "t2_acc", "t2_f1", "energy_kwh", "gpu_hours", "crows", "stereoset"]  # by group, then name
+    ticks = [t for t in cbar.get_xticks() if 1 <= t <= 5]
+    assert ticks and all(float(t).is_integer() for t in ticks)  # ranks: integer colour-bar ticks
+    plt.close(fig)
+
+    fig = plots.bump_chart(cmp)
+    ax = fig.axes[0]
+    labels = {t.get_text(): t.xyann[1] for t in ax.texts}
+    assert set(labels) == set(cmp.models)
+    heights = np.sort(np.array(list(labels.values())))
+    assert np.diff(heights).min() >= 0.42 - 1e-9  # names of tied models do not overprint
+    assert all(float(t).is_integer() for t in ax.get_yticks())
+    plt.close(fig)

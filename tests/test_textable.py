@@ -77,3 +77,13 @@ def test_a_last_column_too_wide_for_any_block_is_cut_with_a_note():
 ])
 def test_one_number_formatter(value, text):
     assert number(value) == text
+
+
+@pytest.mark.parametrize("name", ["ranking.textable", "ranking.scenarios.live", "ranking.scenarios.report",
+                                  "ranking.scenarios.plots"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
