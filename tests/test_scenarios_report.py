@@ -126,3 +126,50 @@ def test_figures_heatmap_order_integer_ticks_and_bump_labels_apart(tmp_path):
     assert np.diff(heights).min() >= 0.42 - 1e-9  # names of tied models do not overprint
     assert all(float(t).is_integer() for t in ax.get_yticks())
     plt.close(fig)
+
+
+def _overlapping_texts(fig) -> list[tuple[str, str]]:
+    """Pairs of visible texts of ``fig`` whose drawn boxes overlap by more than a pixel each way."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip()]
+    bad = []
+    for i, (ta, a) in enumerate(boxes):
+        for tb, b in boxes[i + 1:]:
+            if min(a.x1, b.x1) - max(a.x0, b.x0) > 1 and min(a.y1, b.y1) - max(a.y0, b.y0) > 1:
+                bad.append((ta, tb))
+    return bad
+
+
+def _figures(cmp, maps=()):
+    from ranking.scenarios import plots
+
+    yield "bump", plots.bump_chart(cmp)
+    yield "heatmap", plots.criteria_heatmap(cmp.table, cmp.reference.ordering())
+    if cmp.rank_probabilities is not None:
+        yield "rank probabilities", plots.rank_probability_figure(cmp)
+    if maps:
+        yield "simplex", plots.simplex_figure(maps)
+
+
+@pytest.mark.parametrize("which", ["user_weighted", "paper_case_study"])
+def test_no_text_overlaps_in_the_figures(which, tmp_path, request):
+    import matplotlib.pyplot as plt
+
+    from ranking.scenarios.cli import build_comparison
+    from ranking.scenarios.simplex import simplex_map
+
+    if which == "user_weighted":
+        args = argparse.Namespace(scenario=str(USER), results=str(write_results(tmp_path / "r")), table=None,
+                                  data_root=None, bootstrap=20, seed=0, format="table")
+    else:
+        args = argparse.Namespace(scenario=str(PAPER), results=None, table=None, bootstrap=0, seed=0,
+                                  data_root=str(request.getfixturevalue("data_root")), format="table")
+    cmp, scenario, *_ = build_comparison(args)
+    maps = [simplex_map(cmp.table, scenario.column(c), scenario.ties, 6) for c in scenario.default_simplex_columns()]
+    for name, fig in _figures(cmp, maps):
+        assert _overlapping_texts(fig) == [], name
+        plt.close(fig)

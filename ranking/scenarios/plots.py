@@ -142,7 +142,7 @@ def criteria_heatmap(table: ScoreTable, models_order: Sequence[str] | None = Non
     ax.set_yticklabels([table.criteria[j].name for j in crits], fontsize=8)
     ax.set_xticks(range(n_m))
     ax.xaxis.tick_top()
-    ax.set_xticklabels(order, rotation=35, ha="left", fontsize=9)
+    ax.set_xticklabels(order, rotation=90, ha="center", fontsize=9)
     groups = [table.criteria[j].group or "(no group)" for j in crits]
     start = 0
     for k in range(1, n_c + 1):
