@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 #: Default width of a terminal table (characters).
@@ -98,7 +98,6 @@ class TextTable:
     spans: Sequence[str] | None = None
     index: int = 1
     name_columns: Sequence[int] = (0,)
-    notes: list[str] = field(default_factory=list)
 
 
 def render(table: TextTable, *, width: int = DEFAULT_WIDTH, wide: bool = False) -> str:
@@ -167,7 +166,6 @@ def render(table: TextTable, *, width: int = DEFAULT_WIDTH, wide: bool = False) 
     if table.legend:
         out.append(table.legend)
     out += key
-    out += table.notes
     return "\n".join(out)
 
 
