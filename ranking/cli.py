@@ -56,6 +56,7 @@ def register(subparsers: Any) -> None:
         "--drop-incomplete", action="store_true", help="drop models missing any criterion of non-zero weight"
     )
     p.add_argument("--format", default="table", choices=("table", "json", "csv"), help="output format")
+    p.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     p.add_argument("--scenario", metavar="FILE", help="rank a user-preference scenario (YAML) instead")
     p.add_argument("--results", metavar="DIR", help="scenario mode: results directory or CSV to rank")
     p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N", help="scenario mode: seed-bootstrap repetitions")
@@ -71,6 +72,7 @@ def register(subparsers: Any) -> None:
     q.add_argument("--data-root", metavar="DIR", help="data root for leaderboard specs (default: $VNR_DATA_ROOT)")
     q.add_argument("--strict", action="store_true", help="require beating every rival (default: >= 0, Eq. 2)")
     q.add_argument("--format", default="table", choices=("table", "json"), help="output format")
+    q.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     q.set_defaults(func=run_prospective)
 
 
@@ -112,7 +114,14 @@ def run_rank(args: argparse.Namespace) -> int:
         raise UserError(f"no rule could rank this table ({name}: {exc})")
     for name, exc in skipped:
         print(f"vnr rank: note: skipped {name}: {exc}", file=sys.stderr)
-    text = {"table": format_rank_table, "json": format_rank_json, "csv": format_rank_csv}[args.format](results)
+    if args.format == "table":
+        used = f"setting {args.setting}, ties {args.ties}"
+        if args.setting != "basic":
+            gw = resolve_group_weights(table, group_weights)
+            used += ", group weights " + ", ".join(f"{g}={w:g}" for g, w in gw.items())
+        text = format_rank_table(results, used=used, wide=getattr(args, "wide", False))
+    else:
+        text = {"json": format_rank_json, "csv": format_rank_csv}[args.format](results)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
@@ -177,49 +186,37 @@ def _load(path: str, data_root: str | None):
     return ScoreTable.load(path, data_root=root)
 
 
-def _number(x: float) -> str:
-    """Compact display of a score: integers without decimals, others with up to 4."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    if float(x).is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    return f"{x:.4f}".rstrip("0").rstrip(".") if abs(x) < 1e4 else f"{x:.1f}"
+def format_rank_table(results: dict[str, Any], *, used: str = "", wide: bool = False) -> str:
+    """Models × (score, rank) per rule, sorted by the first rule's rank (ties: the next rules' ranks).
 
+    ``used`` (the setting, ties and weights actually used) is echoed in the title line.
+    """
+    from ranking.textable import DEFAULT_WIDTH, TextTable, render
 
-def format_rank_table(results: dict[str, Any]) -> str:
-    """An aligned terminal table: models sorted by the first rule's rank; per rule, score and rank."""
-    first = next(iter(results.values()))
-    models = first.ordering()
-    header1 = ["model"]
-    header2 = [""]
-    for name in results:
-        header1 += [name, ""]
-        header2 += ["score", "rank"]
-    rows = []
-    for m in models:
-        row = [m]
-        for res in results.values():
-            row += [_number(res.score_of(m)), _number(res.rank_of(m))]
-        rows.append(row)
-    lines = [header1, header2, *rows]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header1))]
-    for k in range(1, len(header1), 2):  # a rule's name may span its score and rank columns
-        need = len(header1[k]) - widths[k] - widths[k + 1] - 2
-        if need > 0:
-            widths[k] += need
-    out = []
-    for line in lines:
-        cells = [line[0].ljust(widths[0])]
-        for k in range(1, len(line), 2):
-            if line is header1:
-                cells.append(line[k].ljust(widths[k] + widths[k + 1] + 2))
-            else:
-                cells.append(line[k].rjust(widths[k]) + "  " + line[k + 1].rjust(widths[k + 1]))
-        out.append("   ".join(cells).rstrip())
+    names = list(results)
+    first = results[names[0]]
+
+    def key(m: str) -> tuple[float, ...]:
+        return tuple(math.inf if math.isnan(r.rank_of(m)) else r.rank_of(m) for r in results.values())
+
+    models = sorted(first.models, key=key)  # a stable sort: table order among full ties
+    rows = [[m, *[v for r in results.values() for v in (r.score_of(m), r.rank_of(m))]] for m in models]
+    then = f", ties broken by {names[1]}" + (" and the next rules" if len(names) > 2 else "") if len(names) > 1 else ""
+    table = TextTable(
+        ["model", *["score", "rank"] * len(names)],
+        rows,
+        title=f"sorted by {names[0]} rank{then}" + (f"; {used}" if used else ""),
+        legend="score: higher is better under the rule; rank: 1 = best, tied models share the best rank; "
+        "–: not ranked",
+        spans=["", *[n for n in names for _ in range(2)]],
+    )
     winners = "; ".join(f"{name}: {', '.join(r.winners) or '(none)'}" for name, r in results.items())
-    out.append("")
-    out.append(f"winners — {winners}")
-    return "\n".join(out)
+    winners = f"winners — {winners}"
+    if not wide:
+        import textwrap
+
+        winners = textwrap.fill(winners, DEFAULT_WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    return render(table, wide=wide) + f"\n\n{winners}"
 
 
 def format_rank_json(results: dict[str, Any]) -> str:
@@ -250,23 +247,29 @@ def run_prospective(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps({m: r.to_dict() for m, r in found.items()}, indent=2, allow_nan=False)
     else:
-        text = format_prospective_table(found, strict=args.strict)
+        text = format_prospective_table(found, strict=args.strict, wide=getattr(args, "wide", False))
     sys.stdout.write(text + "\n")
     return 0
 
 
-def format_prospective_table(found: dict[str, Any], *, strict: bool = False) -> str:
-    """Models, whether prospective, the smallest margin and the non-zero weights found."""
-    rows = [["model", "prospective", "margin", "weights (non-zero)"]]
+def format_prospective_table(found: dict[str, Any], *, strict: bool = False, wide: bool = False) -> str:
+    """Models (prospective ones first, by margin), whether prospective, the margin and the weights found."""
+    from ranking.textable import TextTable, number, render
+
+    rows = []
     for m, r in found.items():
         weights = ""
         if r.weights:
-            weights = ", ".join(f"{c}={w:.3g}" for c, w in sorted(r.weights.items(), key=lambda kv: -kv[1]) if w > 0)
-        rows.append([m, "yes" if r.prospective else "no", "-" if r.margin is None else f"{r.margin:.4g}", weights])
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = ["   ".join([row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2]), row[3]]).rstrip()
-             for row in rows]
+            weights = ", ".join(f"{c}={number(w, 3)}" for c, w in sorted(r.weights.items(), key=lambda kv: -kv[1]) if w > 0)
+        rows.append([m, "yes" if r.prospective else "no", r.margin, weights])
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][1] != "yes", -(rows[i][2] if rows[i][2] is not None else -math.inf)))
     kind = "strict (beats every rival)" if strict else "weak (no rival beats it, the paper's Eq. 2)"
     n_yes = sum(1 for r in found.values() if r.prospective)
-    lines += ["", f"{n_yes} of {len(found)} models are prospective Condorcet winners, {kind}"]
-    return "\n".join(lines)
+    table = TextTable(
+        ["model", "prospective", "margin", "weights (non-zero)"],
+        [rows[i] for i in order],
+        title="sorted by prospective, then by margin (largest first)",
+        legend="margin: the smallest majority margin over the rivals under the weights shown; –: none found",
+        align="llrl",
+    )
+    return render(table, wide=wide) + f"\n\n{n_yes} of {len(found)} models are prospective Condorcet winners, {kind}"

@@ -77,12 +77,34 @@ def test_rank_selected_rules_and_options(capsys, example_csv):
 def test_rank_terminal_table(capsys, example_csv):
     code, out, _ = vnr(capsys, "rank", example_csv, "--rule", "borda", "copeland")
     assert code == 0
-    lines = out.splitlines()
-    assert lines[0].split() == ["model", "borda", "copeland"]
-    assert lines[1].split() == ["score", "rank", "score", "rank"]
-    assert [line.split()[0] for line in lines[2:6]] == ["B", "C", "D", "A"]  # sorted by the first rule
-    assert lines[2].split() == ["B", "9", "1", "3", "1"]
-    assert "borda: B" in out
+    assert out.splitlines() == [
+        "sorted by borda rank, ties broken by copeland; setting basic, ties default",
+        "       borda        copeland",
+        "model  score  rank  score  rank",
+        "B          9     1      3     1",
+        "C          8     2      1     2",
+        "D          7     3     -1     3",
+        "A          6     4     -3     4",
+        "score: higher is better under the rule; rank: 1 = best, tied models share the best rank; –: not ranked",
+        "",
+        "winners — borda: B; copeland: B",
+    ]
+
+
+GLUE = Path(__file__).resolve().parents[1] / "configs" / "leaderboards" / "glue.yaml"
+
+
+def test_rank_table_echoes_the_weights_and_fits_120_columns(capsys, grouped_csv, data_root):
+    code, out, _ = vnr(capsys, "rank", grouped_csv, "--rule", "borda", "--setting", "weighted",
+                       "--group-weights", "perf=0.7,eff=0.3")
+    assert code == 0
+    assert out.splitlines()[0] == "sorted by borda rank; setting weighted, ties default, group weights perf=0.7, eff=0.3"
+    code, out, _ = vnr(capsys, "rank", GLUE, "--data-root", data_root, "--rule", "all")
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 120
+    assert "[1] " in out  # long model names shortened, with their key below the table
+    code, wide, _ = vnr(capsys, "rank", GLUE, "--data-root", data_root, "--rule", "all",
+                        "--wide")
+    assert code == 0 and max(len(line) for line in wide.splitlines()) > 120 and "[1] " not in wide
 
 
 def test_rank_settings(capsys, grouped_csv):

@@ -15,7 +15,7 @@ from ranking.result import get_rule
 from ranking.scenarios import load_scenario
 from ranking.scenarios.casestudy import load_case_study
 from ranking.scenarios.cli import run_rank_scenario
-from ranking.scenarios.compare import change_mark, compare, format_csv, format_table
+from ranking.scenarios.compare import LEGEND, change_mark, compare, format_csv, format_table
 from ranking.table import Criterion, ScoreTable
 
 
@@ -86,9 +86,17 @@ def test_rank_changes_against_the_reference(paper):
     assert (change_mark(3.0), change_mark(-2.0), change_mark(0.0)) == ("↑3", "↓2", "=")
     text = format_table(cmp)
     lines = text.splitlines()
-    assert lines[0].split()[:3] == ["#", "am_performance", "(ref)"]
-    assert lines[2].split()[:4] == ["1", "deberta-base", "82.72", "="]
+    assert lines[0] == "each column sorted by its own rank (# = position); reference column am_performance; ties votenrank"
+    assert lines[1].split()[:3] == ["#", "am_performance", "(ref)"]
+    assert lines[3].split()[:4] == ["1", "deberta-base", "82.72", "="]
     assert "↑" in text and "↓" in text
+    assert all(len(line) <= 120 for line in lines)  # wrapped into blocks, each repeating the # column
+    assert sum(1 for line in lines if line.startswith("#  ")) >= 2
+    assert lines.count(LEGEND) == 1 and lines[-1] == LEGEND
+    assert LEGEND == ("↑n / ↓n: n places above / below its reference rank; =: same; (tied n): shares position n; "
+                      "–: unranked")
+    wide = format_table(cmp, wide=True).splitlines()
+    assert sum(1 for line in wide if line.startswith("#  ")) == 1 and max(len(line) for line in wide) > 120
 
 
 def _args(**kw):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from test_scenarios_util import PAPER, USER, write_results
@@ -15,7 +17,9 @@ FIGURES = ("bump_chart", "criteria_heatmap", "simplex_map")
 
 
 def _check_self_contained(html: str) -> None:
-    assert "<script" not in html.lower()
+    # the only scripts are inline: the live-weights data and code, no src= (no CDN, works from file://)
+    scripts = re.findall(r"<script[^>]*>", html, flags=re.I)
+    assert scripts == ["<script type='application/json' id='live-data'>", "<script>"]
     for attr in re.findall(r"""(?:src|href)\s*=\s*['"]([^'"]*)['"]""", html, flags=re.I):
         assert attr.startswith("data:image/png;base64,"), attr[:60]
     assert "http://" not in html and "https://" not in html
@@ -37,6 +41,26 @@ def test_report_on_a_collected_matrix_with_bootstrap(tmp_path, capsys):
         assert text in html
     assert (out / "comparison.csv").read_text().startswith("column,rule,setting")
     assert "one rule call per point" in html and "linear in the weights" in html
+    assert "Live weights" in html and "Raw values" in html
+    # the raw values: every criterion with its unit and direction, by group then name
+    raw = html[html.index("<table id='raw-values'>"):]
+    raw = raw[:raw.index("</table>")]
+    rows = re.findall(r"<tr><td>(\w+)</td><td>(\w+)</td><td>([^<]*)</td><td>([^<]*)</td>", raw)
+    assert rows[:3] == [("performance", "t1_acc", "%", "↑\u00a0higher"), ("performance", "t2_acc", "%", "↑\u00a0higher"),
+                        ("performance", "t2_f1", "%", "↑\u00a0higher")]
+    assert ("efficiency", "energy_kwh", "–", "↓\u00a0lower") in rows and len(rows) == 7
+    assert str(tmp_path) not in html  # relative paths only
+
+
+def test_report_paths_are_relative(data_root, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["report", "--scenario", str(PAPER), "--data-root", str(data_root), "--out", str(out),
+                 "--resolution", "6"]) == 0, capsys.readouterr().err
+    html = (out / "report.html").read_text()
+    assert str(Path(data_root).resolve()) not in html and str(data_root) not in html
+    assert "&lt;data root&gt;/leaderboards/votenrank/case_study_4" in html
+    assert not re.search(r"(?<![\w.<>/])/(?:home|work|tmp|root|Users)/", html)
+    assert not list(out.glob(".*.tmp"))  # atomic writes leave no temporary file behind
 
 
 def _chromium() -> str | None:
@@ -57,7 +81,7 @@ def test_report_renders_in_headless_chromium(data_root, tmp_path, capsys):
     cmd = [
         browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1280,2000",
+        f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1400,2000",
         (out / "report.html").resolve().as_uri(),
     ]
     try:
@@ -73,3 +97,79 @@ def test_report_renders_in_headless_chromium(data_root, tmp_path, capsys):
     non_white = (rgb < 0.95).any(axis=-1).mean()
     assert non_white > 0.05  # text, tables and figures, not a blank page
     assert rgb.std() > 0.05
+
+
+def test_figures_heatmap_order_integer_ticks_and_bump_labels_apart(tmp_path):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from ranking.scenarios import plots
+    from ranking.scenarios.cli import build_comparison
+
+    results = write_results(tmp_path / "r")
+    args = argparse.Namespace(scenario=str(USER), results=str(results), table=None, data_root=None, bootstrap=0,
+                              seed=0, format="table")
+    cmp, *_ = build_comparison(args)
+    fig = plots.criteria_heatmap(cmp.table, cmp.reference.ordering())
+    ax, cbar = fig.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "t1_acc", "t2_acc", "t2_f1", "energy_kwh", "gpu_hours", "crows", "stereoset"]  # by group, then name
+    ticks = [t for t in cbar.get_xticks() if 1 <= t <= 5]
+    assert ticks and all(float(t).is_integer() for t in ticks)  # ranks: integer colour-bar ticks
+    plt.close(fig)
+
+    fig = plots.bump_chart(cmp)
+    ax = fig.axes[0]
+    labels = {t.get_text(): t.xyann[1] for t in ax.texts}
+    assert set(labels) == set(cmp.models)
+    heights = np.sort(np.array(list(labels.values())))
+    assert np.diff(heights).min() >= 0.42 - 1e-9  # names of tied models do not overprint
+    assert all(float(t).is_integer() for t in ax.get_yticks())
+    plt.close(fig)
+
+
+def _overlapping_texts(fig) -> list[tuple[str, str]]:
+    """Pairs of visible texts of ``fig`` whose drawn boxes overlap by more than a pixel each way."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip()]
+    bad = []
+    for i, (ta, a) in enumerate(boxes):
+        for tb, b in boxes[i + 1:]:
+            if min(a.x1, b.x1) - max(a.x0, b.x0) > 1 and min(a.y1, b.y1) - max(a.y0, b.y0) > 1:
+                bad.append((ta, tb))
+    return bad
+
+
+def _figures(cmp, maps=()):
+    from ranking.scenarios import plots
+
+    yield "bump", plots.bump_chart(cmp)
+    yield "heatmap", plots.criteria_heatmap(cmp.table, cmp.reference.ordering())
+    if cmp.rank_probabilities is not None:
+        yield "rank probabilities", plots.rank_probability_figure(cmp)
+    if maps:
+        yield "simplex", plots.simplex_figure(maps)
+
+
+@pytest.mark.parametrize("which", ["user_weighted", "paper_case_study"])
+def test_no_text_overlaps_in_the_figures(which, tmp_path, request):
+    import matplotlib.pyplot as plt
+
+    from ranking.scenarios.cli import build_comparison
+    from ranking.scenarios.simplex import simplex_map
+
+    if which == "user_weighted":
+        args = argparse.Namespace(scenario=str(USER), results=str(write_results(tmp_path / "r")), table=None,
+                                  data_root=None, bootstrap=20, seed=0, format="table")
+    else:
+        args = argparse.Namespace(scenario=str(PAPER), results=None, table=None, bootstrap=0, seed=0,
+                                  data_root=str(request.getfixturevalue("data_root")), format="table")
+    cmp, scenario, *_ = build_comparison(args)
+    maps = [simplex_map(cmp.table, scenario.column(c), scenario.ties, 6) for c in scenario.default_simplex_columns()]
+    for name, fig in _figures(cmp, maps):
+        assert _overlapping_texts(fig) == [], name
+        plt.close(fig)

@@ -93,6 +93,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         default=None, help="list only runs in this state (repeatable)")
     status.add_argument("--summary", action="store_true", help="only the totals line")
     status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.add_argument("--wide", action="store_true",
+                        help="print the table in full: no 120-column fit, no shortened or cut cells")
     status.set_defaults(func=status_command)
 
     collect = subparsers.add_parser(
@@ -329,7 +331,7 @@ def status_command(args: argparse.Namespace) -> int:
                          indent=2, default=str))
         return 0
     if not args.summary and shown:
-        print(format_table(shown))
+        print(format_table(shown, wide=args.wide))
     print(totals_line(statuses))
     return 0
 

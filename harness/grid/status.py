@@ -139,14 +139,11 @@ def totals_line(statuses: Sequence[SpecStatus]) -> str:
     return f"{len(statuses)} runs: " + ", ".join(f"{t[s]} {s}" for s in STATES)
 
 
-def format_table(statuses: Sequence[SpecStatus]) -> str:
-    """A fixed-width table, one spec per line."""
-    rows = [s.row() for s in statuses]
+def format_table(statuses: Sequence[SpecStatus], *, wide: bool = False) -> str:
+    """One spec per line, in the grid's order (:mod:`ranking.textable`: fits 120 columns unless ``wide``)."""
+    from ranking.textable import TextTable, render
+
     cols = ("state", "kind", "model", "target", "seed", "run_id", "detail")
-    header = {"state": "STATE", "kind": "KIND", "model": "MODEL", "target": "TASK/DATASET", "seed": "SEED",
-              "run_id": "RUN ID", "detail": "DETAIL"}
-    widths = {c: max(len(header[c]), *(len(str(r[c])) for r in rows)) if rows else len(header[c]) for c in cols}
-    lines = ["  ".join(header[c].ljust(widths[c]) for c in cols).rstrip()]
-    for r in rows:
-        lines.append("  ".join(str(r[c]).ljust(widths[c]) for c in cols).rstrip())
-    return "\n".join(lines)
+    header = ("STATE", "KIND", "MODEL", "TASK/DATASET", "SEED", "RUN ID", "DETAIL")
+    rows = [[str(s.row()[c]) for c in cols] for s in statuses]
+    return render(TextTable(header, rows, align="l" * len(cols), name_columns=(2,)), wide=wide)

@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             p.add_argument("table", metavar="TABLE", help="CSV, leaderboard spec, or a path under the data root")
         p.add_argument("--data-root", default=None, help="data root (else $VNR_DATA_ROOT)")
         p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+        p.add_argument("--wide", action="store_true",
+                       help="print tables in full: no wrapping to 120 columns, no shortened names")
         p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
         p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="progress bars on stderr (default: when stderr is a terminal)")
@@ -148,28 +150,18 @@ def _emit(args: argparse.Namespace, payload: Any, rows: list[dict[str, Any]] | N
         print(title)
     if rows is None:
         rows = [payload] if isinstance(payload, dict) else list(payload)
-    print(format_rows(rows))
+    print(format_rows(rows, wide=getattr(args, "wide", False)))
     return 0
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.4g}"
-    if isinstance(v, (list, tuple)):
-        return ", ".join(_fmt(x) for x in v)
-    return str(v)
+def format_rows(rows: list[dict[str, Any]], *, wide: bool = False) -> str:
+    """dict rows as a terminal table (union of keys, in first-seen order), via :mod:`ranking.textable`."""
+    from ranking.textable import TextTable, render
 
-
-def format_rows(rows: list[dict[str, Any]]) -> str:
-    """A plain aligned text table of dict rows (union of keys, in first-seen order)."""
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys]
-    cells = [[_fmt(r.get(k, "")) for k in keys] for r in rows]
-    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
-    lines = ["  ".join(k.ljust(w) for k, w in zip(keys, widths))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
-    return "\n".join(lines)
+    return render(TextTable(keys, [[r.get(k, "") for k in keys] for r in rows], name_columns=()), wide=wide)
 
 
 # ---------------------------------------------------------------------- commands
@@ -262,7 +254,7 @@ def run_kemeny(args: argparse.Namespace) -> int:
     print(f"cost {res.cost:g}, {'exact' if res.exact else 'Borda approximation'}"
           + (f", {res.n_optimal} optimal ranking(s)" if res.exact else ""))
     rows = [{"position": i + 1, "model": m} for i, m in enumerate(res.ranking)]
-    print(format_rows(rows))
+    print(format_rows(rows, wide=getattr(args, "wide", False)))
     return 0
 
 
@@ -279,10 +271,10 @@ def run_instance(args: argparse.Namespace) -> int:
     rows = [{"position": i + 1, "mean": a, "one_level": b, "two_level": c}
             for i, (a, b, c) in enumerate(zip(out["mean"]["ranking"], out["one_level"]["ranking"],
                                               out["two_level"]["ranking"]))]
-    print(format_rows(rows))
+    print(format_rows(rows, wide=getattr(args, "wide", False)))
     taus = [{"comparison": k, "kendall_tau": v} for k, v in out["kendall_tau"].items()]
     taus += [{"comparison": f"{k}_vs_human", "kendall_tau": v} for k, v in out.get("kendall_tau_vs_human", {}).items()]
-    print(format_rows(taus))
+    print(format_rows(taus, wide=getattr(args, "wide", False)))
     return 0
 
 

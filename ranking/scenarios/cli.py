@@ -72,7 +72,7 @@ def run_rank_scenario(args: argparse.Namespace) -> int:
     text = {"table": format_table, "json": format_json, "csv": format_csv}.get(fmt)
     if text is None:
         raise UserError(f"--format {fmt!r} is not one of table, json, csv")
-    out = text(cmp)
+    out = format_table(cmp, wide=bool(getattr(args, "wide", False))) if fmt == "table" else text(cmp)
     sys.stdout.write(out if out.endswith("\n") else out + "\n")
     return 0
 
@@ -95,9 +95,16 @@ def run_report(args: argparse.Namespace) -> int:
         notes.append(f"No weight-simplex map: it needs exactly three groups (this table has {len(groups)}).")
     else:
         notes.append("No weight-simplex map: the scenario has no weighted or two-step column.")
-    path = write_report(cmp, args.out, maps, source=source, notes=notes)
+    path = write_report(cmp, args.out, maps, source=source, notes=notes, data_root=_data_root_shown(args))
     print(f"wrote {path} (and its figures in {path.parent})")
     return 0
+
+
+def _data_root_shown(args: argparse.Namespace) -> str | None:
+    """The data root whose paths the report shows as ``<data root>/…`` (none configured: None)."""
+    import os
+
+    return getattr(args, "data_root", None) or os.environ.get("VNR_DATA_ROOT") or None
 
 
 # ---------------------------------------------------------------------- whatif

@@ -130,11 +130,10 @@ def change_mark(delta: float) -> str:
 
 
 def format_score(x: float) -> str:
-    if x is None or math.isnan(x):
-        return "–"
-    if x == int(x) and abs(x) < 1e6:
-        return str(int(x))
-    return f"{x:.4g}"
+    """A score in a comparison cell (the one number formatter, :func:`ranking.textable.number`)."""
+    from ranking.textable import number
+
+    return number(x)
 
 
 def ordered_cells(cmp: Comparison, column: str) -> list[tuple[str, float, float, str]]:
@@ -147,11 +146,17 @@ def ordered_cells(cmp: Comparison, column: str) -> list[tuple[str, float, float,
     ]
 
 
-def format_table(cmp: Comparison) -> str:
-    """The comparison as text: one column per (rule, setting), rows = positions."""
-    cols = [c.name for c in cmp.scenario.columns]
-    header = ["#", *[f"{c}{' (ref)' if c == cmp.scenario.reference else ''}" for c in cols]]
-    sub = ["", *[cmp.scenario.column(c).label for c in cols]]
+#: What the markers in a comparison cell mean (printed under the table).
+LEGEND = "↑n / ↓n: n places above / below its reference rank; =: same; (tied n): shares position n; –: unranked"
+
+
+def format_table(cmp: Comparison, *, wide: bool = False) -> str:
+    """The comparison as text: one column per (rule, setting), rows = positions, a legend below."""
+    from ranking.textable import TextTable, render
+
+    sc = cmp.scenario
+    cols = [c.name for c in sc.columns]
+    header = ["#", *[f"{c}{' (ref)' if c == sc.reference else ''}\n{sc.column(c).label}" for c in cols]]
     rows = []
     cells = {c: ordered_cells(cmp, c) for c in cols}
     for pos in range(len(cmp.models)):
@@ -164,11 +169,17 @@ def format_table(cmp: Comparison) -> str:
                 tie = f" (tied {int(rank)})" if _shares(cells[c], rank) else ""
                 row.append(f"{m} {format_score(score)} {mark}{tie}")
         rows.append(row)
-    widths = [max(len(r[j]) for r in [header, sub, *rows]) for j in range(len(header))]
-    lines = ["  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip() for r in [header, sub, *rows]]
-    out = "\n".join(lines)
+    table = TextTable(
+        header,
+        rows,
+        title=f"each column sorted by its own rank (# = position); reference column {sc.reference}; ties {sc.ties}",
+        legend=LEGEND,
+        align="r" + "l" * len(cols),
+        name_columns=(),
+    )
+    out = render(table, wide=wide)
     if cmp.rank_probabilities is not None:
-        out += "\n\n" + format_probabilities(cmp)
+        out += "\n\n" + format_probabilities(cmp, wide=wide)
     if cmp.notes:
         out += "\n\n" + "\n".join(cmp.notes)
     return out
@@ -178,20 +189,22 @@ def _shares(cells: list[tuple[str, float, float, str]], rank: float) -> bool:
     return sum(1 for _, _, r, _ in cells if r == rank) > 1
 
 
-def format_probabilities(cmp: Comparison) -> str:
+def format_probabilities(cmp: Comparison, *, wide: bool = False) -> str:
     """Per column, each model's probability (%) of each rank position over the seed bootstrap."""
+    from ranking.textable import TextTable, render
+
     assert cmp.rank_probabilities is not None
     n = len(cmp.models)
     blocks = [f"Rank probabilities over {cmp.bootstrap_n} seed-bootstrap resamples (% of resamples at each position):"]
-    mw = max(len(m) for m in cmp.models)
     for c in cmp.scenario.columns:
         probs = cmp.rank_probabilities[c.name]
-        lines = [f"{c.name} ({c.label})", " " * mw + "  " + " ".join(f"{p + 1:>5}" for p in range(n))]
-        order = cmp.results[c.name].ordering()
-        for m in order:
+        rows = []
+        for m in cmp.results[c.name].ordering():
             i = cmp.models.index(m)
-            lines.append(m.ljust(mw) + "  " + " ".join(f"{100 * probs[i, p]:5.1f}" for p in range(n)))
-        blocks.append("\n".join(lines))
+            rows.append([m, *[f"{100 * probs[i, p]:.1f}" for p in range(n)]])
+        table = TextTable(["model", *[str(p + 1) for p in range(n)]], rows,
+                          title=f"{c.name} ({c.label}), sorted by its rank", align="l" + "r" * n)
+        blocks.append(render(table, wide=wide))
     return "\n\n".join(blocks)
 
 
@@ -236,3 +249,15 @@ def group_weight_vector(groups: tuple[str, ...], weights: Mapping[str, float] | 
     """Group weights as a point of the simplex (summing to 1), in ``groups`` order."""
     w = np.array([float((weights or {}).get(g, 1.0)) for g in groups])
     return w / w.sum()
+
+
+def criterion_order(table: ScoreTable) -> list[int]:
+    """Criterion indices by group (in the table's group order, ungrouped last), then by name."""
+    groups = list(table.group_names)
+    return sorted(
+        range(table.n_criteria),
+        key=lambda j: (
+            groups.index(table.criteria[j].group) if table.criteria[j].group in groups else len(groups),
+            table.criteria[j].name,
+        ),
+    )

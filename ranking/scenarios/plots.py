@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ranking.scenarios.compare import Comparison, criterion_ranks
+from ranking.scenarios.compare import Comparison, criterion_order, criterion_ranks
 from ranking.scenarios.simplex import NO_WINNER, TIE, SimplexMap
 from ranking.table import ScoreTable
 
@@ -37,76 +37,134 @@ def model_colors(models: Sequence[str]) -> dict[str, Any]:
     return {m: cmap(i % cmap.N) for i, m in enumerate(models)}
 
 
+def spread_labels(y: Sequence[float], gap: float) -> list[float]:
+    """Label heights near ``y`` (same order) at least ``gap`` apart, each block centred on its points.
+
+    >>> spread_labels([1.0, 4.0, 4.0, 4.0, 7.0], 0.5)
+    [1.0, 3.5, 4.0, 4.5, 7.0]
+    """
+    order = sorted(range(len(y)), key=lambda k: y[k])
+    blocks: list[list[int]] = []  # runs of labels pushed together, each placed around its mean height
+    pos = [float(v) for v in y]
+    for k in order:
+        blocks.append([k])
+        while True:
+            cur = blocks[-1]
+            centre = sum(y[i] for i in cur) / len(cur)
+            start = centre - gap * (len(cur) - 1) / 2
+            for n, i in enumerate(cur):
+                pos[i] = start + n * gap
+            if len(blocks) < 2 or pos[blocks[-2][-1]] + gap <= pos[cur[0]] + 1e-12:
+                break
+            blocks[-2:] = [blocks[-2] + cur]
+    return pos
+
+
 def bump_chart(cmp: Comparison) -> Any:
-    """Each model's rank across the columns (reference first), one line per model."""
+    """Each model's rank across the columns (reference first), one line per model.
+
+    Tied models' points are drawn side by side around their shared rank; the model names
+    sit right of the last column, spread apart so that tied models' names do not overprint.
+    """
     plt = _plt()
     cols = [c.name for c in cmp.scenario.columns]
     ref = cmp.scenario.reference
     cols = [ref, *[c for c in cols if c != ref]]
     n = len(cmp.models)
     colors = model_colors(cmp.models)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(cols) + 3), max(3.0, 0.45 * n + 1.5)))
-    x = np.arange(len(cols))
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.5 * len(cols) + 3.5), max(3.5, 0.5 * n + 1.8)))
+    x = np.arange(len(cols), dtype=float)
     ref_order = cmp.results[ref].ordering()
+    ranks = {m: np.array([cmp.results[c].ranks[cmp.models.index(m)] for c in cols], dtype=float) for m in ref_order}
+    shift = {m: np.zeros(len(cols)) for m in ref_order}  # tied points side by side (vertical offsets)
+    for k in range(len(cols)):
+        by_rank: dict[float, list[str]] = {}
+        for m in ref_order:
+            if not math.isnan(ranks[m][k]):
+                by_rank.setdefault(ranks[m][k], []).append(m)
+        for tied in by_rank.values():
+            for t, m in enumerate(tied):
+                shift[m][k] = (t - (len(tied) - 1) / 2) * min(0.16, 0.7 / len(tied))
+    ends = []
     for m in ref_order:
-        i = cmp.models.index(m)
-        y = np.array([cmp.results[c].ranks[i] for c in cols], dtype=float)
+        y = ranks[m] + shift[m]
         ax.plot(x, y, "-o", color=colors[m], lw=2.2, ms=7, label=m)
         last = np.where(~np.isnan(y))[0]
         if last.size:
-            ax.annotate(m, (x[last[-1]], y[last[-1]]), xytext=(8, 0), textcoords="offset points",
-                        va="center", fontsize=8, color=colors[m])
+            ends.append((m, x[last[-1]], y[last[-1]]))
+    label_y = spread_labels([e[2] for e in ends], gap=0.42)
+    x_label = len(cols) - 1 + 0.35
+    for (m, x0, y0), yl in zip(ends, label_y):
+        ax.annotate(m, (x0, y0), xytext=(x_label, yl), textcoords="data", va="center", fontsize=9,
+                    color=colors[m], arrowprops=dict(arrowstyle="-", color=colors[m], lw=0.8, alpha=0.7,
+                                                    shrinkA=0, shrinkB=4))
     ax.set_xticks(x)
-    ax.set_xticklabels([f"{c}\n(reference)" if c == ref else c for c in cols], rotation=20, ha="right", fontsize=8)
+    ax.set_xticklabels([f"{c}\n(reference)" if c == ref else c for c in cols], rotation=20, ha="right", fontsize=9)
     ax.set_yticks(range(1, n + 1))
-    ax.set_ylim(n + 0.5, 0.5)
-    ax.set_xlim(-0.3, len(cols) - 1 + 1.6)
+    low = max([n + 0.5, *[v + 0.4 for v in label_y]])
+    high = min([0.5, *[v - 0.4 for v in label_y]])
+    ax.set_ylim(low, high)
+    width = max((len(m) for m in cmp.models), default=8)
+    ax.set_xlim(-0.3, len(cols) - 1 + 0.45 + 0.06 * width)
     ax.set_ylabel("rank (1 = best)")
     ax.set_title(f"Rank of each model across the columns of {cmp.scenario.name}")
     ax.grid(axis="y", alpha=0.3)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
     fig.tight_layout()
     return fig
 
 
 def criteria_heatmap(table: ScoreTable, models_order: Sequence[str] | None = None) -> Any:
-    """Per-criterion ranks (1 = best on that criterion), criteria grouped, models in ``models_order``."""
+    """Per-criterion ranks (1 = best on that criterion): one row per criterion, by group then name.
+
+    Criteria are rows (their names stay horizontal and readable however many there are),
+    models are columns in ``models_order``; the group of each block of rows is named on the
+    right; the colour bar has integer ticks (ranks).
+    """
     plt = _plt()
+    from matplotlib.ticker import MaxNLocator
+
     ranks = criterion_ranks(table)
     order = list(models_order or table.models)
     rows = [table.models.index(m) for m in order]
-    groups = table.group_names or (None,)
-    cols: list[int] = []
-    bounds: list[tuple[str, int, int]] = []
-    for g in groups:
-        idx = [j for j, c in enumerate(table.criteria) if c.group == g]
-        if idx:
-            bounds.append((g or "", len(cols), len(cols) + len(idx)))
-            cols.extend(idx)
-    rest = [j for j in range(table.n_criteria) if j not in cols]
-    if rest:
-        bounds.append(("(no group)", len(cols), len(cols) + len(rest)))
-        cols.extend(rest)
-    data = ranks[np.ix_(rows, cols)]
-    n_c = len(cols)
-    fig, ax = plt.subplots(figsize=(min(24.0, max(6.0, 0.22 * n_c + 3)), max(3.0, 0.4 * len(order) + 2.2)))
+    crits = criterion_order(table)
+    data = ranks[np.ix_(rows, crits)].T  # criteria × models
+    n_c, n_m = data.shape
+    name_w = max((len(table.criteria[j].name) for j in crits), default=8)
+    fig_w = min(20.0, max(6.5, 0.62 * n_m + 0.075 * name_w + 2.8))
+    fig_h = max(3.2, 0.235 * n_c + 2.6)
+    fig, ax = plt.subplots(figsize=(fig_w, fig_h))
     cmap = plt.get_cmap("viridis_r").with_extremes(bad="#eeeeee")
-    im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=1, vmax=max(len(order), 2))
-    ax.set_yticks(range(len(order)))
-    ax.set_yticklabels(order, fontsize=8)
-    ax.set_xticks(range(n_c))
-    ax.set_xticklabels([table.criteria[j].name for j in cols], rotation=90, fontsize=6)
-    for name, start, stop in bounds:
-        if start:
-            ax.axvline(start - 0.5, color="white", lw=3)
-        ax.text((start + stop - 1) / 2, -0.8, name, ha="center", va="bottom", fontsize=9, fontweight="bold")
-    if n_c <= 20 and len(order) <= 20:
-        for r in range(len(order)):
-            for c in range(n_c):
+    vmax = max(n_m, 2)
+    im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=1, vmax=vmax, interpolation="nearest")
+    ax.set_yticks(range(n_c))
+    ax.set_yticklabels([table.criteria[j].name for j in crits], fontsize=8)
+    ax.set_xticks(range(n_m))
+    ax.xaxis.tick_top()
+    ax.set_xticklabels(order, rotation=90, ha="center", fontsize=9)
+    groups = [table.criteria[j].group or "(no group)" for j in crits]
+    start = 0
+    for k in range(1, n_c + 1):
+        if k == n_c or groups[k] != groups[start]:
+            if start:
+                ax.axhline(start - 0.5, color="white", lw=3)
+            ax.annotate(groups[start], xy=(1.0, (start + k - 1) / 2), xycoords=("axes fraction", "data"),
+                        xytext=(8, 0), textcoords="offset points", rotation=90 if k - start > 3 else 0,
+                        ha="left", va="center", fontsize=10, fontweight="bold")
+            start = k
+    if n_c * n_m <= 1500:
+        for r in range(n_c):
+            for c in range(n_m):
                 if not math.isnan(data[r, c]):
-                    ax.text(c, r, int(data[r, c]), ha="center", va="center", fontsize=7, color="white")
-    cb = fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01)
-    cb.set_label("rank on the criterion")
-    ax.set_title("Per-criterion ranks, grouped", pad=22)
+                    dark = data[r, c] > (1 + vmax) / 2
+                    ax.text(c, r, int(data[r, c]), ha="center", va="center", fontsize=7,
+                            color="white" if dark else "black")
+    cb = fig.colorbar(im, ax=ax, orientation="horizontal", fraction=0.04 if n_c > 20 else 0.08, pad=0.02,
+                      aspect=40)
+    cb.ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    cb.set_label("rank on the criterion (1 = best; grey: no score)")
+    fig.suptitle("Per-criterion ranks, grouped (models in the reference column's order)", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -172,33 +230,45 @@ def simplex_figure(maps: Sequence[SimplexMap], scenario_weights: Sequence[np.nda
 
 
 def rank_probability_figure(cmp: Comparison) -> Any:
-    """Per column, each model's probability of each rank position over the seed bootstrap."""
+    """Per column, each model's probability of each rank position over the seed bootstrap.
+
+    One panel per column (three per row), models in the reference column's order, cells
+    labelled with the percentage (blank below 1%), integer rank positions on the x axis.
+    """
+    import textwrap
+
     plt = _plt()
     assert cmp.rank_probabilities is not None
     cols = [c.name for c in cmp.scenario.columns]
     n = len(cmp.models)
-    ncols = min(4, len(cols))
+    ncols = min(3, len(cols))
     nrows = math.ceil(len(cols) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols + 1.5, (0.32 * n + 1.4) * nrows), squeeze=False)
+    name_w = max(len(m) for m in cmp.models)
+    panel_w, panel_h = 0.42 * n + 1.0, 0.36 * n + 1.1
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_w * ncols + 0.075 * name_w + 1.2, panel_h * nrows + 0.8),
+                             squeeze=False, layout="constrained")
     order = cmp.reference.ordering()
     rows = [cmp.models.index(m) for m in order]
     im = None
-    for ax, c in zip(axes.flat, cols):
+    for k, (ax, c) in enumerate(zip(axes.flat, cols)):
         data = cmp.rank_probabilities[c][rows]
-        im = ax.imshow(data, cmap="Blues", vmin=0, vmax=1, aspect="auto")
-        ax.set_title(c, fontsize=9)
+        im = ax.imshow(data, cmap="Blues", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        ax.set_title("\n".join(textwrap.wrap(c, 30)), fontsize=9)
         ax.set_xticks(range(n))
-        ax.set_xticklabels([str(p + 1) for p in range(n)], fontsize=7)
+        ax.set_xticklabels([str(p + 1) for p in range(n)], fontsize=8)
+        ax.set_xlabel("rank", fontsize=8)
         ax.set_yticks(range(n))
-        ax.set_yticklabels(order if ax in axes[:, 0] else [], fontsize=7)
+        ax.set_yticklabels(order if k % ncols == 0 else [], fontsize=8)
         for r in range(n):
             for p in range(n):
-                if data[r, p] >= 0.005:
-                    ax.text(p, r, f"{data[r, p]:.2f}", ha="center", va="center", fontsize=6,
+                if data[r, p] >= 0.01:
+                    ax.text(p, r, f"{100 * data[r, p]:.0f}", ha="center", va="center", fontsize=7,
                             color="white" if data[r, p] > 0.6 else "black")
     for ax in list(axes.flat)[len(cols):]:
         ax.axis("off")
     if im is not None:
-        fig.colorbar(im, ax=axes, fraction=0.02, pad=0.01, label="P(rank)")
-    fig.suptitle(f"Rank probabilities over {cmp.bootstrap_n} seed-bootstrap resamples (x: rank position)", fontsize=10)
+        cb = fig.colorbar(im, ax=axes, fraction=0.02, pad=0.01)
+        cb.set_label("P(rank)")
+    fig.suptitle(f"Rank probabilities over {cmp.bootstrap_n} seed-bootstrap resamples (cells: % of resamples)",
+                 fontsize=10)
     return fig

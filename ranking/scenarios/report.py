@@ -2,8 +2,13 @@
 
 ``write_report(cmp, out_dir, maps)`` writes into ``out_dir``:
 
-- ``report.html`` — no scripts, no CDN, no network: figures are inline base64 PNGs;
+- ``report.html`` — one self-contained page, no CDN, no network, no server (works from
+  ``file://``): figures are inline base64 PNGs; the only script is the live-weights one
+  (:mod:`ranking.scenarios.live`), embedded with its data; paths in it are relative
+  (a data path reads ``<data root>/…``, others are relative to the report's folder);
 - ``comparison.csv`` / ``comparison.json`` — the comparison table (as ``vnr rank`` prints it);
+Every file is written atomically (a temporary file, then a rename).
+
 - ``bump_chart.png``, ``criteria_heatmap.png``, ``simplex_map.png`` (three groups and at
   least one weighted / two-step column), ``rank_probabilities.png`` (with a seed bootstrap).
 """
@@ -14,13 +19,24 @@ import base64
 import html
 import io
 import math
+import os
+import re
+import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ranking.scenarios.compare import Comparison, format_csv, format_json, format_score, ordered_cells
+from ranking.scenarios.compare import (
+    Comparison,
+    criterion_order,
+    format_csv,
+    format_json,
+    format_score,
+    ordered_cells,
+)
 from ranking.scenarios.simplex import SimplexMap
+from ranking.table import ScoreTable
 
 REF_ATTR = ' class="ref"'
 CSS = """
@@ -32,12 +48,47 @@ th{background:#f3f3f3} td.pos{text-align:right;color:#666}
 .ref{background:#fff8e1} .score{color:#666;font-size:.9em}
 img{max-width:100%;height:auto;border:1px solid #eee} .muted{color:#666;font-size:.9em}
 code{background:#f5f5f5;padding:0 .25em}
+.scroll{max-height:32em;overflow:auto;border:1px solid #eee} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.live-controls{display:flex;flex-wrap:wrap;gap:1.2em;align-items:center;margin:.6em 0}
+.live-controls label{display:flex;align-items:center;gap:.4em} .live-group{font-weight:600}
+.live-share{display:inline-block;min-width:2.6em;text-align:right;color:#666}
+#live-table td[data-rule]{text-align:right} td.live-first{background:#e8f5e9;font-weight:600}
 """
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then a rename)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def relative_paths(text: str, out_dir: str | Path, data_root: str | Path | None = None) -> str:
+    """``text`` with absolute paths made relative: under the data root ``<data root>/…``, else to ``out_dir``.
+
+    >>> relative_paths("from /data/lb/x.csv and /home/u/s.yaml", "/home/u/report", "/data")
+    'from <data root>/lb/x.csv and ../s.yaml'
+    """
+    root = os.path.normpath(os.path.abspath(data_root)) if data_root else None
+
+    def fix(match: re.Match[str]) -> str:
+        path = os.path.normpath(match.group(0))
+        if root and (path == root or path.startswith(root + os.sep)):
+            return "<data root>" + path[len(root):]
+        return os.path.relpath(path, os.path.abspath(out_dir))
+
+    return re.sub(r"(?<![\w.<>])/[^\s;,:'\"<>()]+", fix, text)
 
 
 def _fig_bytes(fig: Any, fmt: str) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=110, bbox_inches="tight")
+    fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight")
     return buf.getvalue()
 
 
@@ -46,7 +97,7 @@ def _save_figure(fig: Any, out_dir: Path, stem: str) -> str:
     import matplotlib.pyplot as plt
 
     png = _fig_bytes(fig, "png")
-    (out_dir / f"{stem}.png").write_bytes(png)
+    _write(out_dir / f"{stem}.png", png)
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
@@ -142,6 +193,53 @@ def _probabilities_html(cmp: Comparison) -> str:
     return "".join(parts)
 
 
+def raw_values_html(table: ScoreTable, models: Sequence[str]) -> str:
+    """The raw scores: one row per criterion (by group, then name), with unit, direction and own weight."""
+    from ranking.textable import number
+
+    cols = [table.models.index(m) for m in models]
+    head = "".join(f"<th>{html.escape(m)}</th>" for m in models)
+    rows = []
+    for j in criterion_order(table):
+        c = table.criteria[j]
+        arrow = "↑\u00a0higher" if c.direction == "higher" else "↓\u00a0lower"
+        cells = "".join(f"<td class='num'>{html.escape(number(table.values[i, j]))}</td>" for i in cols)
+        rows.append(
+            f"<tr><td>{html.escape(c.group or '–')}</td><td>{html.escape(c.name)}</td>"
+            f"<td>{html.escape(c.unit or '–')}</td><td>{arrow}</td><td class='num'>{html.escape(number(c.weight))}</td>"
+            f"{cells}</tr>"
+        )
+    return (
+        "<div class='scroll'><table id='raw-values'><thead><tr><th>group</th><th>criterion</th><th>unit</th><th>better</th>"
+        f"<th>own weight</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def live_html(cmp: Comparison) -> str:
+    """The live-weights section (sliders + table + embedded data and script); empty without groups."""
+    from ranking.scenarios.live import live_data, live_json, live_script
+
+    sc = cmp.scenario
+    weighted = [c for c in sc.columns if c.uses_group_weights and c.group_weights]
+    initial = weighted[0].group_weights if weighted else None
+    data = live_data(cmp.table, sc.ties, initial)
+    if data is None:
+        return ""
+    return (
+        "<h2>Live weights</h2><p class='muted'>Move a slider to change a group's weight; the models are "
+        "re-ranked in this page under the <b>weighted</b> setting (each criterion's weight = its own weight × "
+        "the group weight / the group's total own weight), with the scenario's tie convention "
+        f"<code>{html.escape(sc.ties)}</code>. Borda, Dowdall, Plurality and the mean are linear in the weights; "
+        "Copeland and Minimax are recomputed from the per-criterion pairwise comparisons embedded in the page. "
+        "The rankings equal <code>vnr rank TABLE --setting weighted --group-weights …</code> for the same "
+        "weights. Each cell: rank, then score. A link with <code>#weights=0.4,0.3,0.3</code> opens the page "
+        "at those weights.</p>"
+        "<div id='live'><noscript>(the live table needs JavaScript)</noscript></div>"
+        f"<script type='application/json' id='live-data'>{live_json(data)}</script>"
+        f"<script>{live_script()}</script>"
+    )
+
+
 def write_report(
     cmp: Comparison,
     out_dir: str | Path,
@@ -149,24 +247,35 @@ def write_report(
     *,
     source: str = "",
     notes: Sequence[str] = (),
+    data_root: str | Path | None = None,
 ) -> Path:
-    """Write the report and its figures into ``out_dir``; return the HTML path."""
+    """Write the report and its figures into ``out_dir``; return the HTML path.
+
+    Absolute paths in ``source``, the scenario path and the notes are shown relative
+    (:func:`relative_paths`: ``<data root>/…`` under ``data_root``, else relative to ``out_dir``).
+    """
     from ranking.scenarios import plots
     from ranking.scenarios.compare import group_weight_vector
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sc = cmp.scenario
-    (out / "comparison.csv").write_text(format_csv(cmp))
-    (out / "comparison.json").write_text(format_json(cmp) + "\n")
+
+    def rel(text: str) -> str:
+        return relative_paths(text, out, data_root)
+
+    _write(out / "comparison.csv", format_csv(cmp).encode())
+    _write(out / "comparison.json", (format_json(cmp) + "\n").encode())
 
     sections = []
     sections.append(
         f"<h2>Comparison</h2><p class='muted'>Each cell: the model, its score under the column's rule, and its rank "
-        f"change against the reference column <b>{html.escape(sc.reference)}</b> (↑n higher, ↓n lower, = same).</p>"
+        f"change against the reference column <b>{html.escape(sc.reference)}</b> (↑n higher, ↓n lower, = same; "
+        "(tied n): shares position n).</p>"
         + comparison_html(cmp)
         + _columns_html(cmp)
     )
+    sections.append(live_html(cmp))
     bump = _save_figure(plots.bump_chart(cmp), out, "bump_chart")
     sections.append(f"<h2>Rank across the columns</h2><img alt='bump chart' src='{bump}'>")
     if maps:
@@ -190,9 +299,12 @@ def write_report(
             f"({html.escape(' / '.join(maps[0].groups))}); the corners weigh a single group.</p>"
             f"<img alt='weight simplex map' src='{img}'><ul>{''.join(shares)}</ul>"
         )
-    heat = _save_figure(plots.criteria_heatmap(cmp.table, cmp.reference.ordering()), out, "criteria_heatmap")
+    order = cmp.reference.ordering()
+    heat = _save_figure(plots.criteria_heatmap(cmp.table, order), out, "criteria_heatmap")
     sections.append(
         "<h2>Criteria</h2>" + _groups_html(cmp) + f"<img alt='criteria heatmap' src='{heat}'>"
+        "<h3>Raw values</h3><p class='muted'>The scores ranked above, as read (before orienting), "
+        "models in the reference column's order.</p>" + raw_values_html(cmp.table, order)
     )
     if cmp.rank_probabilities is not None:
         img = _save_figure(plots.rank_probability_figure(cmp), out, "rank_probabilities")
@@ -203,13 +315,15 @@ def write_report(
         )
     all_notes = [*cmp.notes, *notes]
     if all_notes:
-        sections.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in all_notes) + "</ul>")
+        sections.append(
+            "<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(rel(n))}</li>" for n in all_notes) + "</ul>"
+        )
 
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = (
         f"<p class='muted'>{cmp.table.n_models} models × {cmp.table.n_criteria} criteria"
-        f"{' from ' + html.escape(source) if source else ''}; ties: <code>{html.escape(sc.ties)}</code>; "
-        f"scenario file: <code>{html.escape(sc.path or sc.name)}</code>; generated {stamp}.</p>"
+        f"{' from ' + html.escape(rel(source)) if source else ''}; ties: <code>{html.escape(sc.ties)}</code>; "
+        f"scenario file: <code>{html.escape(rel(str(sc.path or sc.name)))}</code>; generated {stamp}.</p>"
     )
     winners = ", ".join(cmp.reference.winners)
     page = (
@@ -223,5 +337,5 @@ def write_report(
         + "</body></html>\n"
     )
     path = out / "report.html"
-    path.write_text(page, encoding="utf-8")
+    _write(path, page.encode("utf-8"))
     return path

@@ -1,0 +1,98 @@
+"""Live weights: the data and script that let the report re-rank the models in the page.
+
+The report embeds, as JSON, everything the ``weighted`` setting needs that does not
+depend on the group weights, and a plain script (``live_weights.js``, no library, no
+server, works from ``file://``) recomputes the rankings whenever a group-weight slider
+moves. Under ``weighted`` a criterion's weight is ``own × group weight / the group's
+total own weight`` (:func:`ranking.settings.weighted_table`), so:
+
+- **borda, dowdall, plurality** (positional, linear in the weights): each criterion's
+  points per model are fixed (they depend on positions and the tie convention only);
+  the score is the weighted sum of the points, exactly as :func:`ranking.rules.positional_scores`;
+- **arithmetic_mean**: the median-imputed oriented scores, weighted and averaged;
+- **copeland, minimax**: per criterion, which model is strictly better than which
+  (``better``, one ``0``/``1`` string of ``n × n`` per criterion); the page sums the
+  weights into the pairwise ``wins`` matrix (:mod:`ranking.pairwise`) and applies the rule.
+
+The page ranks with the same tolerances as the Python rules (relative ``1e-12`` of the
+largest attainable score), so its ranking equals :func:`ranking.settings.rank` with
+``setting="weighted"`` for the same group weights and ties convention; the browser test
+(``tests/test_scenarios_live.py``) checks that on random weight vectors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ranking.table import ScoreTable
+
+#: The rules the page re-ranks live, in the order of its table's columns.
+LIVE_RULES = ("borda", "dowdall", "plurality", "arithmetic_mean", "copeland", "minimax")
+
+
+def live_data(table: ScoreTable, ties: str, group_weights: Mapping[str, float] | None = None) -> dict[str, Any] | None:
+    """The JSON the page's script reads; ``None`` when the table has no groups (nothing to weigh).
+
+    >>> from ranking.rules import worked_example
+    >>> from dataclasses import replace
+    >>> t = worked_example()
+    >>> t = t.with_criteria([replace(c, group="x" if c.name == "c1" else "y") for c in t.criteria])
+    >>> d = live_data(t, "default")
+    >>> d["groups"], d["totals"], d["points"]["borda"][1]   # B's points per criterion: 9 in all
+    (['x', 'y'], [1.0, 4.0], [2.0, 0.0, 3.0, 2.0, 2.0])
+    """
+    from ranking.rules import BORDA, DOWDALL, PLURALITY, median_imputed, position_counts
+
+    groups = list(table.group_names)
+    if not groups or any(c.group is None and c.weight > 0 for c in table.criteria):
+        return None
+    totals = {g: 0.0 for g in groups}
+    for c in table.criteria:  # the same order of summation as ranking.settings.weighted_table
+        if c.group is not None:
+            totals[c.group] = totals[c.group] + c.weight
+    oriented = table.oriented
+    above, below, m = position_counts(oriented)
+    points = {
+        name: _nested(vector.points(above, below, m, ties))
+        for name, vector in (("borda", BORDA), ("dowdall", DOWDALL), ("plurality", PLURALITY))
+    }
+    better = []
+    for j in range(table.n_criteria):
+        col = oriented[:, j]
+        b = col[:, None] > col[None, :]  # NaN compares False: a pair with a missing score gives no vote
+        better.append("".join("1" if x else "0" for x in b.ravel()))
+    initial = {g: float((group_weights or {}).get(g, 1.0)) for g in groups}
+    return {
+        "models": list(table.models),
+        "groups": groups,
+        "criteria": [c.name for c in table.criteria],
+        "group_of": [groups.index(c.group) if c.group is not None else -1 for c in table.criteria],
+        "own": [float(c.weight) for c in table.criteria],
+        "totals": [totals[g] for g in groups],
+        "present": [[int(v) for v in row] for row in (~np.isnan(table.values))],
+        "points": points,
+        "means": _nested(median_imputed(oriented)),
+        "better": better,
+        "ties": ties,
+        "rules": list(LIVE_RULES),
+        "initial": [initial[g] for g in groups],
+    }
+
+
+def _nested(a: np.ndarray) -> list[list[float | None]]:
+    return [[None if np.isnan(v) else float(v) for v in row] for row in np.asarray(a, dtype=float)]
+
+
+def live_script() -> str:
+    """The page's script (``live_weights.js`` beside this module)."""
+    return resources.files("ranking.scenarios").joinpath("live_weights.js").read_text(encoding="utf-8")
+
+
+def live_json(data: Mapping[str, Any]) -> str:
+    """``data`` as JSON safe inside ``<script type="application/json">`` (no ``</`` sequence)."""
+    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
