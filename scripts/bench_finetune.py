@@ -15,7 +15,7 @@ copy of the same initial weights with the same seed.
 Printed per variant: samples/s, tokens/s (real, non-padding tokens; and the
 padded tokens the model actually computed), peak memory (GPU: torch's peak
 allocation; CPU: not measured), energy per 1000 samples (codecarbon/NVML via
-:class:`harness.tracking.EfficiencyTracker`), and the training loss. Sanity
+:class:`harness.energy.tracker.EfficiencyTracker`), and the training loss. Sanity
 check: ``plain`` and ``ours`` see the same examples in the same order, so
 their losses must agree (exactly up to float error in fp32; loosely in bf16).
 
@@ -91,9 +91,10 @@ def run_variant(v: Variant, *, shape: str, tokenizer: Any, pairs: Any, state: di
         set_seed,
     )
 
+    from harness.energy.tracker import EfficiencyTracker
+    from harness.finetune.callbacks import EfficiencyCallback
     from harness.finetune.tasks import Split
     from harness.finetune.train import _tokenize
-    from harness.tracking import EfficiencyCallback, EfficiencyTracker
 
     set_seed(0)
     ds = _tokenize(Split(*pairs), tokenizer, max_length, pad_to_max=v.pad_to_max)
@@ -223,7 +224,7 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, batch_
 
 def tracker_cost(device: str, measure_power_secs: float = 15.0) -> None:
     """The tracker's own cost, timed directly: start + stop once per run, one power sample per interval."""
-    from harness.tracking import EfficiencyTracker
+    from harness.energy.tracker import EfficiencyTracker
 
     tracker = EfficiencyTracker(cuda_devices=[0] if device == "cuda" else [], measure_power_secs=measure_power_secs)
     t0 = time.perf_counter()

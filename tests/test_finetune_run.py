@@ -15,7 +15,7 @@ import pytest
 
 from harness.cli import main as vnr
 from harness.finetune import run_finetune
-from harness.finetune.train import COMPLETE_MARKER, latest_checkpoint
+from harness.finetune.checkpoints import COMPLETE_MARKER, latest_checkpoint
 from harness.specs import FinetuneSpec
 from harness.store import RunStore
 from ranking.errors import UserError
