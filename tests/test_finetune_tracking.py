@@ -292,3 +292,14 @@ def test_resumed_run_keeps_its_largest_packing_and_all_neighbours():
     assert out["packing"] == 4 and out["attribution"]["colocated"] == ["b", "c"]
     assert out["attribution"]["share"] == pytest.approx(3.0 / 6.0)
     assert out["attribution"]["method"] == "sole+time-overlap"
+
+
+def test_unwritable_ledger_charges_the_whole_gpu_and_says_why(shared_gpu, tmp_path):
+    blocker = tmp_path / "energy"
+    blocker.write_text("a file where the ledger folder should be")
+    t = EfficiencyTracker(cuda_devices=[0], codecarbon=False, ledger_dir=blocker, run_id="r", tick_secs=0)
+    _at(shared_gpu, 1000.0, 0, t.start)
+    _at(shared_gpu, 1010.0, 3600, t.stop)
+    eff = t.result
+    assert eff["breakdown"]["gpu_kwh"] == pytest.approx(3600 / MJ_PER_KWH) and eff["packing"] == 1
+    assert eff["attribution"]["method"] == "whole GPU (no ledger)" and "ledger_error" in eff["attribution"]

@@ -119,6 +119,7 @@ class EfficiencyTracker:
         self._cc_error = ""
         self._nvml = NvmlEnergyMeter(self.cuda_devices)
         self._ledgers: list[GpuLedger] = []
+        self._ledger_error = ""
         self._lock = threading.Lock()
         self._stop_ticks = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -148,7 +149,14 @@ class EfficiencyTracker:
             log.warning("no GPU UUID and no %s: each run is charged its GPU's whole energy", SLOT_ENV)
             return
         self._ledgers = [GpuLedger(self.ledger_dir / f"{n}.jsonl") for n in names]
-        self._append(START)
+        try:
+            self._append(START)
+        except OSError as exc:  # e.g. a read-only output: measure on, without sharing the GPU's energy out
+            log.warning("cannot write the GPU energy ledger under %s (%s): each run is charged its GPU's "
+                        "whole energy", self.ledger_dir, exc)
+            self._ledger_error = f"{type(exc).__name__}: {exc}"
+            self._ledgers = []
+            return
         if self.tick_secs and self.tick_secs > 0:
             self._ticker = threading.Thread(target=self._tick_loop, name="vnr-energy-ledger", daemon=True)
             self._ticker.start()
@@ -266,12 +274,16 @@ class EfficiencyTracker:
         parts = None
         if nvml_ok:
             try:
-                parts = self._attribution(final)
                 nvml_kwh = self._nvml.read_kwh()
             except Exception as exc:
                 nvml_ok = False
-                parts = None
                 self._nvml.reason = str(exc)
+        if nvml_ok:
+            try:
+                parts = self._attribution(final)
+            except Exception as exc:  # pragma: no cover - a broken ledger must not lose the run
+                log.warning("could not attribute the GPU's energy from the ledger: %s", exc)
+                self._ledger_error = f"{type(exc).__name__}: {exc}"
         cpu = float(cc.cpu_energy) if cc is not None else 0.0
         ram = float(cc.ram_energy) if cc is not None else 0.0
         gpu_cc = float(cc.gpu_energy) if cc is not None else 0.0
@@ -298,6 +310,8 @@ class EfficiencyTracker:
             gpu_hours = duration_s / 3600.0 * n_gpus
             packing = 1
             attribution = {"method": WHOLE_GPU if n_gpus else NO_GPU, "colocated": [], "share": 1.0}
+            if self._ledger_error:
+                attribution["ledger_error"] = self._ledger_error
         slot = os.environ.get(SLOT_ENV)
         if slot:
             attribution["gpu_slot"] = slot
