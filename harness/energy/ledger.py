@@ -170,18 +170,22 @@ def _weights(active: Sequence[str], pids: Mapping[str, Any], util: Mapping[str, 
 
 
 def intervals(events: Sequence[Mapping[str, Any]],
-              alive: Callable[[Mapping[str, Any]], bool | None] | None = None) -> list[dict[str, Any]]:
+              alive: Callable[[Mapping[str, Any]], bool | None] | None = None,
+              attempt: str | None = None) -> list[dict[str, Any]]:
     """Each interval between consecutive events: duration, measured energy, active attempts and their parts.
 
     ``alive(event)`` says whether the process behind an attempt's latest event still
     runs (default: :func:`pid_alive` on this host, treating other hosts as alive).
+    ``attempt``: only the intervals in which that attempt was active.
     """
     alive = alive or (lambda e: pid_alive(e.get("host"), e.get("pid")) is not False)
     spans = _spans(events, alive)
     pids = {str(e["attempt"]): e.get("pid") for e in events}
     runs = {str(e["attempt"]): e.get("run") for e in events}
+    lo, hi = spans.get(attempt, (0, 0)) if attempt is not None else (0, len(events) - 1)
+    spans = {a: (s, end) for a, (s, end) in spans.items() if s < hi and end > lo}
     out = []
-    for k in range(len(events) - 1):
+    for k in range(lo, hi):
         active = sorted(a for a, (s, end) in spans.items() if s <= k < end)
         if not active:
             continue
@@ -209,7 +213,7 @@ def attribute(events: Sequence[Mapping[str, Any]], attempt: str,
     ``counter_gaps`` counts intervals whose counter went backwards or was missing
     (driver reload): their energy is left out of every run.
     """
-    mine = [iv for iv in intervals(events, alive) if attempt in iv["active"]]
+    mine = intervals(events, alive, attempt)
     own_run = next((e.get("run") for e in events if str(e["attempt"]) == attempt), None)
     gpu_mj = gpu_mj_measured = seconds = 0.0
     gaps = 0
