@@ -10,7 +10,9 @@ copy of the same initial weights with the same seed.
   machine (:func:`runtime_settings`): dynamic padding, bf16/fp16 + TF32 on a GPU,
   the chosen optimizer; plus single-option variants so that each choice is
   measured, not assumed (length grouping, the other AdamW implementation,
-  fp32 on a GPU), and ``ours`` without the efficiency tracker (its overhead).
+  fp32 on a GPU), and ``ours`` without the efficiency tracker: its overhead,
+  from ``--repeats`` interleaved with/without pairs (default 3; 1 with
+  ``--quick``), reported as the median and range of the pairs' differences.
 
 Printed per variant: samples/s, tokens/s (real, non-padding tokens; and the
 padded tokens the model actually computed), peak memory (GPU: torch's peak

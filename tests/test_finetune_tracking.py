@@ -303,3 +303,41 @@ def test_unwritable_ledger_charges_the_whole_gpu_and_says_why(shared_gpu, tmp_pa
     eff = t.result
     assert eff["breakdown"]["gpu_kwh"] == pytest.approx(3600 / MJ_PER_KWH) and eff["packing"] == 1
     assert eff["attribution"]["method"] == "whole GPU (no ledger)" and "ledger_error" in eff["attribution"]
+
+
+def _append_events(path: str, counter: str, attempt: str, n: int) -> None:
+    from harness.energy.ledger import GpuLedger
+
+    def read_and_advance() -> int:  # a GPU counter shared by the processes (a file), read inside the lock
+        value = int(open(counter).read()) + 7
+        with open(counter, "w") as fh:
+            fh.write(str(value))
+        return value
+
+    ledger = GpuLedger(path)
+    ledger.append({"attempt": attempt, "run": attempt, "kind": "start", "pid": 0}, read_and_advance)
+    for _ in range(n):
+        ledger.append({"attempt": attempt, "run": attempt, "kind": "tick", "pid": 0}, read_and_advance)
+    ledger.append({"attempt": attempt, "run": attempt, "kind": "stop", "pid": 0}, read_and_advance)
+
+
+def test_ledger_appends_from_several_processes_stay_in_counter_order(tmp_path):
+    import multiprocessing
+
+    from harness.energy.ledger import GpuLedger, attribute, measured_total
+
+    counter = tmp_path / "counter"
+    counter.write_text("0")
+    path = tmp_path / "energy" / "GPU-x.jsonl"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_events, args=(str(path), str(counter), f"r{i}", 40)) for i in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    events = GpuLedger(path).events()
+    assert len(events) == 3 * 42 and len(path.read_text().splitlines()) == 3 * 42  # no torn or lost line
+    assert [e["mj"] for e in events] == [7 * (k + 1) for k in range(3 * 42)]  # the file's order is the counter's
+    parts = [attribute(events, f"r{i}", alive=lambda e: False)["gpu_mj"] for i in range(3)]
+    assert sum(parts) == pytest.approx(measured_total(events, alive=lambda e: False)["gpu_mj"], rel=1e-12)
