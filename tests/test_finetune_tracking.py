@@ -341,3 +341,25 @@ def test_ledger_appends_from_several_processes_stay_in_counter_order(tmp_path):
     assert [e["mj"] for e in events] == [7 * (k + 1) for k in range(3 * 42)]  # the file's order is the counter's
     parts = [attribute(events, f"r{i}", alive=lambda e: False)["gpu_mj"] for i in range(3)]
     assert sum(parts) == pytest.approx(measured_total(events, alive=lambda e: False)["gpu_mj"], rel=1e-12)
+
+
+def test_ledger_events_carry_nvml_per_process_utilisation(shared_gpu, tmp_path):
+    import os
+
+    me = os.getpid()
+    shared_gpu.utilisation = [(me, 50.0), (me, 70.0), (4242, 10.0)]  # two samples of ours, one of another process
+
+    def tracker(run_id):
+        return EfficiencyTracker(cuda_devices=[0], codecarbon=False, ledger_dir=tmp_path, run_id=run_id, tick_secs=0)
+
+    a, b = tracker("a"), tracker("b")
+    _at(shared_gpu, 1000.0, 0, a.start)
+    _at(shared_gpu, 1000.0, 0, b.start)
+    _at(shared_gpu, 1010.0, 8000, a.stop)
+    _at(shared_gpu, 1010.0, 0, b.stop)
+    (path,) = tmp_path.glob("*.jsonl")
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    assert events[0]["util"] == {str(me): 60.0, "4242": 10.0}
+    # both runs are this process (same pid): equal utilisation, equal parts, by the utilisation method
+    assert a.result["attribution"]["method"] == "process-utilisation"
+    assert a.result["breakdown"]["gpu_kwh"] == b.result["breakdown"]["gpu_kwh"] == pytest.approx(4000 / MJ_PER_KWH)
