@@ -15,7 +15,7 @@ import pytest
 
 from harness.cli import main as vnr
 from harness.finetune import run_finetune
-from harness.finetune.train import COMPLETE_MARKER, latest_checkpoint
+from harness.finetune.checkpoints import COMPLETE_MARKER, latest_checkpoint
 from harness.specs import FinetuneSpec
 from harness.store import RunStore
 from ranking.errors import UserError
@@ -44,6 +44,7 @@ def _check_record(rec: dict, spec: FinetuneSpec, steps: int) -> None:
         assert isinstance(eff[key], float) and eff[key] >= 0
     assert eff["energy_kwh"] > 0 and 0 < eff["duration_h"] * 3600 < rec["wall_time_s"]
     assert eff["gpu_hours"] == 0.0  # CPU run
+    assert eff["packing"] == 1 and eff["attribution"] == {"method": "no GPU", "colocated": [], "share": 1.0}
     assert eff["energy_kwh"] == pytest.approx(sum(eff["breakdown"].values()))
     assert eff["co2_kg"] == pytest.approx(eff["energy_kwh"] * eff["grid_intensity_g_per_kwh"] / 1000)
     assert eff["backend"] and eff["country_iso_code"] == "USA"

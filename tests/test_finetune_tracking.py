@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
-from harness import tracking
-from harness.tracking import (
-    MJ_PER_KWH,
-    EfficiencyTracker,
-    NvmlEnergyMeter,
-    add_previous,
-    grid_intensity,
-    read_checkpoint_efficiency,
-)
+from harness.energy import intensity
+from harness.energy.intensity import grid_intensity
+from harness.energy.nvml import MJ_PER_KWH, NvmlEnergyMeter
+from harness.energy.tracker import EfficiencyTracker, add_previous, read_checkpoint_efficiency
 from ranking.errors import UserError
 
 
@@ -137,7 +133,233 @@ def test_slurm_array_task_scope(monkeypatch):
     monkeypatch.setenv("SLURM_JOB_ID", "1235")
     monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "1234")
     monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "7")
-    tracking.scope_slurm_array_task()
+    intensity.scope_slurm_array_task()
     import os
 
     assert os.environ["SLURM_JOB_ID"] == "1234_7"
+
+
+# ---------------------------------------------------------------------- runs sharing one GPU
+class SharedGpu(FakeNvml):
+    """One GPU (NVML index 0) with a UUID, an energy counter we set by hand, and optional per-process utilisation."""
+
+    def __init__(self):
+        super().__init__()
+        self.counters = {0: 1_000_000}
+        self.utilisation = None  # list of (pid, smUtil) samples, or None: NVML reports none
+
+    def nvmlDeviceGetUUID(self, h):
+        return "GPU-0000aaaa-1111-2222-3333-444455556666"
+
+    def nvmlDeviceGetProcessUtilization(self, h, last_seen):
+        if self.utilisation is None:
+            import pynvml
+
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(pid=pid, smUtil=u, timeStamp=last_seen + 1) for pid, u in self.utilisation]
+
+
+@pytest.fixture
+def shared_gpu(monkeypatch):
+    import pynvml
+
+    from harness.energy import ledger
+
+    fake = SharedGpu()
+    for name in dir(fake):
+        if name.startswith("nvml"):
+            monkeypatch.setattr(pynvml, name, getattr(fake, name), raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("VNR_GPU_SLOT", raising=False)
+    clock = {"t": 1000.0}
+    monkeypatch.setattr(ledger, "_now", lambda: clock["t"])
+    fake.clock = clock
+    return fake
+
+
+def _at(gpu, t, mj_added, action):
+    """Advance the GPU's clock to ``t`` and its counter by ``mj_added``, then do ``action``."""
+    gpu.clock["t"] = t
+    gpu.counters[0] += mj_added
+    return action()
+
+
+def test_three_overlapping_runs_split_the_measured_energy_exactly(shared_gpu, tmp_path):
+    # A runs over [0, 30], B over [10, 40], C over [20, 50] (seconds after 1000). The GPU measures
+    # 3000 mJ alone with A, 6000 with A+B, 9000 with A+B+C, 4000 with B+C, 2000 with C alone.
+    def tracker(run_id):
+        return EfficiencyTracker(cuda_devices=[0], codecarbon=False, country_iso_code="FRA",
+                                 ledger_dir=tmp_path / "energy", run_id=run_id, tick_secs=0)
+
+    a, b, c = tracker("run-a"), tracker("run-b"), tracker("run-c")
+    _at(shared_gpu, 1000.0, 0, a.start)
+    _at(shared_gpu, 1010.0, 3000, b.start)
+    _at(shared_gpu, 1020.0, 6000, c.start)
+    _at(shared_gpu, 1030.0, 9000, a.stop)
+    _at(shared_gpu, 1040.0, 4000, b.stop)
+    _at(shared_gpu, 1050.0, 2000, c.stop)
+    ea, eb, ec = a.result, b.result, c.result
+    # each interval split equally between the runs active in it (NVML reports no per-process utilisation)
+    assert ea["breakdown"]["gpu_kwh"] == pytest.approx((3000 + 3000 + 3000) / MJ_PER_KWH, rel=1e-12)
+    assert eb["breakdown"]["gpu_kwh"] == pytest.approx((3000 + 3000 + 2000) / MJ_PER_KWH, rel=1e-12)
+    assert ec["breakdown"]["gpu_kwh"] == pytest.approx((3000 + 2000 + 2000) / MJ_PER_KWH, rel=1e-12)
+    total = sum(e["breakdown"]["gpu_kwh"] for e in (ea, eb, ec))
+    assert total == pytest.approx(24000 / MJ_PER_KWH, rel=1e-12)  # what the meter measured, exactly
+    assert ea["energy_kwh"] == ea["breakdown"]["gpu_kwh"]  # codecarbon off: GPU only
+    # GPU time: A has 10 s alone, half of 10 s, a third of 10 s; the three add up to the 50 s the GPU was busy
+    assert [e["gpu_hours"] * 3600 for e in (ea, eb, ec)] == [pytest.approx(10 + 5 + 10 / 3),
+                                                              pytest.approx(10 / 3 + 5 + 5),
+                                                              pytest.approx(10 / 3 + 5 + 10)]
+    assert sum(e["gpu_hours"] for e in (ea, eb, ec)) * 3600 == pytest.approx(50.0)
+    assert [e["packing"] for e in (ea, eb, ec)] == [3, 3, 3]
+    assert ea["attribution"]["method"] == "time-overlap"
+    assert ea["attribution"]["colocated"] == ["run-b", "run-c"]
+    assert eb["attribution"]["colocated"] == ["run-a", "run-c"]
+    # share: the run's part of what the GPU measured over the run's own interval
+    assert ea["attribution"]["share"] == pytest.approx(9000 / 18000)
+    assert eb["attribution"]["share"] == pytest.approx(8000 / 19000)
+    assert ec["attribution"]["share"] == pytest.approx(7000 / 15000)
+    assert ea["gpu_kwh_measured"] == pytest.approx(18000 / MJ_PER_KWH)
+    ledger_file = tmp_path / "energy" / "GPU-0000aaaa-1111-2222-3333-444455556666.jsonl"
+    lines = ledger_file.read_text().splitlines()
+    assert len(lines) == 6 and [json.loads(x)["kind"] for x in lines] == ["start"] * 3 + ["stop"] * 3
+
+
+def test_a_run_alone_keeps_the_whole_gpu(shared_gpu, tmp_path):
+    t = EfficiencyTracker(cuda_devices=[0], codecarbon=False, ledger_dir=tmp_path, run_id="solo", tick_secs=0)
+    _at(shared_gpu, 1000.0, 0, t.start)
+    _at(shared_gpu, 1036.0, 7200, t.stop)
+    eff = t.result
+    assert eff["breakdown"]["gpu_kwh"] == pytest.approx(7200 / MJ_PER_KWH)
+    assert eff["packing"] == 1 and eff["gpu_hours"] == pytest.approx(0.01)
+    assert eff["attribution"]["method"] == "sole" and eff["attribution"]["colocated"] == []
+    assert eff["attribution"]["share"] == 1.0
+
+
+def test_split_by_process_utilisation_where_nvml_reports_it():
+    from harness.energy.ledger import attribute, measured_total
+
+    def ev(attempt, kind, t, mj, util=None):
+        return {"attempt": attempt, "run": attempt.upper(), "pid": {"a": 101, "b": 202}[attempt], "kind": kind,
+                "t": t, "mj": mj, "util": util}
+
+    events = [
+        ev("a", "start", 0.0, 0),
+        ev("b", "start", 10.0, 1000),
+        ev("a", "tick", 20.0, 5000, {"101": 60.0, "202": 20.0}),  # A did 3/4 of the work
+        ev("b", "tick", 30.0, 9000),  # no per-process figures here: equal parts
+        ev("a", "stop", 40.0, 11000, {"101": 0.0, "202": 0.0}),  # all idle: equal parts
+        ev("b", "stop", 50.0, 12000),
+    ]
+    a, b = attribute(events, "a"), attribute(events, "b")
+    assert a["gpu_mj"] == 1000 + 3000 + 2000 + 1000
+    assert b["gpu_mj"] == 1000 + 2000 + 1000 + 1000
+    assert a["gpu_mj"] + b["gpu_mj"] == measured_total(events)["gpu_mj"] == 12000
+    assert a["method"] == "process-utilisation+time-overlap"
+    assert a["gpu_seconds"] == pytest.approx(10 + 7.5 + 5 + 5) and b["gpu_seconds"] == pytest.approx(2.5 + 5 + 5 + 10)
+
+
+def test_a_killed_run_stops_counting_at_its_last_event():
+    from harness.energy.ledger import attribute
+
+    events = [
+        {"attempt": "a", "run": "A", "kind": "start", "t": 0.0, "mj": 0, "pid": 1},
+        {"attempt": "k", "run": "K", "kind": "start", "t": 0.0, "mj": 0, "pid": 2},
+        {"attempt": "k", "run": "K", "kind": "tick", "t": 10.0, "mj": 2000, "pid": 2},  # then K was killed
+        {"attempt": "a", "run": "A", "kind": "stop", "t": 30.0, "mj": 6000, "pid": 1},
+    ]
+    a = attribute(events, "a", alive=lambda e: e["attempt"] != "k")
+    assert a["gpu_mj"] == 0 + 1000 + 4000  # half of [0, 10], all of [10, 30]
+    assert a["packing"] == 2 and a["colocated"] == ["K"]
+
+
+def test_no_gpu_no_attribution():
+    with EfficiencyTracker(cuda_devices=[], codecarbon=False, ledger_dir="/nonexistent", run_id="x") as t:
+        pass
+    assert t.result["packing"] == 1
+    assert t.result["attribution"] == {"method": "no GPU", "colocated": [], "share": 1.0}
+    assert t.result["gpu_hours"] == 0.0
+
+
+def test_resumed_run_keeps_its_largest_packing_and_all_neighbours():
+    prev = {"energy_kwh": 1.0, "gpu_hours": 1.0, "breakdown": {"cpu_kwh": 0.0, "ram_kwh": 0.0, "gpu_kwh": 1.0},
+            "gpu_kwh_measured": 4.0, "packing": 4, "attribution": {"method": "time-overlap", "colocated": ["b", "c"]}}
+    cur = {"energy_kwh": 2.0, "gpu_hours": 1.0, "breakdown": {"cpu_kwh": 0.0, "ram_kwh": 0.0, "gpu_kwh": 2.0},
+           "gpu_kwh_measured": 2.0, "packing": 1, "attribution": {"method": "sole", "colocated": []}}
+    out = add_previous(cur, prev)
+    assert out["packing"] == 4 and out["attribution"]["colocated"] == ["b", "c"]
+    assert out["attribution"]["share"] == pytest.approx(3.0 / 6.0)
+    assert out["attribution"]["method"] == "sole+time-overlap"
+
+
+def test_unwritable_ledger_charges_the_whole_gpu_and_says_why(shared_gpu, tmp_path):
+    blocker = tmp_path / "energy"
+    blocker.write_text("a file where the ledger folder should be")
+    t = EfficiencyTracker(cuda_devices=[0], codecarbon=False, ledger_dir=blocker, run_id="r", tick_secs=0)
+    _at(shared_gpu, 1000.0, 0, t.start)
+    _at(shared_gpu, 1010.0, 3600, t.stop)
+    eff = t.result
+    assert eff["breakdown"]["gpu_kwh"] == pytest.approx(3600 / MJ_PER_KWH) and eff["packing"] == 1
+    assert eff["attribution"]["method"] == "whole GPU (no ledger)" and "ledger_error" in eff["attribution"]
+
+
+def _append_events(path: str, counter: str, attempt: str, n: int) -> None:
+    from harness.energy.ledger import GpuLedger
+
+    def read_and_advance() -> int:  # a GPU counter shared by the processes (a file), read inside the lock
+        value = int(open(counter).read()) + 7
+        with open(counter, "w") as fh:
+            fh.write(str(value))
+        return value
+
+    ledger = GpuLedger(path)
+    ledger.append({"attempt": attempt, "run": attempt, "kind": "start", "pid": 0}, read_and_advance)
+    for _ in range(n):
+        ledger.append({"attempt": attempt, "run": attempt, "kind": "tick", "pid": 0}, read_and_advance)
+    ledger.append({"attempt": attempt, "run": attempt, "kind": "stop", "pid": 0}, read_and_advance)
+
+
+def test_ledger_appends_from_several_processes_stay_in_counter_order(tmp_path):
+    import multiprocessing
+
+    from harness.energy.ledger import GpuLedger, attribute, measured_total
+
+    counter = tmp_path / "counter"
+    counter.write_text("0")
+    path = tmp_path / "energy" / "GPU-x.jsonl"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_events, args=(str(path), str(counter), f"r{i}", 40)) for i in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    events = GpuLedger(path).events()
+    assert len(events) == 3 * 42 and len(path.read_text().splitlines()) == 3 * 42  # no torn or lost line
+    assert [e["mj"] for e in events] == [7 * (k + 1) for k in range(3 * 42)]  # the file's order is the counter's
+    parts = [attribute(events, f"r{i}", alive=lambda e: False)["gpu_mj"] for i in range(3)]
+    assert sum(parts) == pytest.approx(measured_total(events, alive=lambda e: False)["gpu_mj"], rel=1e-12)
+
+
+def test_ledger_events_carry_nvml_per_process_utilisation(shared_gpu, tmp_path):
+    import os
+
+    me = os.getpid()
+    shared_gpu.utilisation = [(me, 50.0), (me, 70.0), (4242, 10.0)]  # two samples of ours, one of another process
+
+    def tracker(run_id):
+        return EfficiencyTracker(cuda_devices=[0], codecarbon=False, ledger_dir=tmp_path, run_id=run_id, tick_secs=0)
+
+    a, b = tracker("a"), tracker("b")
+    _at(shared_gpu, 1000.0, 0, a.start)
+    _at(shared_gpu, 1000.0, 0, b.start)
+    _at(shared_gpu, 1010.0, 8000, a.stop)
+    _at(shared_gpu, 1010.0, 0, b.stop)
+    (path,) = tmp_path.glob("*.jsonl")
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    assert events[0]["util"] == {str(me): 60.0, "4242": 10.0}
+    # both runs are this process (same pid): equal utilisation, equal parts, by the utilisation method
+    assert a.result["attribution"]["method"] == "process-utilisation"
+    assert a.result["breakdown"]["gpu_kwh"] == b.result["breakdown"]["gpu_kwh"] == pytest.approx(4000 / MJ_PER_KWH)

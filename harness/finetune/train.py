@@ -2,7 +2,7 @@
 
 :func:`run_finetune` loads the task, builds the model, trains with the
 Hugging Face ``Trainer`` (evaluating on dev after every epoch), tracks
-efficiency with :class:`harness.tracking.EfficiencyCallback`, and writes one
+efficiency with :class:`harness.finetune.callbacks.EfficiencyCallback`, and writes one
 JSON record atomically to ``<output>/runs/<run_id>.json``.
 
 Restartability:
@@ -26,12 +26,7 @@ measures these against plain ``Trainer`` defaults.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import os
-import re
-import shutil
 import time
 import traceback
 from dataclasses import asdict
@@ -39,89 +34,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.finetune.checkpoints import checkpoint_step, latest_checkpoint
+from harness.finetune.checkpoints import drop_incomplete_checkpoints as _drop_incomplete_checkpoints
 from harness.finetune.metrics import best_over_epochs, compute_metrics, predictions_from_logits
 from harness.finetune.tasks import GlueTask, Split, get_task, load_task
 from harness.specs import FinetuneSpec
-from harness.store import STATUS_FAILED, STATUS_OK, RunStore, atomic_write_json
+from harness.store import STATUS_FAILED, STATUS_OK, RunStore
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
 
-COMPLETE_MARKER = "vnr-complete.json"
 TINY_TOKENIZER_TEXTS = 2000  # sentences a tiny model's tokenizer is trained on
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 _EVAL_NAMES = {"": "dev_matched", "_mm": "dev_mismatched"}
-_CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
 # Keys of the spec that name the run rather than tune it.
 _NAMING = ("model", "task", "seed")
-
-
-# ---------------------------------------------------------------------- checkpoints
-def is_complete_checkpoint(folder: Path) -> bool:
-    """True when ``folder`` was fully written: our marker and a readable ``trainer_state.json``."""
-    try:
-        json.loads((folder / COMPLETE_MARKER).read_text())
-        state = json.loads((folder / "trainer_state.json").read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        return False
-    match = _CKPT_RE.match(folder.name)
-    return bool(match) and int(state.get("global_step", -1)) == int(match.group(1))
-
-
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The complete checkpoint with the highest step under ``run_dir`` (None if there is none)."""
-    if not run_dir.is_dir():
-        return None
-    found = sorted(
-        ((int(m.group(1)), p) for p in run_dir.iterdir() if p.is_dir() and (m := _CKPT_RE.match(p.name))),
-        reverse=True,
-    )
-    for _, folder in found:
-        if is_complete_checkpoint(folder):
-            return folder
-    return None
-
-
-def _drop_incomplete_checkpoints(run_dir: Path, keep: Path | None) -> None:
-    """Remove half-written checkpoints newer than ``keep`` (the one we resume from)."""
-    if not run_dir.is_dir():
-        return
-    keep_step = int(_CKPT_RE.match(keep.name).group(1)) if keep is not None else -1
-    for p in run_dir.iterdir():
-        m = _CKPT_RE.match(p.name)
-        if m and p.is_dir() and int(m.group(1)) > keep_step and not is_complete_checkpoint(p):
-            log.info("removing incomplete checkpoint %s", p)
-            shutil.rmtree(p, ignore_errors=True)
-
-
-def _mark_complete(folder: Path, step: int) -> None:
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            with contextlib.suppress(OSError), open(path, "rb") as fh:
-                os.fsync(fh.fileno())
-    atomic_write_json(folder / COMPLETE_MARKER, {"global_step": step, "time": time.time()})
-
-
-def _checkpoint_callback_class() -> type:
-    from transformers import TrainerCallback
-
-    class CheckpointCallback(TrainerCallback):
-        """Extra saves every ``save_steps`` steps (besides every epoch) and the completeness marker."""
-
-        def __init__(self, save_steps: int | None):
-            self.save_steps = save_steps
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-            if self.save_steps and state.global_step % self.save_steps == 0:
-                control.should_save = True
-            return control
-
-        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if state.is_world_process_zero and folder.is_dir():
-                _mark_complete(folder, state.global_step)
-
-    return CheckpointCallback
 
 
 # ---------------------------------------------------------------------- runtime choices
@@ -131,6 +58,10 @@ def runtime_settings(precision: str = "auto", optim: str | None = None) -> dict[
     On CPU: fp32 and ``adamw_torch``. On an NVIDIA GPU: bf16 where supported else
     fp16, TF32 on compute capability >= 8.0, ``adamw_torch_fused``.
     """
+    # UNMEASURED: the GPU defaults below (bf16/fp16 for "auto", TF32, the fused AdamW) were chosen, not
+    # measured. Issue 15 reports bf16 *slower* than fp32 at batch 16 on one H100 (186-247 vs 336-348
+    # samples/s), alone and packed 8 per GPU. They stay as they are until scripts/bench_gpu_grid.py and
+    # scripts/bench_finetune.py are run on a GPU; put the measured table here when that happens.
     import torch
 
     if precision not in PRECISIONS:
@@ -267,7 +198,7 @@ def run_finetune(
     if save_steps is not None and save_steps <= 0:
         raise UserError(f"save_steps must be a positive integer (got {save_steps!r})")
     if track_efficiency:
-        from harness.tracking import grid_intensity
+        from harness.energy.intensity import grid_intensity
 
         grid_intensity(country_iso_code, region)  # unknown country -> UserError now, not after training
     store.ensure_writable()
@@ -354,8 +285,9 @@ def _train(
     import transformers
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
+    from harness.energy.tracker import EfficiencyTracker, read_checkpoint_efficiency
+    from harness.finetune.callbacks import CheckpointCallback, EfficiencyCallback
     from harness.models import load_model, resolve_model
-    from harness.tracking import EfficiencyTracker, read_checkpoint_efficiency
 
     transformers.logging.set_verbosity_error()
     if not progress:
@@ -437,12 +369,14 @@ def _train(
     callbacks: list[Any] = []
     tracker = None
     if tracker_kwargs is not None:
-        from harness.tracking import EfficiencyCallback
-
         used = list(range(args.n_gpu)) if cuda and args.n_gpu > 1 else ([args.device.index or 0] if cuda else [])
-        tracker = EfficiencyTracker(cuda_devices=used, previous=read_checkpoint_efficiency(resume), **tracker_kwargs)
+        # The GPU ledgers live beside the run store (run_dir = <output>/checkpoints/<run_id>): runs that
+        # share a GPU split its measured energy between them (harness.energy.ledger).
+        tracker = EfficiencyTracker(cuda_devices=used, previous=read_checkpoint_efficiency(resume),
+                                    ledger_dir=run_dir.parent.parent / "energy", run_id=run_dir.name,
+                                    **tracker_kwargs)
         callbacks.append(EfficiencyCallback(tracker))  # before the marker: its file is part of the checkpoint
-    callbacks.append(_checkpoint_callback_class()(save_steps))
+    callbacks.append(CheckpointCallback(save_steps))
     trainer = Trainer(
         model=model,
         args=args,
@@ -455,7 +389,7 @@ def _train(
     )
     resumed_from = None
     if resume is not None:
-        resumed_from = int(_CKPT_RE.match(resume.name).group(1))
+        resumed_from = checkpoint_step(resume)
         log.info("resuming %s from %s", run_dir.name, resume)
     try:
         train_out = trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)

@@ -1,0 +1,88 @@
+"""Grid carbon intensity (g CO2eq/kWh) of a configured country/region, from codecarbon's bundled data.
+
+The country is configuration, not detection: an ISO 3166 alpha-3 code (``USA``,
+``FRA``, ``DEU``; optional region for USA/CAN, e.g. ``california``) given per call,
+else ``$VNR_COUNTRY_ISO_CODE`` / ``$VNR_REGION``, else :data:`DEFAULT_COUNTRY`.
+No location look-up and no Electricity Maps request is ever made.
+
+Also here: :func:`scope_slurm_array_task`, which prepares the environment that
+codecarbon reads when it is imported (every codecarbon import goes through this
+module or :mod:`harness.energy.tracker`, which calls it first).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ranking.errors import UserError
+
+DEFAULT_COUNTRY = "USA"
+COUNTRY_ENV = "VNR_COUNTRY_ISO_CODE"
+REGION_ENV = "VNR_REGION"
+
+
+def scope_slurm_array_task() -> None:
+    """In a SLURM array task, point ``SLURM_JOB_ID`` at this task (``<array job>_<task>``).
+
+    codecarbon reads ``SLURM_JOB_ID`` when it is imported to ask ``scontrol`` for the
+    job's CPUs; for an array task the array's own id would describe the whole array.
+    """
+    array_job, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    if array_job and task:
+        os.environ["SLURM_JOB_ID"] = f"{array_job}_{task}"
+
+
+def resolve_location(country_iso_code: str | None = None, region: str | None = None) -> tuple[str, str | None]:
+    """(country, region): the arguments, else ``$VNR_COUNTRY_ISO_CODE`` / ``$VNR_REGION``, else USA.
+
+    >>> resolve_location(" fra ", "Ile-de-France")
+    ('FRA', 'ile-de-france')
+    """
+    country = (country_iso_code or os.environ.get(COUNTRY_ENV) or DEFAULT_COUNTRY).strip().upper()
+    region = region or os.environ.get(REGION_ENV) or None
+    return country, (region.strip().lower() if region else None)
+
+
+def grid_intensity(country_iso_code: str | None = None, region: str | None = None) -> dict[str, Any]:
+    """Grid carbon intensity (g CO2eq/kWh) from codecarbon's bundled data, offline.
+
+    >>> round(grid_intensity("FRA")["g_per_kwh"]) < round(grid_intensity("POL")["g_per_kwh"])
+    True
+    """
+    country, region = resolve_location(country_iso_code, region)
+    scope_slurm_array_task()
+    from codecarbon.core.emissions import Emissions
+    from codecarbon.core.units import Energy
+    from codecarbon.external.geography import GeoMetadata
+    from codecarbon.input import DataSource
+
+    source = DataSource()
+    mix = source.get_global_energy_mix_data()
+    if country not in mix:
+        raise UserError(
+            f"unknown country ISO code {country!r} for the carbon intensity: use an ISO 3166 alpha-3 code "
+            f"such as USA, FRA, DEU, GBR (option --country or {COUNTRY_ENV})"
+        )
+    geo = GeoMetadata(country_iso_code=country, country_name=mix[country].get("country_name"), region=region)
+    # electricitymaps_api_token=None: never ask the Electricity Maps API, even if a config file names a token.
+    emissions = Emissions(source, electricitymaps_api_token=None)
+    kg = emissions.get_private_infra_emissions(Energy.from_energy(kWh=1.0), geo)
+    where = f"{country}/{region}" if region else country
+    return {
+        "g_per_kwh": float(kg) * 1000.0,
+        "country_iso_code": country,
+        "country_name": geo.country_name,
+        "region": region,
+        "source": f"codecarbon {codecarbon_version()} bundled energy-mix data ({where})",
+    }
+
+
+def codecarbon_version() -> str:
+    """The installed codecarbon's version ('?' if it cannot be read)."""
+    try:
+        from codecarbon import __version__
+
+        return str(__version__)
+    except Exception:  # pragma: no cover
+        return "?"
