@@ -27,9 +27,7 @@ from harness.grid.local import (
     RAN,
     SKIPPED,
     execute,
-    is_locked,
     run_spec,
-    spec_lock,
     summary_line,
 )
 from harness.grid.status import grid_status
@@ -49,14 +47,12 @@ def _grid(**hyper):
 
 
 def record_runner(spec, output, *, data_root=None, progress=True, calls_file=None, **_):
-    """A run function with the real contract: writes an ok record atomically, returns it."""
+    """A run function with the real contract: stores an ok record through the store's lifecycle, returns it."""
     if calls_file:
         with open(calls_file, "a") as fh:  # O_APPEND: one line per call, even across processes
             fh.write(spec.run_id() + "\n")
-    rec = {"run_id": spec.run_id(), "kind": spec.kind, "model": spec.model, "status": "ok",
-           "metrics": {"accuracy": 0.5}, "payload": "x" * 20000}
-    RunStore(output).write(rec)
-    return rec
+    with RunStore(output).run(spec) as run:
+        return run.finish({"metrics": {"accuracy": 0.5}, "payload": "x" * 20000})
 
 
 def test_execute_runs_then_skips_finished_runs(tmp_path):
@@ -97,18 +93,27 @@ def test_failed_run_records_its_error_and_the_next_run_retries_it(tmp_path):
     assert RunStore(tmp_path).is_done(bad)
 
 
-def test_a_run_function_that_stores_its_own_failure_keeps_it(tmp_path):
+def test_a_run_function_that_stores_its_own_failure_keeps_it(tmp_path, monkeypatch):
+    """The run function's failure record (with its reason) is the attempt's one record: never overwritten."""
     spec = FinetuneSpec("tiny:bert", "rte", 0)
+    writes = []
+    real_write = RunStore.write
+    monkeypatch.setattr(RunStore, "write", lambda self, rec: writes.append(rec["status"]) or real_write(self, rec))
 
     def fails_with_record(spec, output, **kw):
-        RunStore(output).write({"run_id": spec.run_id(), "status": "failed", "error": "ValueError: own words"})
-        raise ValueError("own words")
+        with RunStore(output).run(spec) as run:  # joins the executor's attempt
+            run.finish({"history": [{"eval_loss": float("nan")}]}, error="diverged: eval_loss nan")
+            raise ValueError("own words")
 
     outcome = run_spec(spec, tmp_path, runner=fails_with_record)
-    assert outcome.status == FAILED
-    assert RunStore(tmp_path).get(spec.run_id())["error"] == "ValueError: own words"
+    assert outcome.status == FAILED and outcome.error == "diverged: eval_loss nan"
+    rec = RunStore(tmp_path).get(spec.run_id())
+    assert writes == ["failed"]  # written once, by the run function
+    assert rec["error"] == "diverged: eval_loss nan" and rec["traceback"] is None
+    assert rec["history"] == [{"eval_loss": None}] and rec["nonfinite"] == {"history[0].eval_loss": "nan"}
     with pytest.raises(ValueError):
         run_spec(spec, tmp_path, runner=fails_with_record, raise_errors=True)
+    assert writes == ["failed", "failed"]
 
 
 def test_changed_hyperparameter_makes_new_runs_instead_of_reusing_stale_results(tmp_path):
@@ -126,10 +131,10 @@ def test_changed_hyperparameter_makes_new_runs_instead_of_reusing_stale_results(
 def test_a_spec_held_by_another_process_is_left_to_it(tmp_path):
     spec = BiasSpec("tiny:bert", "stereoset", limit=3)
     store = RunStore(tmp_path)
-    with spec_lock(store, spec.run_id()) as got:
-        assert got and is_locked(store, spec.run_id())
+    with store.lock(spec.run_id()) as fd:
+        assert fd is not None and store.is_locked(spec.run_id())
         assert run_spec(spec, tmp_path, runner=record_runner).status == BUSY
-    assert not is_locked(store, spec.run_id())
+    assert not store.is_locked(spec.run_id())
     assert run_spec(spec, tmp_path, runner=record_runner).status == RAN
 
 
@@ -181,7 +186,8 @@ KILL_SCRIPT = textwrap.dedent(
             ready.write_text("running")
             time.sleep(120)
         os.fsync = stall
-        RunStore(output).write({"run_id": spec.run_id(), "status": "ok", "payload": "y" * 100000})
+        with RunStore(output).run(spec) as run:
+            run.finish({"payload": "y" * 100000})
 
     run_spec(BiasSpec("tiny:bert", "winobias", limit=7), out, runner=runner)
     """
@@ -205,7 +211,7 @@ def test_a_task_killed_mid_write_or_mid_run_leaves_no_result(tmp_path, mode):
     store = RunStore(tmp_path)
     assert not store.result_path(spec.run_id()).exists()
     assert store.get(spec.run_id()) is None and list(store.records()) == []
-    assert not is_locked(store, spec.run_id())  # the kernel dropped the dead task's lock
+    assert not store.is_locked(spec.run_id())  # the kernel dropped the dead task's lock
     exp = parse_experiment({"bias": {"models": ["tiny:bert"], "datasets": ["winobias"], "options": {"limit": 7}}})
     [st] = grid_status(exp.with_output(tmp_path), use_squeue=False)
     assert st.state == "missing" and "stale" in st.detail
