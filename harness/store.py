@@ -496,8 +496,12 @@ class Run:
         body = {k: v for k, v in result.items() if k not in lifecycle or k in _NAMING}
         record = {**lifecycle, **body}
         record.setdefault("environment", environment_info(import_libraries=False))
-        self.record, self.recorded = record, True  # once: even if the write fails, nobody writes another
-        self.store.write(record)
+        self.record, self.recorded = record, True
+        try:
+            self.store.write(record)
+        except OSError:  # e.g. ENOSPC: this run fails (the lifecycle tries a smaller failure record)
+            self.record, self.recorded = None, False
+            raise
         return self.store.get(self.run_id) or record
 
     def fail(self, exc: BaseException, result: Mapping[str, Any] | None = None) -> None:
