@@ -241,3 +241,33 @@ def test_isolated_run_that_crashes_fails_only_itself(tmp_path, monkeypatch):
     assert outcomes[0].error == "RuntimeError: the run process exited with status -9"
     rec = RunStore(tmp_path / "out").get(specs[0].run_id())
     assert rec["status"] == "failed" and rec["error"] == "RuntimeError: the run process exited with status -9"
+
+
+def test_terminal_shows_one_line_per_finished_run_and_the_details_go_to_its_log(tmp_path, capfd):
+    import logging
+
+    specs = [BiasSpec("tiny:bert", "crows_pairs", limit=n) for n in (1, 2)]
+
+    def chatty(spec, output, **kw):
+        print(f"trainer says hello from {spec.limit}")
+        logging.getLogger("transformers.trainer").warning("a detail for the log")
+        if spec.limit == 2:
+            raise RuntimeError("no GPU left")
+        return record_runner(spec, output, **kw)
+
+    outcomes = execute(specs, tmp_path, runner=chatty, progress=False)
+    assert [o.status for o in outcomes] == [RAN, FAILED]
+    out, err = capfd.readouterr()
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 2
+    assert lines[0].split()[:2] == ["ok", specs[0].run_id()] and lines[0].endswith(" s")
+    assert lines[1].split()[:2] == ["failed", specs[1].run_id()] and lines[1].endswith(": RuntimeError: no GPU left")
+    log0 = (tmp_path / "logs" / f"{specs[0].run_id()}.log").read_text()
+    assert "trainer says hello from 1" in log0 and "a detail for the log" in log0
+    assert "trainer says hello from 2" in (tmp_path / "logs" / f"{specs[1].run_id()}.log").read_text()
+    # verbose: the details stay on the terminal, no log file
+    again = [BiasSpec("tiny:bert", "crows_pairs", limit=3)]
+    execute(again, tmp_path, runner=chatty, progress=False, verbose=True)
+    assert "trainer says hello from 3" in capfd.readouterr().out
+    assert not (tmp_path / "logs" / f"{again[0].run_id()}.log").exists()

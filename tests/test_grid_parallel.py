@@ -199,3 +199,16 @@ def test_worker_slots_export_the_gpu_to_each_child():
     assert all(s["CUDA_VISIBLE_DEVICES"] == s["VNR_GPU_SLOT"] for s in slots)
     with pytest.raises(Exception, match="runs_per_gpu must be a positive integer"):
         worker_slots(0, [])
+
+
+def test_plain_sbatch_entry_counts_tasks_of_n_specs(capsys):
+    from harness.grid import entry
+
+    smoke = str(REPO / "configs" / "experiments" / "smoke.yaml")
+    assert entry.main([smoke, "--count"]) == 0
+    n = int(capsys.readouterr().out)
+    assert entry.main([smoke, "--count", "--runs-per-gpu", "4"]) == 0
+    assert int(capsys.readouterr().out) == -(-n // 4)
+    assert entry.main([smoke, "--index", str(-(-n // 4)), "--runs-per-gpu", "4"]) == 2
+    assert "outside the grid" in capsys.readouterr().err
+    assert entry.task_specs(list(range(n)), -(-n // 4) - 1, 4) == list(range(4 * (-(-n // 4) - 1), n))
