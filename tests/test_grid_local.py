@@ -250,7 +250,8 @@ def test_terminal_shows_one_line_per_finished_run_and_the_details_go_to_its_log(
 
     def chatty(spec, output, **kw):
         print(f"trainer says hello from {spec.limit}")
-        logging.getLogger("transformers.trainer").warning("a detail for the log")
+        logging.getLogger("harness.finetune.train").warning("a detail for the log")
+        os.write(2, b"C-level noise\n")  # written to the file descriptor, as libraries and C code do
         if spec.limit == 2:
             raise RuntimeError("no GPU left")
         return record_runner(spec, output, **kw)
@@ -264,7 +265,7 @@ def test_terminal_shows_one_line_per_finished_run_and_the_details_go_to_its_log(
     assert lines[0].split()[:2] == ["ok", specs[0].run_id()] and lines[0].endswith(" s")
     assert lines[1].split()[:2] == ["failed", specs[1].run_id()] and lines[1].endswith(": RuntimeError: no GPU left")
     log0 = (tmp_path / "logs" / f"{specs[0].run_id()}.log").read_text()
-    assert "trainer says hello from 1" in log0 and "a detail for the log" in log0
+    assert "trainer says hello from 1" in log0 and "a detail for the log" in log0 and "C-level noise" in log0
     assert "trainer says hello from 2" in (tmp_path / "logs" / f"{specs[1].run_id()}.log").read_text()
     # verbose: the details stay on the terminal, no log file
     again = [BiasSpec("tiny:bert", "crows_pairs", limit=3)]

@@ -283,21 +283,38 @@ def worker_slots(runs_per_gpu: int, gpus: Sequence[int | str] | None) -> list[di
 
 @contextlib.contextmanager
 def _run_output_to(path: Path | None) -> Iterator[None]:
-    """Send this process's stdout/stderr and log records to ``path`` while a run goes on in-process."""
+    """Send this process's output to ``path`` while a run goes on in-process: stdout/stderr at the
+    file-descriptor level (libraries that kept a handle on the terminal, C code) and in Python,
+    and the root logger's records."""
     if path is None:
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+    with open(path, "a", buffering=1) as fh:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        saved_fds = []
+        for fd in (1, 2):
+            with contextlib.suppress(OSError):
+                saved_fds.append((fd, os.dup(fd)))
+                os.dup2(fh.fileno(), fd)
         handler = logging.StreamHandler(fh)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root = logging.getLogger()
-        saved = root.handlers[:]
+        saved_handlers = root.handlers[:]
         root.handlers = [handler]
         try:
-            yield
+            with contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+                yield
         finally:
-            root.handlers = saved
+            root.handlers = saved_handlers
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            for fd, copy in saved_fds:
+                os.dup2(copy, fd)
+                os.close(copy)
 
 
 def execute(
