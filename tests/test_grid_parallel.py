@@ -212,3 +212,40 @@ def test_plain_sbatch_entry_counts_tasks_of_n_specs(capsys):
     assert entry.main([smoke, "--index", str(-(-n // 4)), "--runs-per-gpu", "4"]) == 2
     assert "outside the grid" in capsys.readouterr().err
     assert entry.task_specs(list(range(n)), -(-n // 4) - 1, 4) == list(range(4 * (-(-n // 4) - 1), n))
+
+
+def test_slurm_submit_makes_tasks_of_n_specs_and_requeues_all_of_them(tmp_path, monkeypatch):
+    """sbatch is the external edge: a stand-in on PATH accepts the script; submitit's pickled calls are checked."""
+    import json
+
+    import submitit
+
+    from harness.grid import slurm
+    from harness.grid.config import load_experiment
+    from harness.grid.entry import GridTask
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {tmp_path / "script.sh"}\necho "Submitted batch job 4242"\n')
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("sbatch", "srun"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    exp = load_experiment(REPO / "configs" / "experiments" / "smoke.yaml", output=tmp_path / "out")
+    specs = exp.specs[:10]
+    assert slurm.submit(specs, exp.output, exp.slurm, name="t", runs_per_gpu=4, options=exp.options_for) == "4242"
+    assert "#SBATCH --array=0-2" in (tmp_path / "script.sh").read_text()  # ceil(10 / 4) tasks
+    manifest = json.loads((tmp_path / "out" / "submissions" / "4242.json").read_text())
+    assert manifest["tasks"] == {str(i): [s.run_id() for s in specs[4 * i:4 * i + 4]] for i in range(3)}
+    assert sorted(rid for _, rid in slurm.read_manifests(tmp_path / "out")["4242"]) == sorted(s.run_id() for s in specs)
+    for i in range(3):
+        pickled = tmp_path / "out" / "logs" / "slurm" / f"4242_{i}" / f"4242_{i}_submitted.pkl"
+        call = submitit.core.utils.DelayedSubmission.load(pickled)
+        group, output, _root, options = call.args
+        assert isinstance(call.function, GridTask) and output == str((tmp_path / "out").resolve())
+        assert [s.run_id() for s in group] == [s.run_id() for s in specs[4 * i:4 * i + 4]]
+        assert options == [exp.options_for(s) for s in group]
+        requeued = call.function.checkpoint(*call.args)  # preemption: the same N specs, each resumes
+        assert [s.run_id() for s in requeued.args[0]] == [s.run_id() for s in group]
+    with pytest.raises(Exception, match="runs_per_gpu must be a positive integer"):
+        slurm.submit(specs, exp.output, exp.slurm, name="t", runs_per_gpu=0)
