@@ -39,6 +39,7 @@ import re
 import shutil
 import socket
 import tempfile
+import threading
 import time
 import traceback as traceback_module
 import uuid
@@ -206,7 +207,7 @@ class RunStore:
         """Create the store or fail with a message that says what to fix."""
         try:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
-            probe = self.runs_dir / f".write-probe-{os.getpid()}"
+            probe = self.runs_dir / f".write-probe-{os.getpid()}-{threading.get_ident()}"
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as exc:
@@ -374,6 +375,9 @@ class RunStore:
         rid = spec.run_id()
         key = _key(self.root, rid)
         joined = _ACTIVE.get(key)
+        if joined is not None and joined.thread != threading.get_ident():
+            yield Run(self, spec, "busy")  # another thread of this process runs it
+            return
         if joined is None:
             joined = _inherited_attempt(self, spec)
             if joined is not None:
@@ -456,6 +460,7 @@ class Run:
         self.attempt = uuid.uuid4().hex[:16]
         self.started = time.time()
         self.depth = 0
+        self.thread = threading.get_ident()  # only this thread joins the attempt
 
     def child_env(self) -> dict[str, str]:
         """Environment for a child process that does this attempt's work (it must inherit ``lock_fd``)."""

@@ -34,8 +34,10 @@ SITECUSTOMIZE = textwrap.dedent(
 
         def runner(spec, output, **kw):
             if spec.run_id() == slow:
-                with open(os.environ["VNR_TEST_PID_FILE"], "w") as fh:
+                target = os.environ["VNR_TEST_PID_FILE"]
+                with open(target + ".tmp", "w") as fh:  # whole or absent: never a partial pid
                     fh.write(str(os.getpid()))
+                os.replace(target + ".tmp", target)
                 time.sleep(120)
             return real(spec, output, **kw)
 
@@ -249,3 +251,18 @@ def test_slurm_submit_makes_tasks_of_n_specs_and_requeues_all_of_them(tmp_path, 
         assert [s.run_id() for s in requeued.args[0]] == [s.run_id() for s in group]
     with pytest.raises(Exception, match="runs_per_gpu must be a positive integer"):
         slurm.submit(specs, exp.output, exp.slurm, name="t", runs_per_gpu=0)
+
+
+def test_the_same_spec_twice_in_one_pool_runs_once(tmp_path):
+    spec = BiasSpec("tiny:bert", "winobias", limit=2)
+    calls = []
+
+    def runner(spec, output, **kw):
+        calls.append(spec.run_id())
+        time.sleep(0.3)
+        with RunStore(output).run(spec) as run:
+            return run.finish({"metrics": {}})
+
+    outcomes = execute([spec, spec], tmp_path, runner=runner, progress=False, echo=False, runs_per_gpu=2, gpus=[])
+    assert calls == [spec.run_id()]
+    assert sorted(o.status for o in outcomes) in (["busy", RAN], [RAN, SKIPPED])

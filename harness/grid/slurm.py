@@ -1,4 +1,5 @@
-"""The SLURM executor: one job array through submitit, one task per pending spec.
+"""The SLURM executor: one job array through submitit, one task per pending spec
+(or per N specs run side by side on the task's GPU, with ``runs_per_gpu=N``).
 
 * resources (partition, time, GPUs, CPUs, memory, array parallelism, account,
   QoS, constraint) come from the config's ``slurm:`` section, overridden by the CLI;
@@ -8,7 +9,7 @@
   signals it); the task checkpoints its call and requeues itself; the run
   resumes from its training checkpoint (``max_timeouts`` bounds time-limit requeues);
 * a submission manifest ``<output>/submissions/<job>.json`` maps array indices
-  to run ids, so ``vnr status`` can say which specs are queued.
+  to run ids (a list of them for a task of N), so ``vnr status`` can say which specs are queued.
 
 ``--dry-run`` prints the sbatch script submitit would submit, without a cluster:
 
