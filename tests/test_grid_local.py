@@ -272,3 +272,16 @@ def test_terminal_shows_one_line_per_finished_run_and_the_details_go_to_its_log(
     execute(again, tmp_path, runner=chatty, progress=False, verbose=True)
     assert "trainer says hello from 3" in capfd.readouterr().out
     assert not (tmp_path / "logs" / f"{again[0].run_id()}.log").exists()
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '"ok"'])
+def test_a_run_json_that_is_not_an_object_is_missing_and_redone(tmp_path, text):
+    exp = _grid().with_output(tmp_path)
+    spec = exp.specs[0]
+    store = RunStore(tmp_path)
+    store.runs_dir.mkdir(parents=True)
+    store.result_path(spec.run_id()).write_text(text)
+    states = {st.run_id: st.state for st in grid_status(exp, use_squeue=False)}
+    assert states[spec.run_id()] == "missing"
+    outcomes = execute(exp.specs[:2], tmp_path, runner=record_runner, progress=False, echo=False)
+    assert [o.status for o in outcomes] == [RAN, RAN] and store.is_done(spec.run_id())
