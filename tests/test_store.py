@@ -214,3 +214,12 @@ def test_frame_has_one_row_per_run_and_flat_columns(tmp_path):
     assert frame.loc["a", "metrics.accuracy"] == 0.75 and frame.loc["a", "efficiency.energy_kwh"] == 0.5
     assert math.isnan(frame.loc["b", "metrics.accuracy"]) and frame.loc["b", "error"] == "x"
     assert frame.loc["a", "history"] == [{"epoch": 1.0}]
+
+
+@pytest.mark.parametrize("module", ["harness.store", "harness.grid.local", "harness.grid.entry", "harness.environment"])
+def test_lifecycle_modules_doctests(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
