@@ -1,20 +1,27 @@
-"""The run store: one JSON per run under ``<output>/runs/<run_id>.json``.
+"""The run store and the one run lifecycle: ``<output>/runs/<run_id>.json``, one record per run.
 
-Guarantees the rest of the harness relies on:
+What it holds, and nothing else:
 
-* **Atomic results.** A result is written to a temporary file in the same
-  directory, flushed and fsync'ed, then renamed over the final name (and the
-  directory fsync'ed). A crash, kill or preemption at any instant leaves
-  either the old state or the whole new file, never a partial one; many
-  SLURM array tasks can write to one store at once because each writes only
-  its own file and ``os.replace`` is atomic on POSIX file systems.
-* **Stable run ids.** :func:`run_id` hashes (SHA-256 over canonical JSON)
-  everything that changes the result, so a re-submitted grid skips finished
-  work and a changed hyper-parameter gets a new id instead of a stale result.
-* **Done means done.** Only a record with ``status == "ok"`` counts as
-  finished; a ``failed`` record keeps its error for the user and is retried.
-* **Running markers.** ``<run_id>.running`` says who is working on a run
-  (host, pid, SLURM ids) so ``vnr status`` can tell running from missing.
+* **Run ids.** :func:`run_id` hashes (SHA-256 over canonical JSON) everything
+  that changes the result, so a re-submitted grid skips finished work and a
+  changed hyper-parameter gets a new id instead of a stale result.
+* **Atomic, strict-JSON files.** :func:`atomic_write_bytes` writes a temporary
+  file in the same directory, fsyncs it, gives it the mode the umask allows
+  (``0o666 & ~umask``, as ``open()`` would) and renames it over the final
+  name: a reader sees the old file or the whole new one. JSON is strict
+  (``allow_nan=False``): a non-finite float is stored as ``null`` and a run
+  record names it under ``nonfinite`` (path → ``"nan"``/``"inf"``/``"-inf"``).
+* **The run lifecycle** (:meth:`RunStore.run`), the only code that writes run
+  records: skip when done → per-run ``flock`` lock (``<output>/locks/<run_id>.lock``;
+  the kernel drops it when its holder dies) → running marker → exactly one
+  record per attempt, ``ok`` or ``failed``, with one schema for every run kind
+  (:data:`LIFECYCLE_FIELDS`: identity, timings, status, error, traceback,
+  environment, attempt). Nested use in one process (the executor around
+  ``run_finetune``) and in a child process (``vnr run --isolate``, which
+  inherits the lock) joins the same attempt, so a failure is recorded once.
+* **Reading.** :meth:`RunStore.get` (a file that is not a JSON object counts as
+  absent, so the run is redone), :meth:`RunStore.records`, and
+  :meth:`RunStore.frame` (pandas, one row per run, flat columns).
 
 Example: ``run_id({"kind": "finetune", "model": "bert-base-uncased", "task": "rte", "seed": 0})``
 is ``finetune-bert_base_uncased-rte-s0-<12 hex digits>``.
@@ -23,15 +30,21 @@ is ``finetune-bert_base_uncased-rte-s0-<12 hex digits>``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
 import socket
 import tempfile
+import threading
 import time
+import traceback as traceback_module
+import uuid
 from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +52,13 @@ from ranking.errors import UserError
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# What RunStore.run puts in every record, whatever the kind of run.
+LIFECYCLE_FIELDS = ("schema", "run_id", "kind", "model", "identity", "status", "error", "traceback", "attempt",
+                    "started_at", "finished_at", "wall_time_s", "environment")
+_NAMING = ("model", "task", "seed", "dataset")  # identity keys copied to the top of a record
+ATTEMPT_ENV = "VNR_RUN_ATTEMPT"  # set by the isolated runner for its child: the attempt it joins
+_LOCK_TRIES = 5
 
 
 def _canonical(obj: Any) -> str:
@@ -64,6 +83,7 @@ def run_id(identity: Mapping[str, Any]) -> str:
     return f"{slug}-{digest}"
 
 
+# ---------------------------------------------------------------------- atomic, strict files
 def _fsync_dir(directory: Path) -> None:
     with contextlib.suppress(OSError):  # not every file system supports it
         fd = os.open(directory, os.O_RDONLY)
@@ -71,6 +91,13 @@ def _fsync_dir(directory: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _umask_mode() -> int:
+    """``0o666 & ~umask``: the mode ``open()`` would give a new file (mkstemp gives 0o600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -82,6 +109,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            os.fchmod(fh.fileno(), _umask_mode())
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -91,12 +119,49 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
+def strict_json(obj: Any, found: dict[str, str] | None = None, where: str = "") -> Any:
+    """``obj`` with every non-finite float replaced by None (its path and value noted in ``found``).
+
+    >>> found = {}
+    >>> strict_json({"a": [1.0, float("nan")], "b": {"c": float("-inf")}}, found)
+    {'a': [1.0, None], 'b': {'c': None}}
+    >>> found
+    {'a[1]': 'nan', 'b.c': '-inf'}
+    """
+    obj = _plain(obj)
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        if found is not None:
+            found[where or "."] = "nan" if obj != obj else ("inf" if obj > 0 else "-inf")
+        return None
+    if isinstance(obj, Mapping):
+        return {str(k): strict_json(v, found, f"{where}.{k}" if where else str(k)) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v, found, f"{where}[{i}]") for i, v in enumerate(obj)]
+    return obj
+
+
+def _plain(obj: Any) -> Any:
+    """numpy scalars/arrays and paths as plain Python values (numpy only when it is already imported)."""
+    if isinstance(obj, Path):
+        return str(obj)
+    if type(obj).__module__ == "numpy":
+        return obj.tolist() if hasattr(obj, "tolist") else obj.item()
+    return obj
+
+
+def dumps_strict(obj: Any) -> str:
+    """Standard JSON (``allow_nan=False``): non-finite floats become ``null``."""
+    return json.dumps(strict_json(obj), indent=2, allow_nan=False, default=_json_default)
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n").encode())
+    atomic_write_bytes(path, (dumps_strict(obj) + "\n").encode())
 
 
 def atomic_write_parquet(path: str | Path, frame: Any) -> None:
-    """Write a DataFrame as parquet, atomically (temp file + rename)."""
+    """Write a DataFrame as parquet, atomically (temp file + rename), with the umask's mode."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -104,6 +169,7 @@ def atomic_write_parquet(path: str | Path, frame: Any) -> None:
     try:
         frame.to_parquet(tmp, index=False)
         with open(tmp, "rb") as fh:
+            os.fchmod(fh.fileno(), _umask_mode())
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -114,22 +180,24 @@ def atomic_write_parquet(path: str | Path, frame: Any) -> None:
 
 
 def _json_default(obj: Any) -> Any:
-    try:
-        import numpy as np
-
-        if isinstance(obj, np.generic):
-            return obj.item()
-        if isinstance(obj, np.ndarray):
-            return obj.tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(obj, Path):
-        return str(obj)
+    plain = _plain(obj)
+    if plain is not obj:
+        return plain
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+def iso_time(t: float) -> str:
+    """``2026-11-23T01:02:03+00:00`` (UTC, seconds)."""
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+class RunFailed(RuntimeError):
+    """A run ended without a result; its ``failed`` record (with the reason) is already stored."""
+
+
+# ---------------------------------------------------------------------- the store
 class RunStore:
-    """Results of one experiment under ``root``: ``runs/``, ``checkpoints/``, ``logs/``."""
+    """Results of one experiment under ``root``: ``runs/``, ``locks/``, ``checkpoints/``, ``logs/``."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
@@ -139,7 +207,7 @@ class RunStore:
         """Create the store or fail with a message that says what to fix."""
         try:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
-            probe = self.runs_dir / f".write-probe-{os.getpid()}"
+            probe = self.runs_dir / f".write-probe-{os.getpid()}-{threading.get_ident()}"
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as exc:
@@ -156,6 +224,9 @@ class RunStore:
     def running_path(self, rid: str) -> Path:
         return self.runs_dir / f"{rid}.running"
 
+    def lock_path(self, rid: str) -> Path:
+        return self.root / "locks" / f"{rid}.lock"
+
     def checkpoint_dir(self, rid: str) -> Path:
         return self.root / "checkpoints" / rid
 
@@ -164,38 +235,63 @@ class RunStore:
 
     # records
     def get(self, rid: str) -> dict[str, Any] | None:
-        """The stored record, or None if there is none (or it cannot be parsed)."""
-        path = self.result_path(rid)
+        """The stored record, or None if there is none or it is unusable (not a JSON object): redone."""
         try:
-            return json.loads(path.read_text())
+            rec = json.loads(self.result_path(rid).read_text())
         except FileNotFoundError:
             return None
         except (json.JSONDecodeError, UnicodeDecodeError):
             return None  # cannot happen with atomic writes; treat as missing so it is redone
+        return rec if isinstance(rec, dict) else None
 
     def is_done(self, rid: str) -> bool:
         rec = self.get(rid)
         return rec is not None and rec.get("status") == STATUS_OK
 
     def write(self, record: Mapping[str, Any]) -> Path:
-        """Atomically store a record (must carry ``run_id`` and ``status``)."""
+        """Atomically store a record (low level: runs store theirs through :meth:`run`).
+
+        Non-finite floats are stored as null and named under ``nonfinite``.
+        """
         if "run_id" not in record or "status" not in record:
             raise ValueError("a run record needs 'run_id' and 'status'")
-        rec = {"schema": SCHEMA_VERSION, **record}
+        found: dict[str, str] = {}
+        rec = strict_json({"schema": SCHEMA_VERSION, **record}, found)
+        if found:
+            rec["nonfinite"] = {**(rec.get("nonfinite") or {}), **found}
         path = self.result_path(str(record["run_id"]))
         atomic_write_json(path, rec)
         return path
 
     def records(self) -> Iterator[dict[str, Any]]:
+        """Every usable record (JSON objects only), in run-id order."""
         if not self.runs_dir.is_dir():
             return
         for path in sorted(self.runs_dir.glob("*.json")):
             with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError, FileNotFoundError):
-                yield json.loads(path.read_text())
+                rec = json.loads(path.read_text())
+                if isinstance(rec, dict):
+                    yield rec
+
+    def frame(self) -> Any:
+        """All records as a pandas DataFrame: one row per run, nested fields flattened with dots.
+
+        Lists (``history``) stay as one cell; ``metrics.accuracy``, ``efficiency.energy_kwh``,
+        ``environment.gpu`` ... are columns.
+        """
+        import pandas as pd
+
+        rows = [_flatten(rec) for rec in self.records()]
+        frame = pd.DataFrame(rows)
+        if "run_id" in frame.columns:
+            frame = frame.set_index("run_id", drop=False).rename_axis(None)
+        return frame
 
     # running markers
-    def mark_running(self, rid: str) -> None:
-        info = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time(), **slurm_ids()}
+    def mark_running(self, rid: str, **extra: Any) -> None:
+        from harness.environment import slurm_ids
+
+        info = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time(), **slurm_ids(), **extra}
         atomic_write_json(self.running_path(rid), info)
 
     def clear_running(self, rid: str) -> None:
@@ -204,20 +300,232 @@ class RunStore:
 
     def running_info(self, rid: str) -> dict[str, Any] | None:
         try:
-            return json.loads(self.running_path(rid).read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+            info = json.loads(self.running_path(rid).read_text())
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             return None
+        return info if isinstance(info, dict) else None
 
     def remove_checkpoints(self, rid: str) -> None:
         shutil.rmtree(self.checkpoint_dir(rid), ignore_errors=True)
 
+    # locks
+    @contextlib.contextmanager
+    def lock(self, rid: str) -> Iterator[int | None]:
+        """Hold the run's exclusive lock: yields its file descriptor, or None if another process holds it."""
+        import fcntl
 
-def slurm_ids() -> dict[str, str]:
-    """SLURM job / array ids of this process, where it runs under SLURM."""
-    keys = {
-        "slurm_job_id": "SLURM_JOB_ID",
-        "slurm_array_job_id": "SLURM_ARRAY_JOB_ID",
-        "slurm_array_task_id": "SLURM_ARRAY_TASK_ID",
-        "slurm_restart_count": "SLURM_RESTART_COUNT",
-    }
-    return {k: os.environ[v] for k, v in keys.items() if os.environ.get(v)}
+        path = self.lock_path(rid)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            for attempt in range(_LOCK_TRIES):  # a few tries: a `vnr status` probe holds it for microseconds
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                        raise
+                    if attempt == _LOCK_TRIES - 1:
+                        yield None
+                        return
+                    time.sleep(0.1)
+            try:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                yield fd
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def is_locked(self, rid: str) -> bool:
+        """True while some process holds the run's lock (i.e. is running it)."""
+        import fcntl
+
+        path = self.lock_path(rid)
+        if not path.exists():
+            return False
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
+    # the lifecycle
+    def active(self, rid: str) -> Run | None:
+        """The attempt this process is running for ``rid`` in this store, if any."""
+        return _ACTIVE.get(_key(self.root, rid))
+
+    @contextlib.contextmanager
+    def run(self, spec: Any) -> Iterator[Run]:
+        """The one run lifecycle. ``spec`` has ``run_id()``, ``identity()`` and ``kind``.
+
+        Yields a :class:`Run` whose ``state`` is ``"done"`` (``run.record`` is the stored
+        result: return it), ``"busy"`` (another process holds the lock: leave it) or
+        ``"run"``: do the work and call :meth:`Run.finish` once. An exception out of the
+        block stores a ``failed`` record (error, traceback) unless this attempt already
+        stored one, and propagates. Entered again for the same run in the same process
+        (or in the isolated child), it joins the running attempt.
+        """
+        rid = spec.run_id()
+        key = _key(self.root, rid)
+        joined = _ACTIVE.get(key)
+        if joined is not None and joined.thread != threading.get_ident():
+            yield Run(self, spec, "busy")  # another thread of this process runs it
+            return
+        if joined is None:
+            joined = _inherited_attempt(self, spec)
+            if joined is not None:
+                _ACTIVE[key] = joined
+        if joined is not None:
+            joined.depth += 1
+            try:
+                yield from _guard(joined)
+            finally:
+                joined.depth -= 1
+                if joined.depth == 0:
+                    _ACTIVE.pop(key, None)
+            return
+        stored = self.get(rid)
+        if stored is not None and stored.get("status") == STATUS_OK:
+            yield Run(self, spec, "done", record=stored)
+            return
+        self.ensure_writable()
+        with self.lock(rid) as fd:
+            if fd is None:
+                yield Run(self, spec, "busy")
+                return
+            stored = self.get(rid)
+            if stored is not None and stored.get("status") == STATUS_OK:  # finished while we waited
+                yield Run(self, spec, "done", record=stored)
+                return
+            run = Run(self, spec, "run", lock_fd=fd)
+            _ACTIVE[key] = run
+            run.depth = 1
+            self.mark_running(rid, attempt=run.attempt)
+            try:
+                yield from _guard(run)
+            finally:
+                _ACTIVE.pop(key, None)
+                self.clear_running(rid)
+
+
+def _guard(run: Run) -> Iterator[Run]:
+    try:
+        yield run
+    except BaseException as exc:
+        if run.state == "run" and not run.recorded:
+            run.fail(exc)
+        raise
+
+
+def _key(root: Path, rid: str) -> tuple[str, str]:
+    return (os.path.realpath(root), rid)
+
+
+_ACTIVE: dict[tuple[str, str], Run] = {}
+
+
+def _inherited_attempt(store: RunStore, spec: Any) -> Run | None:
+    """The attempt an isolated child joins (``$VNR_RUN_ATTEMPT``, set by its parent, which holds the lock)."""
+    text = os.environ.get(ATTEMPT_ENV)
+    if not text:
+        return None
+    try:
+        info = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if info.get("run_id") != spec.run_id() or info.get("root") != os.path.realpath(store.root):
+        return None
+    run = Run(store, spec, "run", lock_fd=info.get("lock_fd"))
+    run.attempt, run.started = str(info["attempt"]), float(info["started"])
+    return run
+
+
+class Run:
+    """One attempt at one run (see :meth:`RunStore.run`)."""
+
+    def __init__(self, store: RunStore, spec: Any, state: str, *, record: dict[str, Any] | None = None,
+                 lock_fd: int | None = None):
+        self.store, self.spec, self.state = store, spec, state
+        self.run_id = spec.run_id()
+        self.record = record
+        self.recorded = False  # this attempt stored its record
+        self.lock_fd = lock_fd
+        self.attempt = uuid.uuid4().hex[:16]
+        self.started = time.time()
+        self.depth = 0
+        self.thread = threading.get_ident()  # only this thread joins the attempt
+
+    def child_env(self) -> dict[str, str]:
+        """Environment for a child process that does this attempt's work (it must inherit ``lock_fd``)."""
+        return {ATTEMPT_ENV: json.dumps({"run_id": self.run_id, "root": os.path.realpath(self.store.root),
+                                         "attempt": self.attempt, "started": self.started,
+                                         "lock_fd": self.lock_fd})}
+
+    def adopt_stored(self) -> bool:
+        """After a child did the work: take its record if it belongs to this attempt."""
+        rec = self.store.get(self.run_id)
+        if rec is not None and rec.get("attempt") == self.attempt:
+            self.record, self.recorded = rec, True
+        return self.recorded
+
+    def finish(self, result: Mapping[str, Any], *, error: str | None = None,
+               traceback: str | None = None) -> dict[str, Any]:
+        """Store this attempt's record: ``ok`` with ``result``'s fields, or ``failed`` when ``error`` is given."""
+        from harness.environment import environment_info
+
+        if self.recorded:
+            raise RuntimeError(f"{self.run_id}: this attempt already stored its record")
+        identity = self.spec.identity()
+        now = time.time()
+        lifecycle = {
+            "schema": SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "kind": self.spec.kind,
+            **{k: identity[k] for k in _NAMING if k in identity},
+            "identity": identity,
+            "status": STATUS_FAILED if error else STATUS_OK,
+            "error": error,
+            "traceback": traceback,
+            "attempt": self.attempt,
+            "started_at": iso_time(self.started),
+            "finished_at": iso_time(now),
+            "wall_time_s": now - self.started,
+        }
+        body = {k: v for k, v in result.items() if k not in lifecycle or k in _NAMING}
+        record = {**lifecycle, **body}
+        record.setdefault("environment", environment_info(import_libraries=False))
+        self.record, self.recorded = record, True
+        try:
+            self.store.write(record)
+        except OSError:  # e.g. ENOSPC: this run fails (the lifecycle tries a smaller failure record)
+            self.record, self.recorded = None, False
+            raise
+        return self.store.get(self.run_id) or record
+
+    def fail(self, exc: BaseException, result: Mapping[str, Any] | None = None) -> None:
+        """Store a ``failed`` record for ``exc`` (never raises: the original error matters more)."""
+        import logging
+
+        tb = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))[-8000:]
+        try:
+            self.finish(result or {}, error=f"{type(exc).__name__}: {exc}", traceback=tb)
+        except Exception:  # e.g. the disk is full: the run is failed all the same
+            logging.getLogger(__name__).exception("could not record the failure of %s", self.run_id)
+
+
+def _flatten(rec: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in rec.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and key != "identity" and value:
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out

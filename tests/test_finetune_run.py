@@ -178,3 +178,27 @@ def test_cli_bad_input_exits_2_with_one_line(data_root: Path, tmp_path: Path, ca
     assert vnr(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_a_diverged_run_is_a_failure_with_its_reason_unless_allowed(data_root: Path, tmp_path: Path, capsys):
+    """A learning rate of 1e30 blows the weights up: NaN losses make a failed run, stored as strict JSON."""
+    spec = FinetuneSpec("tiny:bert", "rte", 0, max_steps=4, max_train_samples=16, max_eval_samples=8,
+                        batch_size=8, learning_rate=1e30)
+    argv = ["finetune", "--model", "tiny:bert", "--task", "rte", "--seed", "0", "--data-root", str(data_root),
+            "--output", str(tmp_path), "--max-steps", "4", "--max-train-samples", "16", "--max-eval-samples", "8",
+            "--batch-size", "8", "--lr", "1e30", "--no-progress"]
+    assert vnr(argv) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "vnr finetune" in line]
+    assert len(err) == 1 and "run failed" in err[0] and "the run diverged: non-finite" in err[0]
+    assert "allow_nonfinite" in err[0]
+    store = RunStore(tmp_path)
+    text = store.result_path(spec.run_id()).read_text()
+    rec = json.loads(text, parse_constant=lambda token: pytest.fail(f"non-standard JSON {token}"))
+    assert rec["status"] == "failed" and rec["error"].startswith("the run diverged: non-finite ")
+    assert rec["nonfinite"] and all(v in ("nan", "inf", "-inf") for v in rec["nonfinite"].values())
+    assert any(path.startswith("history[") for path in rec["nonfinite"])
+    assert rec["history"] and not store.is_done(spec.run_id())
+    # --allow-nonfinite keeps such a run: ok, the non-finite values named
+    assert vnr([*argv, "--allow-nonfinite"]) == 0
+    rec = store.get(spec.run_id())
+    assert rec["status"] == "ok" and rec["nonfinite"] and rec["error"] is None

@@ -27,9 +27,7 @@ from harness.grid.local import (
     RAN,
     SKIPPED,
     execute,
-    is_locked,
     run_spec,
-    spec_lock,
     summary_line,
 )
 from harness.grid.status import grid_status
@@ -49,14 +47,12 @@ def _grid(**hyper):
 
 
 def record_runner(spec, output, *, data_root=None, progress=True, calls_file=None, **_):
-    """A run function with the real contract: writes an ok record atomically, returns it."""
+    """A run function with the real contract: stores an ok record through the store's lifecycle, returns it."""
     if calls_file:
         with open(calls_file, "a") as fh:  # O_APPEND: one line per call, even across processes
             fh.write(spec.run_id() + "\n")
-    rec = {"run_id": spec.run_id(), "kind": spec.kind, "model": spec.model, "status": "ok",
-           "metrics": {"accuracy": 0.5}, "payload": "x" * 20000}
-    RunStore(output).write(rec)
-    return rec
+    with RunStore(output).run(spec) as run:
+        return run.finish({"metrics": {"accuracy": 0.5}, "payload": "x" * 20000})
 
 
 def test_execute_runs_then_skips_finished_runs(tmp_path):
@@ -97,18 +93,27 @@ def test_failed_run_records_its_error_and_the_next_run_retries_it(tmp_path):
     assert RunStore(tmp_path).is_done(bad)
 
 
-def test_a_run_function_that_stores_its_own_failure_keeps_it(tmp_path):
+def test_a_run_function_that_stores_its_own_failure_keeps_it(tmp_path, monkeypatch):
+    """The run function's failure record (with its reason) is the attempt's one record: never overwritten."""
     spec = FinetuneSpec("tiny:bert", "rte", 0)
+    writes = []
+    real_write = RunStore.write
+    monkeypatch.setattr(RunStore, "write", lambda self, rec: writes.append(rec["status"]) or real_write(self, rec))
 
     def fails_with_record(spec, output, **kw):
-        RunStore(output).write({"run_id": spec.run_id(), "status": "failed", "error": "ValueError: own words"})
-        raise ValueError("own words")
+        with RunStore(output).run(spec) as run:  # joins the executor's attempt
+            run.finish({"history": [{"eval_loss": float("nan")}]}, error="diverged: eval_loss nan")
+            raise ValueError("own words")
 
     outcome = run_spec(spec, tmp_path, runner=fails_with_record)
-    assert outcome.status == FAILED
-    assert RunStore(tmp_path).get(spec.run_id())["error"] == "ValueError: own words"
+    assert outcome.status == FAILED and outcome.error == "diverged: eval_loss nan"
+    rec = RunStore(tmp_path).get(spec.run_id())
+    assert writes == ["failed"]  # written once, by the run function
+    assert rec["error"] == "diverged: eval_loss nan" and rec["traceback"] is None
+    assert rec["history"] == [{"eval_loss": None}] and rec["nonfinite"] == {"history[0].eval_loss": "nan"}
     with pytest.raises(ValueError):
         run_spec(spec, tmp_path, runner=fails_with_record, raise_errors=True)
+    assert writes == ["failed", "failed"]
 
 
 def test_changed_hyperparameter_makes_new_runs_instead_of_reusing_stale_results(tmp_path):
@@ -126,10 +131,10 @@ def test_changed_hyperparameter_makes_new_runs_instead_of_reusing_stale_results(
 def test_a_spec_held_by_another_process_is_left_to_it(tmp_path):
     spec = BiasSpec("tiny:bert", "stereoset", limit=3)
     store = RunStore(tmp_path)
-    with spec_lock(store, spec.run_id()) as got:
-        assert got and is_locked(store, spec.run_id())
+    with store.lock(spec.run_id()) as fd:
+        assert fd is not None and store.is_locked(spec.run_id())
         assert run_spec(spec, tmp_path, runner=record_runner).status == BUSY
-    assert not is_locked(store, spec.run_id())
+    assert not store.is_locked(spec.run_id())
     assert run_spec(spec, tmp_path, runner=record_runner).status == RAN
 
 
@@ -181,7 +186,8 @@ KILL_SCRIPT = textwrap.dedent(
             ready.write_text("running")
             time.sleep(120)
         os.fsync = stall
-        RunStore(output).write({"run_id": spec.run_id(), "status": "ok", "payload": "y" * 100000})
+        with RunStore(output).run(spec) as run:
+            run.finish({"payload": "y" * 100000})
 
     run_spec(BiasSpec("tiny:bert", "winobias", limit=7), out, runner=runner)
     """
@@ -205,7 +211,7 @@ def test_a_task_killed_mid_write_or_mid_run_leaves_no_result(tmp_path, mode):
     store = RunStore(tmp_path)
     assert not store.result_path(spec.run_id()).exists()
     assert store.get(spec.run_id()) is None and list(store.records()) == []
-    assert not is_locked(store, spec.run_id())  # the kernel dropped the dead task's lock
+    assert not store.is_locked(spec.run_id())  # the kernel dropped the dead task's lock
     exp = parse_experiment({"bias": {"models": ["tiny:bert"], "datasets": ["winobias"], "options": {"limit": 7}}})
     [st] = grid_status(exp.with_output(tmp_path), use_squeue=False)
     assert st.state == "missing" and "stale" in st.detail
@@ -235,3 +241,47 @@ def test_isolated_run_that_crashes_fails_only_itself(tmp_path, monkeypatch):
     assert outcomes[0].error == "RuntimeError: the run process exited with status -9"
     rec = RunStore(tmp_path / "out").get(specs[0].run_id())
     assert rec["status"] == "failed" and rec["error"] == "RuntimeError: the run process exited with status -9"
+
+
+def test_terminal_shows_one_line_per_finished_run_and_the_details_go_to_its_log(tmp_path, capfd):
+    import logging
+
+    specs = [BiasSpec("tiny:bert", "crows_pairs", limit=n) for n in (1, 2)]
+
+    def chatty(spec, output, **kw):
+        print(f"trainer says hello from {spec.limit}")
+        logging.getLogger("harness.finetune.train").warning("a detail for the log")
+        os.write(2, b"C-level noise\n")  # written to the file descriptor, as libraries and C code do
+        if spec.limit == 2:
+            raise RuntimeError("no GPU left")
+        return record_runner(spec, output, **kw)
+
+    outcomes = execute(specs, tmp_path, runner=chatty, progress=False)
+    assert [o.status for o in outcomes] == [RAN, FAILED]
+    out, err = capfd.readouterr()
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 2
+    assert lines[0].split()[:2] == ["ok", specs[0].run_id()] and lines[0].endswith(" s")
+    assert lines[1].split()[:2] == ["failed", specs[1].run_id()] and lines[1].endswith(": RuntimeError: no GPU left")
+    log0 = (tmp_path / "logs" / f"{specs[0].run_id()}.log").read_text()
+    assert "trainer says hello from 1" in log0 and "a detail for the log" in log0 and "C-level noise" in log0
+    assert "trainer says hello from 2" in (tmp_path / "logs" / f"{specs[1].run_id()}.log").read_text()
+    # verbose: the details stay on the terminal, no log file
+    again = [BiasSpec("tiny:bert", "crows_pairs", limit=3)]
+    execute(again, tmp_path, runner=chatty, progress=False, verbose=True)
+    assert "trainer says hello from 3" in capfd.readouterr().out
+    assert not (tmp_path / "logs" / f"{again[0].run_id()}.log").exists()
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '"ok"'])
+def test_a_run_json_that_is_not_an_object_is_missing_and_redone(tmp_path, text):
+    exp = _grid().with_output(tmp_path)
+    spec = exp.specs[0]
+    store = RunStore(tmp_path)
+    store.runs_dir.mkdir(parents=True)
+    store.result_path(spec.run_id()).write_text(text)
+    states = {st.run_id: st.state for st in grid_status(exp, use_squeue=False)}
+    assert states[spec.run_id()] == "missing"
+    outcomes = execute(exp.specs[:2], tmp_path, runner=record_runner, progress=False, echo=False)
+    assert [o.status for o in outcomes] == [RAN, RAN] and store.is_done(spec.run_id())

@@ -39,7 +39,7 @@ def test_states_from_the_store_and_squeue(exp, monkeypatch):
     write_manifest(exp.output, "77", [exp.specs[4], exp.specs[5]])
     atomic_write_json(store.running_path(s[5]), {"host": "node9", "pid": 1, "slurm_array_job_id": "77",
                                                   "slurm_array_task_id": "1"})
-    assert read_manifests(exp.output) == {"77": {"0": s[4], "1": s[5]}}
+    assert read_manifests(exp.output) == {"77": [("0", s[4]), ("1", s[5])]}
     monkeypatch.setattr(status_mod, "squeue_states", lambda user_only=True: {"77_0": "PENDING", "12": "RUNNING"})
 
     got = grid_status(exp)

@@ -1,17 +1,30 @@
-"""Run store: stable run ids, atomic writes, done/failed semantics, concurrent writers."""
+"""Run store: stable run ids, atomic strict-JSON writes with the umask's mode, the run lifecycle, the frame."""
 
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing as mp
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 
+import numpy as np
+import pytest
+
 from harness.specs import BiasSpec, FinetuneSpec
-from harness.store import RunStore, atomic_write_bytes, run_id
+from harness.store import (
+    LIFECYCLE_FIELDS,
+    SCHEMA_VERSION,
+    RunStore,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_parquet,
+    run_id,
+)
 
 
 def test_run_id_is_stable_and_sensitive_to_every_hyperparameter():
@@ -81,3 +94,132 @@ def test_killed_mid_write_leaves_old_file_or_nothing(tmp_path):
     time.sleep(0.05)
     atomic_write_bytes(target, b"{}")
     assert target.read_text() == "{}"
+
+
+# ---------------------------------------------------------------------- files: modes, strict JSON, unusable records
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_result_files_honour_the_umask(tmp_path, umask, mode):
+    import pandas as pd
+
+    old = os.umask(umask)
+    try:
+        atomic_write_bytes(tmp_path / "a.bin", b"x")
+        RunStore(tmp_path).write({"run_id": "r", "status": "ok"})
+        atomic_write_parquet(tmp_path / "f.parquet", pd.DataFrame({"a": [1]}))
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "a.bin", RunStore(tmp_path).result_path("r"), tmp_path / "f.parquet"):
+        assert stat.S_IMODE(path.stat().st_mode) == mode, path
+
+
+def _strict_loads(text):
+    def refuse(token):
+        raise ValueError(f"non-standard JSON token {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_records_are_strict_json_and_name_their_nonfinite_values(tmp_path):
+    store = RunStore(tmp_path)
+    store.write({"run_id": "r", "status": "ok", "metrics": {"pearson": float("nan"), "acc": 0.5},
+                 "history": [{"eval_loss": float("inf")}, {"eval_loss": -math.inf}], "n": np.float32(0.25)})
+    rec = _strict_loads(store.result_path("r").read_text())
+    assert rec["metrics"] == {"pearson": None, "acc": 0.5}
+    assert rec["history"] == [{"eval_loss": None}, {"eval_loss": None}] and rec["n"] == 0.25
+    assert rec["nonfinite"] == {"metrics.pearson": "nan", "history[0].eval_loss": "inf",
+                                "history[1].eval_loss": "-inf"}
+    atomic_write_json(tmp_path / "x.json", {"a": float("nan")})
+    assert _strict_loads((tmp_path / "x.json").read_text()) == {"a": None}
+
+
+@pytest.mark.parametrize("text", ["[]", "3", '"ok"', "null", '{"status": "ok"', ""])
+def test_a_record_that_is_not_an_object_is_unusable_and_redone(tmp_path, text):
+    spec = BiasSpec("tiny:bert", "crows_pairs", limit=2)
+    store = RunStore(tmp_path)
+    store.runs_dir.mkdir(parents=True)
+    store.result_path(spec.run_id()).write_text(text)
+    assert store.get(spec.run_id()) is None and not store.is_done(spec.run_id())
+    assert list(store.records()) == [] and len(store.frame()) == 0
+    with store.run(spec) as run:
+        assert run.state == "run"
+        run.finish({"metrics": {"x": 1.0}})
+    assert store.is_done(spec.run_id())
+
+
+# ---------------------------------------------------------------------- the lifecycle
+def test_one_record_schema_for_every_kind(tmp_path):
+    store = RunStore(tmp_path)
+    specs = [FinetuneSpec("tiny:bert", "rte", 3), BiasSpec("tiny:gpt2", "winobias", limit=4)]
+    for spec in specs:
+        with store.run(spec) as run:
+            assert run.state == "run" and store.running_path(spec.run_id()).exists()
+            assert store.is_locked(spec.run_id())
+            run.finish({"metrics": {"m": 1.0}})
+        assert not store.running_path(spec.run_id()).exists() and not store.is_locked(spec.run_id())
+    ft, bias = (store.get(s.run_id()) for s in specs)
+    for rec, spec in ((ft, specs[0]), (bias, specs[1])):
+        assert set(LIFECYCLE_FIELDS) <= set(rec)
+        assert (rec["status"], rec["error"], rec["traceback"], rec["kind"]) == ("ok", None, None, spec.kind)
+        assert rec["identity"] == spec.identity() and rec["schema"] == SCHEMA_VERSION
+        assert rec["started_at"] <= rec["finished_at"] and rec["wall_time_s"] >= 0
+        assert rec["environment"]["host"]
+    assert (ft["task"], ft["seed"], bias["dataset"]) == ("rte", 3, "winobias")
+    # done: the next attempt is told so and gets the stored record
+    with store.run(specs[0]) as run:
+        assert run.state == "done" and run.record == ft
+
+
+def test_an_exception_is_recorded_once_and_propagates(tmp_path, monkeypatch):
+    store = RunStore(tmp_path)
+    spec = FinetuneSpec("tiny:bert", "rte", 0)
+    writes = []
+    real_write = RunStore.write
+    monkeypatch.setattr(RunStore, "write", lambda self, rec: writes.append(rec["error"]) or real_write(self, rec))
+    with pytest.raises(RuntimeError, match="boom"), store.run(spec) as outer:
+        with store.run(spec) as inner:  # nested in the same process: the same attempt
+            assert inner is outer
+            raise RuntimeError("boom")
+    assert writes == ["RuntimeError: boom"]
+    rec = store.get(spec.run_id())
+    assert rec["status"] == "failed" and "Traceback" in rec["traceback"] and rec["attempt"] == outer.attempt
+    assert not store.is_locked(spec.run_id()) and not store.running_path(spec.run_id()).exists()
+
+
+def test_busy_when_another_process_holds_the_lock(tmp_path):
+    store = RunStore(tmp_path)
+    spec = BiasSpec("tiny:bert", "stereoset", limit=3)
+    code = ("import sys, time\nfrom harness.store import RunStore\n"
+            f"with RunStore({str(tmp_path)!r}).lock({spec.run_id()!r}):\n"
+            "    print('held', flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with store.run(spec) as run:
+            assert run.state == "busy"
+        assert store.get(spec.run_id()) is None
+    finally:
+        proc.kill()
+        proc.wait()
+    with store.run(spec) as run:
+        assert run.state == "run"
+
+
+def test_frame_has_one_row_per_run_and_flat_columns(tmp_path):
+    store = RunStore(tmp_path)
+    store.write({"run_id": "a", "status": "ok", "metrics": {"accuracy": 0.75}, "efficiency": {"energy_kwh": 0.5},
+                 "history": [{"epoch": 1.0}]})
+    store.write({"run_id": "b", "status": "failed", "error": "x", "metrics": {}})
+    frame = store.frame()
+    assert list(frame["run_id"]) == ["a", "b"] and list(frame.index) == ["a", "b"]
+    assert frame.loc["a", "metrics.accuracy"] == 0.75 and frame.loc["a", "efficiency.energy_kwh"] == 0.5
+    assert math.isnan(frame.loc["b", "metrics.accuracy"]) and frame.loc["b", "error"] == "x"
+    assert frame.loc["a", "history"] == [{"epoch": 1.0}]
+
+
+@pytest.mark.parametrize("module", ["harness.store", "harness.grid.local", "harness.grid.entry", "harness.environment"])
+def test_lifecycle_modules_doctests(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0

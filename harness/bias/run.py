@@ -69,45 +69,52 @@ def run_bias(
     batch_tokens: int | None = None,
     progress: bool = True,
 ) -> dict:
-    """Score ``spec.model`` on ``spec.dataset`` and store the record (skipped if already done).
+    """Score ``spec.model`` on ``spec.dataset`` and store the record (returned as stored if already done).
 
-    Writes ``runs/<run_id>.examples.parquet`` first, then ``runs/<run_id>.json``
-    (status ``ok``); on an error writes a ``failed`` record and re-raises.
+    Through the store's run lifecycle (:meth:`harness.store.RunStore.run`): writes
+    ``runs/<run_id>.examples.parquet`` first, then ``runs/<run_id>.json`` (status
+    ``ok``); on an error the lifecycle stores a ``failed`` record and it re-raises.
     ``data_root`` None means ``$VNR_DATA_ROOT``, else the public sources.
     """
-    from harness.environment import environment_info
     from ranking.paths import resolve_data_root
 
     store = RunStore(output)
     rid = spec.run_id()
-    if store.is_done(rid):
-        return store.get(rid)  # type: ignore[return-value]
+    stored = store.get(rid)
+    if stored is not None and stored.get("status") == "ok":
+        return stored
     validate_spec(spec)
     if batch_tokens is not None and (isinstance(batch_tokens, bool) or int(batch_tokens) < 1):
         raise UserError(f"--batch-tokens must be a positive integer, not {batch_tokens!r}")
     root = resolve_data_root(data_root)
     store.ensure_writable()
-    base = {"run_id": rid, "kind": "bias", "model": spec.model, "dataset": spec.dataset, "limit": spec.limit,
-            "precision": spec.precision, "identity": spec.identity()}
-    start = time.perf_counter()
-    store.mark_running(rid)
-    try:
-        from harness.bias.data import tokenizer_texts
-        from harness.bias.scoring import make_scorer
-        from harness.models import load_model, resolve_model
+    with store.run(spec) as run:
+        if run.state == "done":
+            return run.record  # type: ignore[return-value]
+        if run.state == "busy":
+            raise UserError(f"{rid} is being run by another process (lock {store.lock_path(rid)}); "
+                            "leave it or wait for it")
+        base = {"limit": spec.limit, "precision": spec.precision, "metrics": {}, "skipped": {}, "n_examples": 0}
+        try:
+            from harness.bias.data import tokenizer_texts
+            from harness.bias.scoring import make_scorer
+            from harness.models import load_model, resolve_model
 
-        info = resolve_model(spec.model)
-        examples = load_examples(spec.dataset, root, spec.limit)
-        texts = tokenizer_texts(spec.dataset, root) if info.is_tiny else None
-        head = "masked_lm" if info.lm_kind == "masked" else "causal_lm"
-        model, tokenizer, info = load_model(spec.model, head, texts=texts, seed=0)
-        scorer = make_scorer(model, tokenizer, info.lm_kind, precision=spec.precision,
-                             batch_tokens=batch_tokens, progress=progress)
-        score_start = time.perf_counter()
-        result = evaluate(scorer, spec.dataset, examples)
-        score_time = time.perf_counter() - score_start
-        atomic_write_parquet(store.artifact_path(rid, "examples.parquet"), result.frame)
-        record = {
+            info = resolve_model(spec.model)
+            examples = load_examples(spec.dataset, root, spec.limit)
+            texts = tokenizer_texts(spec.dataset, root) if info.is_tiny else None
+            head = "masked_lm" if info.lm_kind == "masked" else "causal_lm"
+            model, tokenizer, info = load_model(spec.model, head, texts=texts, seed=0)
+            scorer = make_scorer(model, tokenizer, info.lm_kind, precision=spec.precision,
+                                 batch_tokens=batch_tokens, progress=progress)
+            score_start = time.perf_counter()
+            result = evaluate(scorer, spec.dataset, examples)
+            score_time = time.perf_counter() - score_start
+            atomic_write_parquet(store.artifact_path(rid, "examples.parquet"), result.frame)
+        except Exception as exc:
+            run.fail(exc, base)
+            raise
+        return run.finish({
             **base,
             "metrics": _finite(result.metrics),
             "skipped": result.skipped,
@@ -123,18 +130,5 @@ def run_bias(
                 **scorer.stats,
             },
             "examples_file": store.artifact_path(rid, "examples.parquet").name,
-            "environment": environment_info(),
-            "status": "ok",
-            "error": None,
-            "wall_time_s": time.perf_counter() - start,
             "n_examples": result.n_examples,
-        }
-        store.write(record)
-        return record
-    except Exception as exc:
-        store.write({**base, "metrics": {}, "skipped": {}, "environment": environment_info(), "status": "failed",
-                     "error": f"{type(exc).__name__}: {exc}", "wall_time_s": time.perf_counter() - start,
-                     "n_examples": 0})
-        raise
-    finally:
-        store.clear_running(rid)
+        })

@@ -27,10 +27,12 @@ def scope_slurm_array_task() -> None:
 
     codecarbon reads ``SLURM_JOB_ID`` when it is imported to ask ``scontrol`` for the
     job's CPUs; for an array task the array's own id would describe the whole array.
+    The one reader of the SLURM environment does it:
+    :func:`harness.environment.pin_array_task_job_id`.
     """
-    array_job, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
-    if array_job and task:
-        os.environ["SLURM_JOB_ID"] = f"{array_job}_{task}"
+    from harness.environment import pin_array_task_job_id
+
+    pin_array_task_job_id()
 
 
 def resolve_location(country_iso_code: str | None = None, region: str | None = None) -> tuple[str, str | None]:

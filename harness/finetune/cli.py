@@ -10,6 +10,7 @@ imported until the command runs.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints after the result is written")
     p.add_argument("--country", help="ISO alpha-3 country for the carbon intensity (default $VNR_COUNTRY_ISO_CODE or USA)")
     p.add_argument("--region", help="region for the carbon intensity (USA/Canada), e.g. california")
+    p.add_argument("--allow-nonfinite", action="store_true",
+                   help="store a run whose loss or metrics are NaN/inf as ok (default: such a diverged run fails)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
@@ -112,11 +115,17 @@ def run(args: argparse.Namespace) -> int:
     already = store.is_done(spec.run_id())
 
     from harness.finetune.train import run_finetune
+    from harness.store import RunFailed
 
-    record = run_finetune(
-        spec, output, data_root=data_root, keep_checkpoints=args.keep_checkpoints, progress=not args.no_progress,
-        save_steps=args.save_steps, country_iso_code=args.country, region=args.region,
-    )
+    try:
+        record = run_finetune(
+            spec, output, data_root=data_root, keep_checkpoints=args.keep_checkpoints, progress=not args.no_progress,
+            save_steps=args.save_steps, country_iso_code=args.country, region=args.region,
+            allow_nonfinite=args.allow_nonfinite,
+        )
+    except RunFailed as exc:  # recorded as failed, with the reason
+        print(f"vnr finetune: run failed: {exc}; record: {store.result_path(spec.run_id())}", file=sys.stderr)
+        return 1
     print(("already done: " if already else "result: ") + str(store.result_path(spec.run_id())))
     print(summary_line(record))
     return 0

@@ -27,10 +27,7 @@ measures these against plain ``Trainer`` defaults.
 from __future__ import annotations
 
 import logging
-import time
-import traceback
 from dataclasses import asdict
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +36,7 @@ from harness.finetune.checkpoints import drop_incomplete_checkpoints as _drop_in
 from harness.finetune.metrics import best_over_epochs, compute_metrics, predictions_from_logits
 from harness.finetune.tasks import GlueTask, Split, get_task, load_task
 from harness.specs import FinetuneSpec
-from harness.store import STATUS_FAILED, STATUS_OK, RunStore
+from harness.store import STATUS_OK, RunFailed, RunStore, strict_json
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -170,13 +167,20 @@ def run_finetune(
     optim: str | None = None,
     eval_batch_size: int | None = None,
     dataloader_num_workers: int = 0,
+    allow_nonfinite: bool = False,
 ) -> dict[str, Any]:
-    """Run ``spec`` end to end (or return its stored result) and write its record to ``output``.
+    """Run ``spec`` end to end (or return its stored result) and store its record through
+    the store's run lifecycle (:meth:`harness.store.RunStore.run`).
 
     Keyword options do not change the result and are not part of the run id:
     ``save_steps`` (extra checkpoints, besides every epoch), ``country_iso_code`` /
     ``region`` (carbon intensity; default ``$VNR_COUNTRY_ISO_CODE`` or USA),
     ``optim`` (override the optimizer choice), ``eval_batch_size``, ``dataloader_num_workers``.
+
+    A diverged run (a non-finite training or evaluation loss or metric) is stored
+    as ``failed`` with the reason and raises :class:`harness.store.RunFailed`,
+    unless ``allow_nonfinite`` (then it is ``ok`` and its ``nonfinite`` field names
+    the values stored as null).
     """
     output = Path(output)
     store = RunStore(output)
@@ -203,68 +207,57 @@ def run_finetune(
         grid_intensity(country_iso_code, region)  # unknown country -> UserError now, not after training
     store.ensure_writable()
 
-    started = time.time()
-    run_dir = store.checkpoint_dir(rid)
-    resume = latest_checkpoint(run_dir)
-    _drop_incomplete_checkpoints(run_dir, resume)
-    hyper = {k: v for k, v in asdict(spec).items() if k not in _NAMING}
-    base: dict[str, Any] = {
-        "run_id": rid,
-        "kind": "finetune",
-        "model": spec.model,
-        "task": task.name,
-        "seed": spec.seed,
-        "hyperparameters": hyper,
-        "identity": spec.identity(),
-        "resumed_from": None,
-    }
-    store.mark_running(rid)
-    try:
+    with store.run(spec) as run:
+        if run.state == "done":
+            return run.record  # type: ignore[return-value]
+        if run.state == "busy":
+            raise UserError(f"{rid} is being run by another process (lock {store.lock_path(rid)}); "
+                            "leave it or wait for it")
         from harness.environment import environment_info
 
-        base["environment"] = environment_info()
-        result = _train(
-            spec, task, run_dir, resume,
-            data_root=data_root, progress=progress, save_steps=save_steps, optim=optim,
-            eval_batch_size=eval_batch_size, dataloader_num_workers=dataloader_num_workers,
-            tracker_kwargs={"country_iso_code": country_iso_code, "region": region,
-                            "measure_power_secs": measure_power_secs} if track_efficiency else None,
-        )
-        record = {
-            **base,
-            **result,
-            "status": STATUS_OK,
-            "error": None,
-            "started_at": _iso(started),
-            "finished_at": _iso(time.time()),
-            "wall_time_s": time.time() - started,
-        }
-        path = store.write(record)
-    except Exception as exc:
-        failed = {
-            **base,
-            "status": STATUS_FAILED,
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": traceback.format_exc(limit=20),
-            "started_at": _iso(started),
-            "finished_at": _iso(time.time()),
-            "wall_time_s": time.time() - started,
+        run_dir = store.checkpoint_dir(rid)
+        resume = latest_checkpoint(run_dir)
+        _drop_incomplete_checkpoints(run_dir, resume)
+        base: dict[str, Any] = {
+            "task": task.name,
+            "hyperparameters": {k: v for k, v in asdict(spec).items() if k not in _NAMING},
+            "resumed_from": None,
+            "environment": environment_info(),
         }
         try:
-            store.write(failed)
-        except Exception:  # pragma: no cover - the original error matters more
-            log.exception("could not record the failure of %s", rid)
-        raise
-    finally:
-        store.clear_running(rid)
+            result = _train(
+                spec, task, run_dir, resume,
+                data_root=data_root, progress=progress, save_steps=save_steps, optim=optim,
+                eval_batch_size=eval_batch_size, dataloader_num_workers=dataloader_num_workers,
+                tracker_kwargs={"country_iso_code": country_iso_code, "region": region,
+                                "measure_power_secs": measure_power_secs} if track_efficiency else None,
+            )
+        except Exception as exc:
+            run.fail(exc, base)
+            raise
+        diverged = nonfinite_values(result)
+        if diverged and not allow_nonfinite:
+            reason = "the run diverged: non-finite " + ", ".join(f"{k}={v}" for k, v in list(diverged.items())[:6])
+            run.finish({**base, **result}, error=reason)
+            raise RunFailed(f"{rid}: {reason} (allow_nonfinite keeps such a run)")
+        record = run.finish({**base, **result})
     if not keep_checkpoints:
         store.remove_checkpoints(rid)
-    log.debug("result: %s", path)
+    log.debug("result: %s", store.result_path(rid))
     return record
 
 
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="seconds")
+def nonfinite_values(result: dict[str, Any]) -> dict[str, str]:
+    """Where a training result holds a non-finite loss or metric (path → ``nan``/``inf``/``-inf``).
+
+    >>> nonfinite_values({"metrics": {"accuracy": 0.5}, "history": [{"eval_loss": float("nan")}],
+    ...                   "train": {"train_loss": 1.0}})
+    {'history[0].eval_loss': 'nan'}
+    """
+    found: dict[str, str] = {}
+    strict_json({k: result.get(k) for k in ("metrics", "metrics_best", "history") if k in result}, found)
+    strict_json({"train.train_loss": (result.get("train") or {}).get("train_loss")}, found)
+    return found
 
 
 def _train(

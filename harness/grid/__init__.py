@@ -2,10 +2,11 @@
 
 * :mod:`harness.grid.config` loads ``configs/experiments/*.yaml`` and expands it
   into :class:`~harness.specs.FinetuneSpec` / :class:`~harness.specs.BiasSpec`.
-* :mod:`harness.grid.local` runs specs one after another (the default executor)
-  and holds :func:`~harness.grid.local.run_spec`, the one place that runs a spec
-  safely (skip when done, a lock against a concurrent duplicate, a running
-  marker, a failed record on error). SLURM array tasks call it too.
+* :mod:`harness.grid.local` runs specs on this machine (one after another, or
+  ``runs_per_gpu`` side by side per GPU) and holds :func:`~harness.grid.local.run_spec`,
+  which runs one spec through the run store's lifecycle
+  (:meth:`harness.store.RunStore.run`: skip when done, a lock against a concurrent
+  duplicate, a running marker, one ok/failed record). SLURM array tasks call it too.
 * :mod:`harness.grid.slurm` submits one job array through submitit.
 * :mod:`harness.grid.entry` is what an array task runs (submitit or plain ``sbatch``).
 * :mod:`harness.grid.status` says done / running / queued / failed / missing per spec.

@@ -1,25 +1,32 @@
-"""What one SLURM array task runs: exactly one spec, through :func:`harness.grid.local.run_spec`.
+"""What one SLURM array task (or one isolated local run) executes.
 
-Two ways in, the same work:
+Three ways in:
 
-* submitit pickles a :class:`GridTask` per spec; on SIGUSR2 (preemption notice
-  or the time limit coming) submitit calls :meth:`GridTask.checkpoint`, which
-  resubmits the same task, and requeues the job. The requeued task finds the
-  run's training checkpoint under ``<output>/checkpoints/<run_id>`` and resumes.
+* submitit pickles a :class:`GridTask` per array task with one spec, or with N
+  specs when ``runs_per_gpu=N`` (task i runs specs ``[i*N:(i+1)*N]`` side by
+  side on its GPU through the local executor). On SIGUSR2 (preemption notice or
+  the time limit coming) submitit calls :meth:`GridTask.checkpoint`, which
+  resubmits the same call and requeues the job; every run of the task then
+  resumes from its checkpoint under ``<output>/checkpoints/<run_id>`` (finished
+  ones are skipped).
 * the plain sbatch template (``slurm/grid-array.sbatch``) runs
-  ``python -m harness.grid.entry CONFIG --index $SLURM_ARRAY_TASK_ID``: the
-  index is a position in the expanded grid (after ``--only``), the same order
-  ``vnr run CONFIG --list`` prints; ``--count`` prints the array size.
+  ``python -m harness.grid.entry CONFIG --index $SLURM_ARRAY_TASK_ID [--runs-per-gpu N]``:
+  the index is a position in the expanded grid (after ``--only``), the same
+  order ``vnr run CONFIG --list`` prints (groups of N with ``--runs-per-gpu``);
+  ``--count`` prints the array size.
+* ``--spec JSON``: one spec in a fresh process, joining the attempt (and the
+  lock) of the local executor that started it (:func:`harness.grid.local.isolated_runner`).
 
-Either way the task sets ``SLURM_JOB_ID=<array job>_<task>`` before anything
-starts an energy tracker, so codecarbon reads this task's allocation and not
-the whole array's.
+An array task pins ``SLURM_JOB_ID=<array job>_<task>``
+(:func:`harness.environment.pin_array_task_job_id`) before anything starts an
+energy tracker, so codecarbon reads this task's allocation and not the whole array's.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -28,72 +35,96 @@ from typing import Any
 
 import submitit
 
-from harness.grid.local import FAILED, Spec, run_spec
+from harness.environment import array_task, pin_array_task_job_id
+from harness.grid.local import FAILED, Spec, execute, run_spec, summary_line
 
 log = logging.getLogger("harness.grid")
 
 
-def pin_array_task_job_id() -> None:
-    """``SLURM_JOB_ID=${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}`` inside an array task (idempotent).
-
-    The numeric id is kept in ``VNR_SLURM_NUMERIC_JOB_ID``.
-    """
-    array_job, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
-    if array_job and task:
-        current = os.environ.get("SLURM_JOB_ID", "")
-        if current and "_" not in current:
-            os.environ.setdefault("VNR_SLURM_NUMERIC_JOB_ID", current)
-        os.environ["SLURM_JOB_ID"] = f"{array_job}_{task}"
-
-
 def run_task(
-    spec: Spec,
+    spec: Spec | Sequence[Spec],
     output: str | Path,
     data_root: str | Path | None = None,
     *,
     progress: bool = False,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
 ) -> str:
-    """Run one spec in this task; returns the outcome status, raises if the run failed."""
+    """Run this task's spec (or its specs side by side); returns the outcome status, raises if a run failed."""
     pin_array_task_job_id()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    restarts = os.environ.get("SLURM_RESTART_COUNT")
-    log.info(
-        "task %s (restart %s) on %s: %s",
-        os.environ.get("SLURM_JOB_ID", "-"),
-        restarts or 0,
-        os.uname().nodename,
-        spec.run_id(),
-    )
-    outcome = run_spec(
-        spec, output, data_root=Path(data_root) if data_root else None, progress=progress, raise_errors=True,
-        options=options,
-    )
-    log.info("%s: %s after %.1f s", outcome.run_id, outcome.status, outcome.seconds)
-    if outcome.status == FAILED:  # pragma: no cover - raise_errors raises first
-        raise RuntimeError(outcome.error)
-    return outcome.status
+    specs = [spec] if hasattr(spec, "run_id") else list(spec)
+    opts = [options] * len(specs) if options is None or isinstance(options, Mapping) else list(options)
+    log.info("task %s (restart %s) on %s: %s", os.environ.get("SLURM_JOB_ID", "-"),
+             os.environ.get("SLURM_RESTART_COUNT") or 0, os.uname().nodename, ", ".join(s.run_id() for s in specs))
+    root = Path(data_root) if data_root else None
+    if len(specs) == 1:
+        outcome = run_spec(specs[0], output, data_root=root, progress=progress, raise_errors=True, options=opts[0])
+        log.info("%s: %s after %.1f s", outcome.run_id, outcome.status, outcome.seconds)
+        return outcome.status
+    by_id = {s.run_id(): dict(o or {}) for s, o in zip(specs, opts)}
+    outcomes = execute(specs, output, data_root=root, progress=False, options=lambda s: by_id[s.run_id()],
+                       runs_per_gpu=len(specs), verbose=progress)
+    log.info("%s", summary_line(outcomes))
+    failed = [o for o in outcomes if o.status == FAILED]
+    if failed:
+        raise RuntimeError("; ".join(f"{o.run_id}: {o.error}" for o in failed))
+    return "ran"
 
 
 class GridTask(submitit.helpers.Checkpointable):
     """The callable submitit pickles for each array task (importable: ``harness.grid.entry.GridTask``).
 
     ``checkpoint`` (inherited) resubmits the same call; resuming needs nothing
-    more, because the run function resumes from the store's checkpoint dir.
+    more, because every run function resumes from the store's checkpoint dir.
     """
 
-    def __call__(
-        self, spec: Spec, output: str, data_root: str | None = None, options: Mapping[str, Any] | None = None
-    ) -> str:
+    def __call__(self, spec: Spec | Sequence[Spec], output: str, data_root: str | None = None,
+                 options: Any = None) -> str:
         return run_task(spec, output, data_root, options=options)
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> submitit.helpers.DelayedSubmission:
-        log.warning("preemption or time limit: requeueing %s; it resumes from its last checkpoint", args[0].run_id())
+        specs = args[0] if isinstance(args[0], (list, tuple)) else [args[0]]
+        log.warning("preemption or time limit: requeueing %s; they resume from their last checkpoints",
+                    ", ".join(s.run_id() for s in specs))
         return submitit.helpers.DelayedSubmission(GridTask(), *args, **kwargs)
 
 
+def task_specs(specs: Sequence[Spec], index: int, runs_per_gpu: int = 1) -> list[Spec]:
+    """The specs array task ``index`` runs: ``specs[index*N:(index+1)*N]``.
+
+    >>> task_specs(list("abcde"), 2, runs_per_gpu=2), task_specs(list("abcde"), 1)
+    (['e'], ['b'])
+    """
+    return list(specs[index * runs_per_gpu:(index + 1) * runs_per_gpu])
+
+
+def array_size(n_specs: int, runs_per_gpu: int = 1) -> int:
+    """``ceil(n_specs / runs_per_gpu)`` array tasks."""
+    return math.ceil(n_specs / runs_per_gpu)
+
+
+def _run_one_isolated(payload: str, output: Path, data_root: Path | None, progress: bool) -> int:
+    """``--spec``: the child of an isolated run; its failure is recorded in this attempt, once."""
+    from harness.grid.local import default_runner, spec_from_payload
+    from harness.store import RunStore
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    spec, options = spec_from_payload(payload)
+    try:
+        with RunStore(output).run(spec) as run:
+            if run.state != "run":
+                return 0 if run.state == "done" else 1
+            returned = default_runner(spec, output, data_root=data_root, progress=progress, **options)
+            if not run.recorded and isinstance(returned, Mapping):
+                run.finish(returned)
+    except Exception as exc:  # recorded by the lifecycle (error and traceback)
+        print(f"run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m harness.grid.entry CONFIG --index N``: run the N-th spec of the grid (plain sbatch)."""
+    """``python -m harness.grid.entry CONFIG --index N``: run the N-th task of the grid (plain sbatch)."""
     from harness.grid.config import load_experiment, select_specs
     from ranking.errors import UserError
     from ranking.paths import resolve_data_root
@@ -101,43 +132,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.grid.entry", description=main.__doc__)
     parser.add_argument("config", nargs="?", help="experiment config YAML")
     parser.add_argument("--spec", default=None, help=argparse.SUPPRESS)  # JSON from local.isolated_runner
-    parser.add_argument("--index", type=int, default=None, help="position in the grid (default: $SLURM_ARRAY_TASK_ID)")
+    parser.add_argument("--index", type=int, default=None, help="array task index (default: $SLURM_ARRAY_TASK_ID)")
+    parser.add_argument("--runs-per-gpu", type=int, default=1,
+                        help="specs per task, run side by side on its GPU (default 1)")
     parser.add_argument("--output", default=None, help="results directory (default: the config's output)")
     parser.add_argument("--data-root", default=None, help="data root (default: $VNR_DATA_ROOT, else the public source)")
     parser.add_argument("--only", action="append", default=None, help="the same --only patterns given to --count")
-    parser.add_argument("--count", action="store_true", help="print the number of specs (the array size) and exit")
+    parser.add_argument("--count", action="store_true", help="print the number of array tasks and exit")
     parser.add_argument("--progress", action="store_true", help="progress bars in the task log")
     args = parser.parse_args(argv)
     if args.spec is not None:  # one spec in a fresh process for the local executor (which holds its lock)
-        from harness.grid.local import default_runner, spec_from_payload
-
-        logging.basicConfig(level=logging.INFO, format="%(message)s")
-        spec, options = spec_from_payload(args.spec)
-        data_root = Path(args.data_root) if args.data_root else None
-        default_runner(spec, Path(args.output), data_root=data_root, progress=args.progress, **options)
-        return 0
+        return _run_one_isolated(args.spec, Path(args.output), Path(args.data_root) if args.data_root else None,
+                                 args.progress)
     if args.config is None:
         parser.error("give CONFIG (or --spec)")
     try:
+        if args.runs_per_gpu < 1:
+            raise UserError(f"--runs-per-gpu must be a positive integer, not {args.runs_per_gpu}")
         exp = load_experiment(args.config, output=args.output)
         specs = select_specs(exp.specs, args.only)
+        size = array_size(len(specs), args.runs_per_gpu)
         if args.count:
-            print(len(specs))
+            print(size)
             return 0
         index = args.index
         if index is None:
-            task = os.environ.get("SLURM_ARRAY_TASK_ID")
+            task = array_task()
             if task is None:
                 raise UserError("give --index N or run inside a SLURM array task (SLURM_ARRAY_TASK_ID)")
-            index = int(task)
-        if not 0 <= index < len(specs):
-            raise UserError(f"index {index} is outside the grid (0..{len(specs) - 1}): submit --array=0-{len(specs) - 1}")
+            index = task[1]
+        if not 0 <= index < size:
+            raise UserError(f"index {index} is outside the grid (0..{size - 1}): submit --array=0-{size - 1}")
         data_root = resolve_data_root(args.data_root)
     except UserError as exc:
         print(f"harness.grid.entry: error: {exc}", file=sys.stderr)
         return 2
-    spec = specs[index]
-    status = run_task(spec, exp.output, data_root, progress=args.progress, options=exp.options_for(spec))
+    mine = task_specs(specs, index, args.runs_per_gpu)
+    status = run_task(mine, exp.output, data_root, progress=args.progress,
+                      options=[exp.options_for(s) for s in mine])
     return 0 if status != FAILED else 1
 
 

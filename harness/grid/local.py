@@ -1,47 +1,59 @@
-"""Run specs safely, one after another (the local executor), and the per-spec guard SLURM tasks share.
+"""The local executor: run specs on this machine, one after another or several side by side per GPU.
 
-:func:`run_spec` is the only way the grid runs a spec:
+:func:`run_spec` runs one spec through the store's run lifecycle
+(:meth:`harness.store.RunStore.run`: skip when done, per-run lock, running
+marker, one ``ok`` or ``failed`` record); SLURM array tasks call it too.
+:func:`execute` runs a grid:
 
-1. a finished result (``status: ok``) is returned as is: re-running a grid never redoes work;
-2. an exclusive lock (``<output>/locks/<run_id>.lock``, ``flock``) keeps two
-   processes from running the same spec at once; the kernel drops it when its
-   holder dies, so a killed task never leaves the spec blocked;
-3. a running marker (``runs/<run_id>.running``) tells ``vnr status`` who works on it;
-4. the run function writes the result atomically (a killed task leaves none);
-   if it raises, a ``failed`` record with the error is stored (unless the run
-   function stored one itself) and the next ``vnr run`` retries the spec.
+* ``runs_per_gpu=1`` and no ``gpus`` (default): in this process, one spec after
+  another (``isolate``: each in its own process);
+* ``runs_per_gpu=N`` and/or ``gpus=[0, 1]``: one pool of N worker slots per GPU
+  (all visible GPUs when ``gpus`` is None; one CPU pool without a GPU); each spec
+  runs in its own process (:func:`isolated_runner`) with ``CUDA_VISIBLE_DEVICES``
+  set to its GPU and ``VNR_GPU_SLOT=<gpu index>`` (what energy attribution reads
+  to know which runs share a GPU).
+
+An isolated child dies with its parent (``PR_SET_PDEATHSIG`` on Linux) and
+inherits the run's lock, so the lock is held until the child is gone: killing
+``vnr run`` never leaves a run that a second ``vnr run`` would start again.
+
+Terminal output: one progress bar for the grid and one line per finished run
+(``ok``/``failed``/``busy``, run id, seconds) on stderr; a run's own output
+(Trainer logs, inner progress bars) goes to ``<output>/logs/<run_id>.log``
+unless ``verbose``.
 
 >>> import tempfile
 >>> out = Path(tempfile.mkdtemp())
 >>> spec = BiasSpec("tiny:bert", "crows_pairs", limit=2)
 >>> def fake(spec, output, **kw):
-...     rec = {"run_id": spec.run_id(), "kind": "bias", "status": "ok", "metrics": {}}
-...     RunStore(output).write(rec)
-...     return rec
->>> [o.status for o in execute([spec, spec], out, runner=fake, progress=False)]
+...     with RunStore(output).run(spec) as run:
+...         return run.finish({"metrics": {}})
+>>> [o.status for o in execute([spec, spec], out, runner=fake, progress=False, echo=False)]
 ['ran', 'skipped']
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
+import ctypes
 import importlib
 import inspect
 import json
 import logging
 import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from harness.specs import BiasSpec, FinetuneSpec
-from harness.store import STATUS_FAILED, STATUS_OK, RunStore
+from harness.store import STATUS_OK, RunFailed, RunStore
 from ranking.errors import UserError
 
 log = logging.getLogger("harness.grid")
@@ -51,6 +63,7 @@ Runner = Callable[..., dict[str, Any]]
 
 # outcome statuses
 RAN, SKIPPED, FAILED, BUSY = "ran", "skipped", "failed", "busy"
+GPU_SLOT_ENV = "VNR_GPU_SLOT"
 
 
 @dataclass(frozen=True)
@@ -83,27 +96,69 @@ def default_runner(
     return run_function(spec)(spec, output, data_root=data_root, progress=progress, **options)
 
 
+# ---------------------------------------------------------------------- one spec in its own process
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+    """A ``preexec_fn``: the child gets SIGKILL when the parent dies (Linux), and never outlives a dead one."""
+    def setup() -> None:
+        with contextlib.suppress(Exception):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return setup
+
+
 def isolated_runner(
-    spec: Spec, output: Path, *, data_root: Path | None = None, progress: bool = True, **options: Any
+    spec: Spec, output: Path, *, data_root: Path | None = None, progress: bool = True,
+    child_env: Mapping[str, str] | None = None, log_file: Path | None = None, **options: Any,
 ) -> dict[str, Any]:
     """Run the spec's run function in a fresh Python process (``python -m harness.grid.entry --spec``).
 
-    A crash that takes the process down (segfault, CUDA context lost, the OOM
-    killer) then fails only this run; the grid goes on. The caller
-    (:func:`run_spec`) holds the lock and the running marker.
+    Called inside :func:`run_spec` (which holds the run's lock): the child joins
+    that attempt and inherits the lock; it dies with this process. A crash that
+    takes the child down (segfault, CUDA context lost, the OOM killer) fails only
+    this run. ``child_env`` is added to the child's environment (e.g.
+    ``CUDA_VISIBLE_DEVICES``); ``log_file`` receives the child's output.
     """
+    store = RunStore(output)
+    run = store.active(spec.run_id())
     payload = json.dumps({"kind": spec.kind, "fields": asdict(spec), "options": dict(options)})
     cmd = [sys.executable, "-m", "harness.grid.entry", "--spec", payload, "--output", str(output)]
     if data_root is not None:
         cmd += ["--data-root", str(data_root)]
     if progress:
         cmd.append("--progress")
-    proc = subprocess.run(cmd, check=False)
-    record = RunStore(output).get(spec.run_id())
-    if proc.returncode != 0:
-        error = (record or {}).get("error") if (record or {}).get("status") == STATUS_FAILED else None
-        raise RuntimeError(error or f"the run process exited with status {proc.returncode}")
-    if record is None:
+    env = {**os.environ, **dict(child_env or {})}
+    pass_fds: tuple[int, ...] = ()
+    if run is not None:
+        env.update(run.child_env())
+        if run.lock_fd is not None:
+            pass_fds = (run.lock_fd,)
+    with contextlib.ExitStack() as stack:
+        sink: TextIO | None = None
+        if log_file is not None:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            sink = stack.enter_context(open(log_file, "a"))  # noqa: SIM115
+        proc = subprocess.Popen(cmd, env=env, pass_fds=pass_fds, stdout=sink, stderr=subprocess.STDOUT if sink else None,
+                                preexec_fn=_die_with_parent(os.getpid()))
+        try:
+            returncode = proc.wait()
+        finally:
+            if proc.poll() is None:  # interrupted: the child goes first, then the lock is released
+                proc.kill()
+                proc.wait()
+    if run is not None and run.adopt_stored():
+        if run.record.get("status") != STATUS_OK:
+            raise RunFailed(str(run.record.get("error") or "failed"))
+        return run.record
+    if returncode != 0:
+        raise RuntimeError(f"the run process exited with status {returncode}")
+    record = store.get(spec.run_id())
+    if record is None or record.get("status") != STATUS_OK:
         raise RuntimeError("the run process stored no result")
     return record
 
@@ -132,81 +187,7 @@ def check_run_options(kind: str, options: Mapping[str, Any], where: str = "run_o
             raise UserError(f"{where}: {name} has no option {key!r} (options: {', '.join(allowed)})")
 
 
-_LOCK_TRIES = 5
-
-
-def lock_path(store: RunStore, rid: str) -> Path:
-    return store.root / "locks" / f"{rid}.lock"
-
-
-@contextlib.contextmanager
-def spec_lock(store: RunStore, rid: str) -> Iterator[bool]:
-    """Hold the spec's exclusive lock; yields False (without waiting) if another process holds it."""
-    import fcntl
-
-    path = lock_path(store, rid)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        for attempt in range(_LOCK_TRIES):  # a few tries: a `vnr status` probe holds it for microseconds
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                    raise
-                if attempt == _LOCK_TRIES - 1:
-                    yield False
-                    return
-                time.sleep(0.1)
-        try:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def is_locked(store: RunStore, rid: str) -> bool:
-    """True while some process holds the spec's lock (i.e. is running it)."""
-    import fcntl
-
-    path = lock_path(store, rid)
-    if not path.exists():
-        return False
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
-
-
-def failure_record(spec: Spec, exc: BaseException) -> dict[str, Any]:
-    """The record stored when a run raised before storing its own failure."""
-    from harness.environment import environment_info
-
-    target = {"task": spec.task, "seed": spec.seed} if isinstance(spec, FinetuneSpec) else {"dataset": spec.dataset}
-    return {
-        "run_id": spec.run_id(),
-        "kind": spec.kind,
-        "model": spec.model,
-        **target,
-        "identity": spec.identity(),
-        "status": STATUS_FAILED,
-        "error": f"{type(exc).__name__}: {exc}",
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-8000:],
-        "environment": environment_info(),
-        "finished": time.time(),
-    }
-
-
+# ---------------------------------------------------------------------- one spec
 def run_spec(
     spec: Spec,
     output: str | Path,
@@ -217,49 +198,123 @@ def run_spec(
     raise_errors: bool = False,
     options: Mapping[str, Any] | None = None,
 ) -> Outcome:
-    """Run one spec under the guarantees in the module docstring; never raises for a failed run
-    unless ``raise_errors`` (SLURM tasks re-raise so the array task shows as failed)."""
+    """Run one spec through the store's lifecycle; never raises for a failed run
+    unless ``raise_errors`` (SLURM tasks re-raise so the array task shows as failed).
+
+    The runner does the work inside the lifecycle: a real run function joins the
+    attempt and stores its record; a runner that only returns an ``ok`` record
+    has it stored here; an exception is a ``failed`` record, stored once.
+    """
     store = RunStore(output)
     rid = spec.run_id()
     if store.is_done(rid):
         return Outcome(rid, SKIPPED)
     store.ensure_writable()
-    with spec_lock(store, rid) as acquired:
-        if not acquired:
-            return Outcome(rid, BUSY)
-        if store.is_done(rid):  # finished by another process while we waited for the lock
-            return Outcome(rid, SKIPPED)
-        ckpt = store.checkpoint_dir(rid)
-        if ckpt.is_dir() and any(ckpt.iterdir()):
-            log.info("%s: resuming from the checkpoint in %s", rid, ckpt)
-        store.mark_running(rid)
-        started = time.time()
-        try:
-            record = (runner or default_runner)(
+    started = time.time()
+    run = None
+    try:
+        with store.run(spec) as run:
+            if run.state == "done":
+                return Outcome(rid, SKIPPED)
+            if run.state == "busy":
+                return Outcome(rid, BUSY)
+            ckpt = store.checkpoint_dir(rid)
+            if ckpt.is_dir() and any(ckpt.iterdir()):
+                log.info("%s: resuming from the checkpoint in %s", rid, ckpt)
+            returned = (runner or default_runner)(
                 spec, Path(output), data_root=data_root, progress=progress, **dict(options or {})
             )
-        except Exception as exc:
-            seconds = time.time() - started
-            stored = store.get(rid)
-            path = store.result_path(rid)
-            if stored is None or stored.get("status") != STATUS_FAILED or path.stat().st_mtime < started - 1:
-                store.write(failure_record(spec, exc))
-            log.error("%s failed after %.1f s: %s: %s", rid, seconds, type(exc).__name__, exc)
-            if raise_errors:
-                raise
-            return Outcome(rid, FAILED, seconds, f"{type(exc).__name__}: {exc}")
-        finally:
-            store.clear_running(rid)
+            if not run.recorded:
+                if not (isinstance(returned, Mapping) and returned.get("status") == STATUS_OK):
+                    raise RuntimeError("the run function stored no successful result")
+                run.finish(returned)
+    except Exception as exc:
         seconds = time.time() - started
-        if isinstance(record, dict) and record.get("status") == STATUS_OK and not store.is_done(rid):
-            store.write(record)  # a runner that returned its record without storing it
-        if not store.is_done(rid):
-            stored = store.get(rid) or {}
-            error = str(stored.get("error") or "the run function stored no successful result")
-            if raise_errors:
-                raise RuntimeError(f"{rid}: {error}")
-            return Outcome(rid, FAILED, seconds, error)
-        return Outcome(rid, RAN, seconds)
+        error = f"{type(exc).__name__}: {exc}"
+        if run is not None and run.recorded and run.record is not None and run.record.get("error"):
+            error = str(run.record["error"])
+        log.debug("%s failed after %.1f s: %s", rid, seconds, error)
+        if raise_errors:
+            raise
+        return Outcome(rid, FAILED, seconds, error)
+    seconds = time.time() - started
+    if run.record is None or run.record.get("status") != STATUS_OK:
+        error = str((run.record or {}).get("error") or "the run function stored no successful result")
+        if raise_errors:
+            raise RunFailed(f"{rid}: {error}")
+        return Outcome(rid, FAILED, seconds, error)
+    return Outcome(rid, RAN, seconds)
+
+
+# ---------------------------------------------------------------------- the grid
+def visible_gpus() -> list[str]:
+    """GPU indices this process may use: ``$CUDA_VISIBLE_DEVICES``, else NVML's count, else none."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no NVML library, no driver, no GPU
+        return []
+
+
+def worker_slots(runs_per_gpu: int, gpus: Sequence[int | str] | None) -> list[dict[str, str]]:
+    """The child environment of each worker slot: N per GPU, taken round-robin over the GPUs
+    (one CPU pool of N slots without a GPU).
+
+    >>> [slot["VNR_GPU_SLOT"] for slot in worker_slots(2, [0, 1])]
+    ['0', '1', '0', '1']
+    >>> worker_slots(1, ["3"]), worker_slots(2, [])
+    ([{'CUDA_VISIBLE_DEVICES': '3', 'VNR_GPU_SLOT': '3'}], [{}, {}])
+    """
+    if isinstance(runs_per_gpu, bool) or not isinstance(runs_per_gpu, int) or runs_per_gpu < 1:
+        raise UserError(f"runs_per_gpu must be a positive integer, not {runs_per_gpu!r}")
+    devices = [str(g) for g in (visible_gpus() if gpus is None else gpus)]
+    if not devices:
+        return [{} for _ in range(runs_per_gpu)]
+    return [{"CUDA_VISIBLE_DEVICES": g, GPU_SLOT_ENV: g} for _ in range(runs_per_gpu) for g in devices]
+
+
+@contextlib.contextmanager
+def _run_output_to(path: Path | None) -> Iterator[None]:
+    """Send this process's output to ``path`` while a run goes on in-process: stdout/stderr at the
+    file-descriptor level (libraries that kept a handle on the terminal, C code) and in Python,
+    and the root logger's records."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", buffering=1) as fh:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        saved_fds = []
+        for fd in (1, 2):
+            with contextlib.suppress(OSError):
+                saved_fds.append((fd, os.dup(fd)))
+                os.dup2(fh.fileno(), fd)
+        handler = logging.StreamHandler(fh)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root = logging.getLogger()
+        saved_handlers = root.handlers[:]
+        root.handlers = [handler]
+        try:
+            with contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+                yield
+        finally:
+            root.handlers = saved_handlers
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            for fd, copy in saved_fds:
+                os.dup2(copy, fd)
+                os.close(copy)
 
 
 def execute(
@@ -271,43 +326,101 @@ def execute(
     progress: bool = True,
     options: Callable[[Spec], Mapping[str, Any]] | None = None,
     isolate: bool = False,
+    runs_per_gpu: int = 1,
+    gpus: Sequence[int | str] | None = None,
+    verbose: bool = False,
+    echo: bool = True,
 ) -> list[Outcome]:
-    """The local executor: every spec in turn, with a progress bar over the grid.
+    """The local executor (see the module docstring); outcomes in the order of ``specs``.
 
-    A failed spec does not stop the grid; the outcomes say what happened.
-    ``isolate`` runs each spec in its own Python process (:func:`isolated_runner`).
+    A failed spec does not stop the grid. ``progress``: the grid's progress bar;
+    ``echo``: one line per finished run on stderr; ``verbose``: the runs' own
+    output on the terminal instead of ``<output>/logs/<run_id>.log``.
     """
-    if isolate and runner is None:
-        runner = isolated_runner
     from tqdm.auto import tqdm
-    from tqdm.contrib.logging import logging_redirect_tqdm
 
+    parallel = runs_per_gpu != 1 or gpus is not None
+    slots = worker_slots(runs_per_gpu, gpus) if parallel else [{}]
+    if (isolate or parallel) and runner is None:
+        runner = isolated_runner
     store = RunStore(output)
-    outcomes: list[Outcome] = []
-    bar = tqdm(total=len(specs), desc="grid", unit="run", disable=not progress, position=0, leave=True)
-    with logging_redirect_tqdm(loggers=[logging.getLogger()]):
-        for spec in specs:
-            rid = spec.run_id()
-            bar.set_postfix_str(rid[:60], refresh=True)
-            if store.is_done(rid):
-                log.info("skip   %s (done)", rid)
-                outcome = Outcome(rid, SKIPPED)
-            else:
-                log.info("run    %s", rid)
-                outcome = run_spec(
-                    spec, output, data_root=data_root, runner=runner, progress=progress,
-                    options=options(spec) if options else None,
-                )
-                if outcome.status == RAN:
-                    log.info("done   %s in %.1f s", rid, outcome.seconds)
-                elif outcome.status == BUSY:
-                    log.warning("busy   %s: another process is running it; left to that process", rid)
-                elif outcome.status == SKIPPED:
-                    log.info("skip   %s (finished meanwhile by another process)", rid)
-            outcomes.append(outcome)
+    terminal = sys.stderr
+    bar = tqdm(total=len(specs), desc="grid", unit="run", disable=not progress, file=terminal, leave=True,
+               dynamic_ncols=True)
+    lock = threading.Lock()
+    outcomes: dict[int, Outcome] = {}
+
+    def report(outcome: Outcome) -> None:
+        with lock:
+            if echo and outcome.status != SKIPPED:
+                word = {RAN: "ok"}.get(outcome.status, outcome.status)
+                line = f"{word:6} {outcome.run_id} {outcome.seconds:.1f} s"
+                if outcome.error:
+                    line += f": {outcome.error.strip().splitlines()[-1][:200] if outcome.error.strip() else ''}"
+                bar.write(line, file=terminal)
             bar.update(1)
-    bar.close()
-    return outcomes
+
+    def one(index: int, spec: Spec, slot: Mapping[str, str]) -> None:
+        rid = spec.run_id()
+        if store.is_done(rid):
+            outcome = Outcome(rid, SKIPPED)
+        else:
+            opts = dict(options(spec)) if options else {}
+            run_log = None if verbose else store.log_dir() / f"{rid}.log"
+            use = runner or default_runner
+            if use is isolated_runner:
+                opts = {**opts, "child_env": dict(slot), "log_file": run_log}
+                redirect = None
+            else:
+                redirect = None if parallel else run_log  # in-process runs side by side share stdout
+            try:
+                with _run_output_to(redirect):
+                    outcome = run_spec(spec, output, data_root=data_root, runner=use,
+                                       progress=progress and verbose, options=opts)
+            except OSError as exc:  # e.g. the disk is full even for the failure record: this run only
+                outcome = Outcome(rid, FAILED, 0.0, f"{type(exc).__name__}: {exc}")
+        outcomes[index] = outcome
+        report(outcome)
+
+    try:
+        if not parallel:
+            for i, spec in enumerate(specs):
+                one(i, spec, slots[0])
+        else:
+            _run_pool(list(enumerate(specs)), slots, one)
+    finally:
+        bar.close()
+    return [outcomes[i] for i in range(len(specs)) if i in outcomes]
+
+
+def _run_pool(items: list[tuple[int, Spec]], slots: list[dict[str, str]],
+              one: Callable[[int, Spec, Mapping[str, str]], None]) -> None:
+    """Each slot is a thread that takes the next spec and runs it (in a child process) until none is left."""
+    todo: queue.Queue[tuple[int, Spec]] = queue.Queue()
+    for item in items:
+        todo.put(item)
+    errors: list[BaseException] = []
+
+    def worker(slot: dict[str, str]) -> None:
+        while True:
+            try:
+                index, spec = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                one(index, spec, slot)
+            except BaseException as exc:  # pragma: no cover - run_spec records run failures itself
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=worker, args=(slot,), daemon=True) for slot in slots[: max(len(items), 1)]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(0.5)
+    if errors:
+        raise errors[0]
 
 
 def summary_line(outcomes: Sequence[Outcome]) -> str:

@@ -1,4 +1,5 @@
-"""The SLURM executor: one job array through submitit, one task per pending spec.
+"""The SLURM executor: one job array through submitit, one task per pending spec
+(or per N specs run side by side on the task's GPU, with ``runs_per_gpu=N``).
 
 * resources (partition, time, GPUs, CPUs, memory, array parallelism, account,
   QoS, constraint) come from the config's ``slurm:`` section, overridden by the CLI;
@@ -8,7 +9,7 @@
   signals it); the task checkpoints its call and requeues itself; the run
   resumes from its training checkpoint (``max_timeouts`` bounds time-limit requeues);
 * a submission manifest ``<output>/submissions/<job>.json`` maps array indices
-  to run ids, so ``vnr status`` can say which specs are queued.
+  to run ids (a list of them for a task of N), so ``vnr status`` can say which specs are queued.
 
 ``--dry-run`` prints the sbatch script submitit would submit, without a cluster:
 
@@ -120,61 +121,74 @@ def submit(
     name: str,
     data_root: Path | None = None,
     options: Callable[[Spec], Mapping[str, Any]] | None = None,
+    runs_per_gpu: int = 1,
 ) -> str:
-    """Submit one array (one task per spec); returns the array job id and writes the manifest."""
+    """Submit one array and write the manifest; returns the array job id.
+
+    ``runs_per_gpu=N``: ``ceil(len(specs) / N)`` tasks, task i running specs
+    ``[i*N:(i+1)*N]`` side by side on its GPU (:func:`harness.grid.entry.run_task`).
+    """
     if not specs:
         raise ValueError("nothing to submit")
+    if isinstance(runs_per_gpu, bool) or not isinstance(runs_per_gpu, int) or runs_per_gpu < 1:
+        raise UserError(f"runs_per_gpu must be a positive integer, not {runs_per_gpu!r}")
     if shutil.which("sbatch") is None or shutil.which("srun") is None:
         raise UserError("--executor slurm: sbatch/srun not found on this machine: run on a SLURM login node "
                         "(or start a local one with slurm/start-local-cluster.sh)")
     import submitit
 
-    from harness.grid.entry import GridTask
+    from harness.grid.entry import GridTask, array_size, task_specs
 
     output = Path(output).resolve()
     executor = submitit.SlurmExecutor(folder=log_folder(output), max_num_timeout=settings.max_timeouts)
     executor.update_parameters(**sbatch_parameters(settings, name=name, env_setup=_env_setup()))
     root = str(Path(data_root).resolve()) if data_root else None
     task = GridTask()
+    groups = [task_specs(specs, i, runs_per_gpu) for i in range(array_size(len(specs), runs_per_gpu))]
     jobs = []
     try:
         with executor.batch():
-            for spec in specs:
-                opts = dict(options(spec)) if options else None
-                jobs.append(executor.submit(task, spec, str(output), root, opts))
+            for group in groups:
+                opts = [dict(options(s)) if options else None for s in group]
+                if runs_per_gpu == 1:
+                    jobs.append(executor.submit(task, group[0], str(output), root, opts[0]))
+                else:
+                    jobs.append(executor.submit(task, group, str(output), root, opts))
     except Exception as exc:  # submitit wraps sbatch's complaint (bad partition, too much memory, ...)
         lines = [line for line in str(exc).strip().splitlines() if line.strip()]
         raise UserError(f"sbatch refused the array: {' '.join(lines[-3:]) if lines else type(exc).__name__}") from None
     array_id = str(jobs[0].job_id).split("_")[0]
-    write_manifest(output, array_id, specs)
+    write_manifest(output, array_id, groups)
     return array_id
 
 
-def write_manifest(output: Path, array_id: str, specs: Sequence[Spec]) -> Path:
-    """``<output>/submissions/<array_id>.json``: array index → run id (what ``vnr status`` reads)."""
+def write_manifest(output: Path, array_id: str, tasks: Sequence[Spec | Sequence[Spec]]) -> Path:
+    """``<output>/submissions/<array_id>.json``: array index → run id, or run ids when a task runs several."""
     path = Path(output) / "submissions" / f"{array_id}.json"
-    atomic_write_json(
-        path,
-        {
-            "array_job_id": array_id,
-            "submitted": time.time(),
-            "tasks": {str(i): spec.run_id() for i, spec in enumerate(specs)},
-        },
-    )
+    entries: dict[str, Any] = {}
+    for i, task in enumerate(tasks):
+        group = [task] if hasattr(task, "run_id") else list(task)
+        ids = [s.run_id() for s in group]
+        entries[str(i)] = ids[0] if len(ids) == 1 else ids
+    atomic_write_json(path, {"array_job_id": array_id, "submitted": time.time(), "tasks": entries})
     return path
 
 
-def read_manifests(output: Path) -> dict[str, dict[str, str]]:
-    """All submission manifests: array job id → {index: run id}."""
-    out: dict[str, dict[str, str]] = {}
+def read_manifests(output: Path) -> dict[str, list[tuple[str, str]]]:
+    """All submission manifests: array job id → [(task index, run id), ...]."""
+    out: dict[str, list[tuple[str, str]]] = {}
     folder = Path(output) / "submissions"
     if not folder.is_dir():
         return out
     for path in sorted(folder.glob("*.json")):
         try:
             doc = json.loads(path.read_text())
-            out[str(doc["array_job_id"])] = {str(k): str(v) for k, v in doc["tasks"].items()}
-        except (OSError, ValueError, KeyError, TypeError):
+            pairs = []
+            for index, ids in doc["tasks"].items():
+                for rid in ids if isinstance(ids, list) else [ids]:
+                    pairs.append((str(index), str(rid)))
+            out[str(doc["array_job_id"])] = pairs
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
     return out
 

@@ -76,8 +76,9 @@ def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squ
     queued_by_run: dict[str, tuple[str, str]] = {}
     if squeue is not None:
         for array_id, tasks in read_manifests(exp.output).items():
-            for index, rid in tasks.items():
-                for job in (f"{array_id}_{index}", array_id if len(tasks) == 1 else None):
+            single = len({index for index, _ in tasks}) == 1
+            for index, rid in tasks:
+                for job in (f"{array_id}_{index}", array_id if single else None):
                     if job and job in squeue:
                         queued_by_run[rid] = (job, squeue[job])
     host = socket.gethostname()
