@@ -85,7 +85,7 @@ def run_rank(args: argparse.Namespace) -> int:
     for option, given in (("--results", args.results), ("--bootstrap", args.bootstrap), ("--seed", args.seed)):
         if given not in (None, 0):
             raise UserError(f"{option} only applies with --scenario")
-    from ranking.result import rule_names
+    from ranking.rules import rule_names
     from ranking.settings import rank, resolve_group_weights
 
     table = _load(args.table, args.data_root)

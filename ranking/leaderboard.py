@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ranking.errors import UserError, read_yaml
+from ranking.errors import UserError
 from ranking.paths import resolve_data_root
 from ranking.table import Criterion, ScoreTable
+from ranking.yaml_io import read_yaml
 
 _SPEC_KEYS = {"file", "model_column", "names", "rename", "ignore", "missing", "criteria", "description"}
 _CRITERION_KEYS = {"direction", "weight", "group", "unit", "split"}

@@ -59,12 +59,11 @@ from typing import Any
 import numpy as np
 
 from ranking.errors import UserError
-from ranking.result import RuleResult, get_rule
+from ranking.result import RuleResult
+from ranking.rules import get_rule
 from ranking.table import Criterion, ScoreTable
 
 SETTINGS = ("basic", "weighted", "two-step")
-
-_CARDINAL = ("arithmetic_mean", "geometric_mean", "optimality_gap")
 
 
 def rank(
@@ -187,7 +186,7 @@ def interim_scores(result: RuleResult) -> np.ndarray:
     """
     if result.rule == "optimality_gap":
         return result.scores + result.params["gamma"]
-    if result.rule in _CARDINAL:
+    if get_rule(result.rule).cardinal:
         return np.array(result.scores, dtype=float)
     return -np.asarray(result.ranks, dtype=float)
 

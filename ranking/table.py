@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from ranking.errors import UserError, read_yaml
+from ranking.errors import UserError
+from ranking.yaml_io import read_yaml
 
 DIRECTIONS = ("higher", "lower")
 

@@ -29,7 +29,8 @@ from scipy.optimize import linprog
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ranking.prospective import prospective  # noqa: E402
-from ranking.result import get_rule, positions_from_scores, rule_names  # noqa: E402
+from ranking.result import positions_from_scores  # noqa: E402
+from ranking.rules import get_rule, rule_names  # noqa: E402
 from ranking.table import Criterion, ScoreTable  # noqa: E402
 
 

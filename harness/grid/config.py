@@ -48,7 +48,8 @@ from typing import Any
 from harness.bias.data import DATASETS
 from harness.finetune.tasks import TASKS
 from harness.specs import BiasSpec, FinetuneSpec
-from ranking.errors import UserError, read_yaml
+from ranking.errors import UserError
+from ranking.yaml_io import read_yaml
 
 Spec = FinetuneSpec | BiasSpec
 

@@ -176,7 +176,7 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
 def run_agreement(args: argparse.Namespace) -> int:
     from ranking.analysis._common import parse_int_list
     from ranking.analysis.votenrank import compare_rankings
-    from ranking.result import rule_names
+    from ranking.rules import rule_names
 
     table = _load(args)
     ks = parse_int_list(args.k, "-k")

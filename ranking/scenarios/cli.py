@@ -115,7 +115,7 @@ def whatif_columns(scenario: Any, rule: str | None, setting: str | None) -> list
             return cols
         rule, setting = "borda", "weighted"
     if rule is not None:
-        from ranking.result import get_rule
+        from ranking.rules import get_rule
 
         get_rule(rule)
     existing = [c for c in scenario.columns if c.uses_group_weights]

@@ -65,8 +65,9 @@ from typing import Any
 
 import numpy as np
 
-from ranking.errors import UserError, read_yaml
+from ranking.errors import UserError
 from ranking.table import DIRECTIONS, ScoreTable
+from ranking.yaml_io import read_yaml
 
 log = logging.getLogger(__name__)
 
@@ -482,7 +483,7 @@ def _parse_directions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
 def _parse_columns(raw: Any, group_names: Sequence[str], where: str) -> tuple[Column, ...]:
     if not isinstance(raw, Sequence) or isinstance(raw, str) or not raw:
         raise UserError(f"{where}: 'columns' must be a non-empty list of {{name, rule, setting, group_weights}}")
-    from ranking.result import get_rule
+    from ranking.rules import get_rule
 
     out: list[Column] = []
     for i, spec in enumerate(raw):
