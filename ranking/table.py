@@ -235,17 +235,18 @@ class ScoreTable:
         )
 
     @classmethod
-    def load(cls, path: str | Path, data_root: str | Path | None = None) -> ScoreTable:
-        """Read a CSV (with its sidecar if present) or a leaderboard spec YAML."""
+    def load(cls, path: str | Path) -> ScoreTable:
+        """Read a CSV (with its sidecar if present) or a results folder's ``matrix.csv``.
+
+        Commands and the Python API read every kind of TABLE (leaderboard specs,
+        benchbench, ...) through :func:`ranking.load_table`; this reads only the
+        file format this module defines.
+        """
         path = Path(path)
         if path.is_dir():
             if (path / "matrix.csv").exists():
                 return cls.from_csv(path / "matrix.csv")
-            raise UserError(f"{path} is a directory without matrix.csv: pass a CSV or a leaderboard spec")
-        if path.suffix.lower() in (".yaml", ".yml"):
-            from ranking.leaderboard import load_leaderboard
-
-            return load_leaderboard(path, data_root=data_root)
+            raise UserError(f"{path} is a directory without matrix.csv: pass a CSV")
         return cls.from_csv(path)
 
     # ------------------------------------------------------------------ views

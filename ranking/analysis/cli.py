@@ -19,6 +19,8 @@ import math
 import sys
 from typing import Any
 
+from ranking.cli_types import TABLE_HELP, add_table_options, table_from_args
+
 FORMATS = ("table", "json")
 
 
@@ -36,8 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     def add(name: str, help_text: str, *, table: bool = True, rule: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         if table:
-            p.add_argument("table", metavar="TABLE", help="CSV, leaderboard spec, or a path under the data root")
-        p.add_argument("--data-root", default=None, help="data root (else $VNR_DATA_ROOT)")
+            p.add_argument("table", metavar="TABLE", help=TABLE_HELP)
+            add_table_options(p)
+        else:
+            p.add_argument("--data-root", metavar="DIR", default=None, help="data root (default: $VNR_DATA_ROOT)")
         p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
         p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
         p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -119,9 +123,7 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def _load(args: argparse.Namespace):
-    from ranking.analysis.data import load_table
-
-    return load_table(args.table, args.data_root)
+    return table_from_args(args)
 
 
 def _ranker(args: argparse.Namespace, rule: str):
@@ -269,8 +271,9 @@ def run_kemeny(args: argparse.Namespace) -> int:
 def run_instance(args: argparse.Namespace) -> int:
     from ranking.analysis.data import load_instance_table
     from ranking.analysis.instance import aggregate_instances
+    from ranking.paths import resolve_data_root
 
-    frame = load_instance_table(args.table, args.data_root)
+    frame = load_instance_table(args.table, resolve_data_root(args.data_root))
     metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
     out = aggregate_instances(frame, metrics=metrics, human=args.human)
     if args.format == "json":
@@ -305,14 +308,14 @@ def run_synthetic(args: argparse.Namespace) -> int:
 def run_tradeoff(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from ranking.analysis.data import BENCHBENCH, load_table
+    from ranking.analysis.data import BENCHBENCH
     from ranking.analysis.diversity import diversity
 
     names = args.tables or [f"benchbench/{b}" for b in BENCHBENCH]
     args.rule = None
     rows = []
     for name in tqdm(names, desc="tradeoff", disable=not _progress(args), leave=False):
-        table = load_table(name, args.data_root)
+        table = table_from_args(args, name)
         kind = _kind_of(table, "auto")
         sens = _sensitivity(table, args, kind)
         div = diversity(table)

@@ -31,7 +31,9 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
 
     scenario = load_scenario(args.scenario)
     results = getattr(args, "results", None) or getattr(args, "table", None)
-    raw, seeds = scenario.load_table(results, getattr(args, "data_root", None))
+    from ranking.paths import resolve_data_root
+
+    raw, seeds = scenario.load_table(results, resolve_data_root(getattr(args, "data_root", None)))
     table = scenario.build_table(raw)
     source = str(results) if results else (raw.source or "")
     return scenario, table, seeds, source

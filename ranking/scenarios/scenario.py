@@ -377,8 +377,8 @@ class Scenario:
         """The raw score table (before :meth:`build_table`) and the per-seed file if one exists.
 
         ``results`` (a results dir with ``matrix.csv`` + ``criteria.yaml``, or a CSV) wins over the
-        scenario's ``table:``; ``importer:`` sources read the data root (``--data-root``, else
-        ``$VNR_DATA_ROOT``).
+        scenario's ``table:``; ``importer:`` sources read the data root ``data_root`` (resolved by
+        the caller: ``--data-root``, else ``$VNR_DATA_ROOT``).
         """
         if results is not None:
             return _load_results(Path(results))
