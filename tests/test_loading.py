@@ -57,7 +57,8 @@ def test_stated_directions_are_used(capsys, costly):
     # --higher states a cost-like name is a benefit after all
     code, out, err = vnr(capsys, "rank", costly, "--lower", "energy_kwh", "--higher", "train_hours",
                          "--rule", "borda", "--format", "json")
-    assert code == 0 and json.loads(out)["borda"]["scores"] == {"A": 4.0, "B": 3.0, "C": 2.0}
+    # accuracy: A2 B1 C0; energy (lower): B2 C1 A0; hours (higher): C2 A1 B0
+    assert code == 0 and json.loads(out)["borda"]["scores"] == {"A": 3.0, "B": 3.0, "C": 3.0}
     assert err.startswith("note: ") and err.count("\n") == 1
 
 
