@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import COMMANDS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -58,8 +60,6 @@ def test_full_parser_builds_without_torch():
 
 
 def test_dispatcher_table_matches_what_each_module_registers():
-    from harness.cli import COMMANDS
-
     for module_name in dict.fromkeys(m for m, _ in COMMANDS.values()):
         sub = argparse.ArgumentParser().add_subparsers()
         importlib.import_module(module_name).register(sub)
@@ -191,3 +191,25 @@ def test_no_import_cycles():
     assert graph["ranking.rules"] >= {"ranking.result", "ranking.table"}  # the walk sees imports
     assert "ranking.loading" in graph["ranking"]  # ... including the lazy ones inside functions
     assert cycles(graph) == []
+
+
+RANKING_COMMANDS = [name for name, (module, _) in COMMANDS.items() if module.startswith("ranking.")]
+
+
+@pytest.mark.parametrize("command", RANKING_COMMANDS)
+def test_every_option_of_the_ranking_commands_has_help(command):
+    from harness.cli import build_parser
+
+    def undocumented(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        out = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    out += undocumented(sub, f"{path} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                out.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+        return out
+
+    parser = build_parser(command)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    assert undocumented(sub, command) == []

@@ -56,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rules", default="all", help="comma-separated rule names, or 'all' (default)")
     p.add_argument("--reference", default="arithmetic_mean", help="reference rule (default: arithmetic_mean)")
     p.add_argument("-k", default="1,3,5", help="comma-separated k values (default: 1,3,5)")
-    p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"))
+    p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
+                   help="aggregation setting of every rule (default: basic)")
     p.set_defaults(func=run_agreement)
 
     p = add("iia", "IIA experiment: flips of a random pair's order as random systems are added", rule="borda")
@@ -78,13 +79,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--kind", default="auto", choices=("auto", "cardinal", "ordinal"),
                    help="auto: ordinal for the ordinal benchbench leaderboards, else cardinal")
     p.add_argument("--rule", default=None, help="rank with this rule instead of the mean (cardinal) / win rate (ordinal)")
-    p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"))
+    p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
+                   help="aggregation setting with --rule (default: basic)")
     p.add_argument("--epsilon", type=float, default=None, help="cardinal: smallest weight (default min(0.01, std ratio))")
     p.add_argument("--steps", type=int, default=None, help="optimisation steps (default 300 cardinal / 600 ordinal)")
     p.add_argument("--top-share", type=float, default=0.2, help="ordinal: share of top models (default 0.2)")
     p.add_argument("--exact-limit", type=int, default=16, help="ordinal: enumerate all subsets up to this many candidates")
     p.add_argument("--rule-budget", type=int, default=300, help="rule evaluations allowed with --rule (default 300)")
-    p.add_argument("--impute", default="knn", choices=("knn", "median", "drop"))
+    p.add_argument("--impute", default="knn", choices=("knn", "median", "drop"),
+                   help="missing scores: kNN imputation (default), criterion median, or drop incomplete models")
     p.set_defaults(func=run_sensitivity)
 
     p = add("kemeny", "exact Kemeny consensus (DP over subsets) up to --max-exact systems, Borda beyond")
@@ -100,14 +103,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = add("synthetic", "synthetic robustness: corrupted tasks / a rescaled task, error of each aggregation",
             table=False)
-    p.add_argument("--experiment", default="corruption", choices=("corruption", "scaling"))
+    p.add_argument("--experiment", default="corruption", choices=("corruption", "scaling"),
+                   help="corruption: some tasks score at random; scaling: one task's scores rescaled (default: corruption)")
     p.add_argument("--values", default=None, help="comma-separated corrupted-task counts or scale factors")
-    p.add_argument("--systems", type=int, default=20)
-    p.add_argument("--tasks", type=int, default=10)
-    p.add_argument("--instances", type=int, default=20)
+    p.add_argument("--systems", type=int, default=20, help="synthetic systems (default 20)")
+    p.add_argument("--tasks", type=int, default=10, help="synthetic tasks (default 10)")
+    p.add_argument("--instances", type=int, default=20, help="instances per task (default 20)")
     p.add_argument("--phi", type=float, default=0.2, help="spacing of the Gumbel locations (default 0.2)")
     p.add_argument("--n-corrupted", type=int, default=1, help="scaling: corrupted tasks (default 1)")
-    p.add_argument("--repetitions", type=int, default=50)
+    p.add_argument("--repetitions", type=int, default=50, help="repetitions per value (default 50)")
     p.set_defaults(func=run_synthetic)
 
     p = add("tradeoff", "diversity vs sensitivity across benchmarks, as a table and a scatter plot", table=False)

@@ -186,5 +186,5 @@ def register(subparsers: Any) -> None:
     w.add_argument("--setting", help="weighted or two-step")
     w.add_argument("--resolution", type=positive_int, default=60, metavar="R",
                    help="grid steps per side for rules not linear in the weights (default 60)")
-    w.add_argument("--format", choices=("table", "json"), default="table")
+    w.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
     w.set_defaults(func=run_whatif)
