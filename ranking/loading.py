@@ -79,7 +79,7 @@ def load_table(
     if both:
         raise UserError(f"column {both[0]!r} is given both as --lower and as --higher")
     root = resolve_data_root(data_root)
-    table, sidecar_less = _read(str(source), root)
+    table, sidecar_less = read_table(str(source), root)
     stated = {**{c: "lower" for c in lower}, **{c: "higher" for c in higher}}
     unknown = [c for c in stated if c not in table.names]
     if unknown:
@@ -108,8 +108,12 @@ def load_table(
     return table
 
 
-def _read(spec: str, root: Path | None) -> tuple[Any, bool]:
-    """(table, whether it is a CSV read without a sidecar)."""
+def read_table(spec: str, root: Path | None) -> tuple[Any, bool]:
+    """(table, whether it is a CSV read without a sidecar) for a TABLE; ``root``: the resolved data root.
+
+    The reading half of :func:`load_table`, for callers that state directions their own way
+    (a scenario's ``directions:``); everyone else calls :func:`load_table`.
+    """
     from ranking.analysis import data as leaderboards
 
     for path in _candidates(spec, root):

@@ -397,16 +397,22 @@ class Scenario:
 
 
 def _load_results(path: Path) -> tuple[ScoreTable, Path | None]:
+    """The results table (read by the one TABLE reader, :func:`ranking.loading.read_table`) and its seeds file.
+
+    The scenario states directions itself (``directions:``, a group's ``direction:``) on top of the sidecar's.
+    """
+    from ranking.loading import read_table
+
     if path.is_dir():
         matrix = path / "matrix.csv"
         if not matrix.exists():
             raise UserError(f"results dir {path} has no matrix.csv: run `vnr collect` first or pass a CSV")
         seeds = path / "seeds.csv"
-        return ScoreTable.from_csv(matrix), (seeds if seeds.exists() else None)
+        return read_table(str(matrix), None)[0], (seeds if seeds.exists() else None)
     if not path.exists():
         raise UserError(f"results {path}: no such file or directory")
     seeds = path.with_name("seeds.csv")
-    return ScoreTable.load(path), (seeds if seeds.exists() and path.suffix.lower() == ".csv" else None)
+    return read_table(str(path), None)[0], (seeds if seeds.exists() and path.suffix.lower() == ".csv" else None)
 
 
 def load_scenario(path: str | Path) -> Scenario:
