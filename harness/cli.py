@@ -88,12 +88,12 @@ def build_parser(command: str | None = None, *, every: bool = False) -> argparse
 
 
 def _command_of(argv: Sequence[str]) -> str | None:
-    """The sub-command named in ``argv`` (the first argument that is not an option), if known."""
+    """The sub-command named in ``argv``: the first argument that is not an option (None if there is none)."""
     for arg in argv:
         if arg == "--":
             return None
         if not arg.startswith("-"):
-            return arg if arg in COMMANDS else None
+            return arg
     return None
 
 
@@ -120,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"vnr {command}: error: this command needs the harness extra ({missing} is not installed): "
                   f"{INSTALL_EXTRA}", file=sys.stderr)
             return EXIT_USAGE
-    parser = build_parser(command)
+    # a command missing from COMMANDS (a module registered a new one) still works: load every module
+    parser = build_parser(command, every=command is not None and command not in COMMANDS)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

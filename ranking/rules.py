@@ -1,4 +1,10 @@
-"""The Vote'n'Rank voting rules and mean baselines, registered by name.
+"""The Vote'n'Rank voting rules and mean baselines, and their registry (name → rule and its properties).
+
+Each rule is registered with :func:`register` together with its properties
+(kind, cardinal, linear in the weights, Condorcet-consistent, strictly Pareto;
+see :class:`RuleSpec`); the two-step setting, the weight-simplex map and the
+property tests read them from :func:`get_rule` / :func:`rule_names` instead of
+keeping lists of names.
 
 Every rule has the signature ``rule(table, *, ties="default", **params) ->
 RuleResult``: scores (higher = better), a full ranking (1 = best, tied models
