@@ -34,7 +34,14 @@ import math
 import sys
 from typing import Any
 
-from ranking.cli_types import TABLE_HELP, add_table_options, column_list, non_negative_int, table_from_args
+from ranking.cli_types import (
+    TABLE_HELP,
+    add_table_options,
+    column_list,
+    non_negative_int,
+    rule_help,
+    table_from_args,
+)
 from ranking.errors import UserError
 
 TIES = ("default", "votenrank")
@@ -52,7 +59,7 @@ def register(subparsers: Any) -> None:
     add_table_options(p)
     p.add_argument(
         "--rule", action="extend", nargs="+", metavar="NAME",
-        help=f"rule name(s), repeatable, or 'all' (default: all); rules: {', '.join(registered_rule_names())}",
+        help=rule_help("rule name(s), repeatable, or 'all' (default: all)"),
     )
     p.add_argument("--setting", default="basic", choices=SETTINGS, help="aggregation setting (default: basic)")
     p.add_argument("--group-weights", metavar="G=W,...", help="group weights, e.g. performance=0.4,efficiency=0.3")
@@ -96,22 +103,6 @@ def register(subparsers: Any) -> None:
     ci.add_argument("--force", action="store_true", help="overwrite an existing sidecar")
     ci.add_argument("--print", dest="stdout", action="store_true", help="print the template instead of writing it")
     ci.set_defaults(func=run_criteria_init)
-
-
-def registered_rule_names() -> list[str]:
-    """The rule names registered in :mod:`ranking.rules`, read from its ``@register("name", ...)`` lines.
-
-    For ``--help`` only: listing the rules this way does not import numpy (tests check it equals
-    :func:`ranking.rules.rule_names`).
-    """
-    import importlib.util
-    import re
-
-    spec = importlib.util.find_spec("ranking.rules")
-    if spec is None or spec.origin is None:
-        return []
-    with open(spec.origin, encoding="utf-8") as fh:
-        return re.findall(r'^@register\(\s*"(\w+)"', fh.read(), flags=re.M)
 
 
 # ---------------------------------------------------------------------- rank

@@ -1,4 +1,4 @@
-"""Argument types shared by every ``vnr`` sub-command (argparse turns their errors into one line, exit 2)."""
+"""Argument types and options shared by the `vnr` sub-commands: integers, rule lists, TABLE options (one-line errors, exit 2)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,27 @@ def int_at_least(minimum: int):
 
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
+
+
+def registered_rule_names() -> list[str]:
+    """The rule names registered in :mod:`ranking.rules`, read from its ``@register("name", ...)`` lines.
+
+    For ``--help`` only: listing the rules this way does not import numpy (tests check it equals
+    :func:`ranking.rules.rule_names`).
+    """
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("ranking.rules")
+    if spec is None or spec.origin is None:
+        return []
+    with open(spec.origin, encoding="utf-8") as fh:
+        return re.findall(r'^@register\(\s*"(\w+)"', fh.read(), flags=re.M)
+
+
+def rule_help(text: str) -> str:
+    """``text`` followed by the list of rule names (for a ``--rule`` option's help)."""
+    return f"{text}; rules: {', '.join(registered_rule_names())}"
 
 
 # ---------------------------------------------------------------------- TABLE options

@@ -68,7 +68,7 @@ def test_dispatcher_table_matches_what_each_module_registers():
 
 
 def test_rule_help_lists_the_registered_rules():
-    from ranking.cli import registered_rule_names
+    from ranking.cli_types import registered_rule_names
     from ranking.rules import rule_names
 
     assert registered_rule_names() == rule_names()

@@ -19,7 +19,7 @@ import math
 import sys
 from typing import Any
 
-from ranking.cli_types import TABLE_HELP, add_table_options, table_from_args
+from ranking.cli_types import TABLE_HELP, add_table_options, rule_help, table_from_args
 
 FORMATS = ("table", "json")
 
@@ -47,13 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="progress bars on stderr (default: when stderr is a terminal)")
         if rule is not None:
-            p.add_argument("--rule", default=rule, help=f"rule to analyse (default: {rule})")
+            p.add_argument("--rule", default=rule, help=rule_help(f"rule to analyse (default: {rule})"))
             p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
                            help="aggregation setting (default: basic)")
         return p
 
     p = add("agreement", "agreement@k (top and least), Kendall τ and ties of several rules against a reference rule")
-    p.add_argument("--rules", default="all", help="comma-separated rule names, or 'all' (default)")
+    p.add_argument("--rules", default="all", help=rule_help("comma-separated rule names, or 'all' (default)"))
     p.add_argument("--reference", default="arithmetic_mean", help="reference rule (default: arithmetic_mean)")
     p.add_argument("-k", default="1,3,5", help="comma-separated k values (default: 1,3,5)")
     p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
@@ -78,7 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = add("sensitivity", "cardinal / ordinal sensitivity (lower bounds on the worst ranking change)")
     p.add_argument("--kind", default="auto", choices=("auto", "cardinal", "ordinal"),
                    help="auto: ordinal for the ordinal benchbench leaderboards, else cardinal")
-    p.add_argument("--rule", default=None, help="rank with this rule instead of the mean (cardinal) / win rate (ordinal)")
+    p.add_argument("--rule", default=None,
+                   help=rule_help("rank with this rule instead of the mean (cardinal) / win rate (ordinal)"))
     p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
                    help="aggregation setting with --rule (default: basic)")
     p.add_argument("--epsilon", type=float, default=None, help="cardinal: smallest weight (default min(0.01, std ratio))")

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ranking.cli_types import non_negative_int, positive_int
+from ranking.cli_types import non_negative_int, positive_int, rule_help
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -182,7 +182,7 @@ def register(subparsers: Any) -> None:
     )
     _common(w)
     w.add_argument("--model", required=True, help="the model that should win")
-    w.add_argument("--rule", help="rule (default: each weighted / two-step column of the scenario)")
+    w.add_argument("--rule", help=rule_help("rule (default: each weighted / two-step column of the scenario)"))
     w.add_argument("--setting", help="weighted or two-step")
     w.add_argument("--resolution", type=positive_int, default=60, metavar="R",
                    help="grid steps per side for rules not linear in the weights (default 60)")
