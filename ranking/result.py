@@ -10,6 +10,7 @@ The rules themselves and their name → rule registry live in :mod:`ranking.rule
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -78,10 +79,14 @@ class RuleResult:
     def score_of(self, model: str) -> float:
         return float(self.scores[self._index(model)])
 
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {m: i for i, m in enumerate(self.models)}
+
     def _index(self, model: str) -> int:
         try:
-            return self.models.index(model)
-        except ValueError:
+            return self._positions[model]
+        except KeyError:
             raise UserError(f"unknown model {model!r}") from None
 
     def to_dict(self) -> dict[str, Any]:
