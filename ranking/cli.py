@@ -1,4 +1,4 @@
-"""``vnr rank`` and ``vnr prospective``: voting rules and prospective systems from the command line.
+"""``vnr rank``, ``vnr prospective`` and ``vnr criteria init``: voting rules, prospective systems and sidecars from the command line.
 
 ::
 
