@@ -29,12 +29,24 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
     """(scenario, scenario table, seeds path or None, source description) from the CLI options."""
     from ranking.scenarios.scenario import load_scenario
 
+    from ranking.loading import cost_columns
+    from ranking.paths import resolve_data_root
+    from ranking.table import find_sidecar
+
     scenario = load_scenario(args.scenario)
     results = getattr(args, "results", None) or getattr(args, "table", None)
-    from ranking.paths import resolve_data_root
-
     raw, seeds = scenario.load_table(results, resolve_data_root(getattr(args, "data_root", None)))
     table = scenario.build_table(raw)
+    csv = Path(raw.source or "")
+    if csv.suffix.lower() == ".csv" and csv.is_file() and find_sidecar(csv) is None:
+        # directions are stated by a sidecar or by the scenario, never guessed for a cost-like column
+        unstated = [c for c in cost_columns(table.names) if not scenario.states_direction(table, c)]
+        if unstated:
+            raise UserError(
+                f"{csv} has no criteria sidecar and the scenario states no direction for {', '.join(unstated)}, "
+                f"which look like costs: add `directions: {{{unstated[0]}: lower}}` (or a group's `direction:`) "
+                f"to {scenario.where}, or write a criteria.yaml (`vnr criteria init {csv}`)"
+            )
     source = str(results) if results else (raw.source or "")
     return scenario, table, seeds, source
 

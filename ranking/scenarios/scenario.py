@@ -279,6 +279,16 @@ class Scenario:
         return None
 
     # ------------------------------------------------------------------ the table
+    def states_direction(self, built: ScoreTable, name: str) -> bool:
+        """Whether the scenario itself gives criterion ``name`` of its ``built`` table a direction.
+
+        (a ``direction:`` of its group or a ``directions:`` pattern that matches it)
+        """
+        group = built.criterion(name).group
+        if any(g.name == group and g.direction for g in self.groups):
+            return True
+        return any(match_criteria(pattern, [name]) for pattern, _ in self.directions)
+
     def build_table(self, table: ScoreTable) -> ScoreTable:
         """The scenario's view of ``table``: its groups' criteria with groups, own weights and directions.
 
