@@ -27,10 +27,9 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------- shared steps
 def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
     """(scenario, scenario table, seeds path or None, source description) from the CLI options."""
-    from ranking.scenarios.scenario import load_scenario
-
     from ranking.loading import cost_columns
     from ranking.paths import resolve_data_root
+    from ranking.scenarios.scenario import load_scenario
     from ranking.table import find_sidecar
 
     scenario = load_scenario(args.scenario)
