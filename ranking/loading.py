@@ -108,22 +108,43 @@ def load_table(
     return table
 
 
+def benchbench_name(path: Path) -> str | None:
+    """The benchbench leaderboard a path names (``.../benchbench/helm/accuracy.tsv`` → ``helm/accuracy``)."""
+    parts = path.parts
+    if "benchbench" not in parts:
+        return None
+    rel = list(parts[len(parts) - parts[::-1].index("benchbench") :])
+    if not rel:
+        return None
+    if rel[-1] in ("leaderboard.tsv",):
+        rel = rel[:-1]
+    rel[-1] = rel[-1].removesuffix(".tsv")
+    return "/".join(rel)
+
+
+def root_of(path: Path, folder: str) -> Path:
+    """The data root above ``.../[leaderboards/]<folder>/...`` (for loaders that take a root)."""
+    parts = path.resolve().parts
+    i = len(parts) - parts[::-1].index(folder) - 1
+    return Path(*parts[:i])
+
+
 def read_table(spec: str, root: Path | None) -> tuple[Any, bool]:
     """(table, whether it is a CSV read without a sidecar) for a TABLE; ``root``: the resolved data root.
 
     The reading half of :func:`load_table`, for callers that state directions their own way
     (a scenario's ``directions:``); everyone else calls :func:`load_table`.
     """
-    from ranking.analysis import data as leaderboards
-
     for path in _candidates(spec, root):
         if path.is_dir() and (path / "matrix.csv").exists():
             return _read_csv(path / "matrix.csv")
         if not (path.exists() or path.with_suffix(".tsv").exists()):
             continue
-        bb = leaderboards.benchbench_name(path)
+        bb = benchbench_name(path)
         if bb is not None:
-            return leaderboards.load_benchbench(bb, leaderboards.root_of(path, "benchbench")), False
+            from ranking.analysis.data import load_benchbench
+
+            return load_benchbench(bb, root_of(path, "benchbench")), False
         if path.is_dir():
             raise UserError(f"{path} is a directory without matrix.csv: pass a CSV or a leaderboard spec")
         if path.suffix.lower() in (".yaml", ".yml"):
@@ -131,13 +152,17 @@ def read_table(spec: str, root: Path | None) -> tuple[Any, bool]:
 
             return load_leaderboard(path, data_root=root), False
         if path.suffix == ".data":
-            return leaderboards.load_ranking_nlp(path), False
+            from ranking.analysis.data import load_ranking_nlp
+
+            return load_ranking_nlp(path), False
         if "instance_level" in path.parts:
             raise UserError(f"{spec} is an instance-level table: use `vnr analyze instance {spec}`")
         return _read_csv(path)
+    from ranking.analysis.data import BENCHBENCH, load_benchbench
+
     bare = spec.strip("/").removeprefix("benchbench/")
-    if bare in leaderboards.BENCHBENCH or bare in ("helm", "heim"):
-        return leaderboards.load_benchbench(bare, root), False
+    if bare in BENCHBENCH or bare in ("helm", "heim"):
+        return load_benchbench(bare, root), False
     if Path(spec).suffix.lower() in (".csv", ".yaml", ".yml", ".tsv", ".data"):
         raise UserError(f"cannot read {spec}: no such file (and not found under the data root)")
     raise UserError(

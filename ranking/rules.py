@@ -88,12 +88,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ranking.errors import UserError
 from ranking.pairwise import WEIGHT_RTOL, pairwise
 from ranking.result import RuleResult, positions_from_scores
-from ranking.table import ScoreTable
+from ranking.table import Criterion, ScoreTable
 
 TIES = ("default", "votenrank")
 MISSING = ("rank_present", "error")
@@ -208,10 +207,9 @@ def worked_example() -> ScoreTable:
     [4, 1, 3, 2]
     """
     orders = ["ABCD", "ACDB", "BDCA", "CBDA", "DBCA"]
-    frame = pd.DataFrame(
-        {f"c{j + 1}": {m: 4.0 - order.index(m) for m in "ABCD"} for j, order in enumerate(orders)}
-    )
-    return ScoreTable.from_frame(frame.loc[list("ABCD")], source="worked example")
+    values = np.array([[4.0 - order.index(m) for order in orders] for m in "ABCD"])
+    criteria = tuple(Criterion(f"c{j + 1}") for j in range(len(orders)))
+    return ScoreTable(tuple("ABCD"), criteria, values, source="worked example")
 
 
 # ====================================================================== shared helpers

@@ -242,21 +242,7 @@ def load_instance_level(path: str | Path) -> pd.DataFrame:
     return long[["system", "instance", "metric", "value"]]
 
 
-# ---------------------------------------------------------------------- paths (read by ranking.loading)
-def benchbench_name(path: Path) -> str | None:
-    """The benchbench leaderboard a path names (``.../benchbench/helm/accuracy.tsv`` → ``helm/accuracy``)."""
-    parts = path.parts
-    if "benchbench" not in parts:
-        return None
-    rel = list(parts[len(parts) - parts[::-1].index("benchbench") :])
-    if not rel:
-        return None
-    if rel[-1] in ("leaderboard.tsv",):
-        rel = rel[:-1]
-    rel[-1] = rel[-1].removesuffix(".tsv")
-    return "/".join(rel)
-
-
+# ---------------------------------------------------------------------- instance-level tables
 def load_instance_table(spec: str | Path, root: Path | None = None) -> pd.DataFrame:
     """The instance-level frame for a path (as given, or under the data root ``root`` / ``leaderboards/``)."""
     spec = str(spec)
@@ -270,10 +256,3 @@ def load_instance_table(spec: str | Path, root: Path | None = None) -> pd.DataFr
         if path.is_file():
             return load_instance_level(path)
     raise UserError(f"instance-level table {spec!r} not found (e.g. ranking_nlp/instance_level/TAC_08.csv)")
-
-
-def root_of(path: Path, folder: str) -> Path:
-    """The data root above ``.../[leaderboards/]<folder>/...`` (for loaders that take a root)."""
-    parts = path.resolve().parts
-    i = len(parts) - parts[::-1].index(folder) - 1
-    return Path(*parts[:i])
