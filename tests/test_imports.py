@@ -213,3 +213,18 @@ def test_every_option_of_the_ranking_commands_has_help(command):
     parser = build_parser(command)
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
     assert undocumented(sub, command) == []
+
+
+def test_ranking_a_csv_needs_neither_pandas_nor_scipy(tmp_path):
+    csv = tmp_path / "t.csv"
+    csv.write_text("model,acc,f1\nA,0.9,0.8\nB,0.8,0.9\nC,0.7,0.7\n")
+    code = (
+        "import sys, io, contextlib\n"
+        "from harness.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    assert main(['rank', {str(csv)!r}, '--rule', 'all']) == 0\n"
+        "print(','.join(sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'scipy', 'torch'})))\n"
+    )
+    out = python(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
