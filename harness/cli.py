@@ -1,29 +1,56 @@
 """``vnr``: one command line for the whole harness.
 
 Each area contributes its sub-commands from its own ``cli`` module, which
-exposes ``register(subparsers)``; those modules import nothing heavy at import
-time, so ``vnr rank`` never loads torch. A :class:`ranking.errors.UserError`
-anywhere becomes one line on stderr and exit status 2.
+exposes ``register(subparsers)``. The dispatcher imports only the module of the
+command being run (:data:`COMMANDS` says which module holds which command), so
+``vnr --help`` and ``vnr rank --help`` start without numpy, pandas or torch and
+``vnr rank`` never loads torch. A command of the harness extra in an install
+without it (no torch / transformers / codecarbon) exits 2 with one line naming
+the extra to install. A :class:`ranking.errors.UserError` anywhere becomes one
+line on stderr and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import logging
 import sys
 from collections.abc import Sequence
 
 from ranking.errors import EXIT_USAGE, UserError
 
-COMMAND_MODULES = (
-    "ranking.cli",  # rank, prospective
-    "ranking.scenarios.cli",  # report, whatif
-    "ranking.analysis.cli",  # analyze
-    "harness.finetune.cli",  # finetune
-    "harness.bias.cli",  # bias
-    "harness.grid.cli",  # run, status, collect
-)
+#: command → (module whose ``register`` adds it, one-line summary for ``vnr --help``).
+#: tests/test_imports.py checks that each module registers exactly the commands listed for it.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "rank": ("ranking.cli", "rank the models of a score table with voting rules (or a scenario with --scenario)"),
+    "prospective": ("ranking.cli", "which models some weighting of the criteria makes the Condorcet winner"),
+    "criteria": ("ranking.cli", "write a criteria.yaml template (directions, weights, groups) for a CSV"),
+    "report": ("ranking.scenarios.cli", "HTML report of a scenario: comparison, bump chart, heatmap, weight map"),
+    "whatif": ("ranking.scenarios.cli", "the nearest group weights that make a given model win"),
+    "analyze": ("ranking.analysis.cli", "trustworthiness analyses: agreement, IIA, diversity, sensitivity, Kemeny"),
+    "finetune": ("harness.finetune.cli", "fine-tune one model on one GLUE task with one seed"),
+    "bias": ("harness.bias.cli", "score one model's social bias on CrowS-Pairs, StereoSet or WinoBias"),
+    "run": ("harness.grid.cli", "run an experiment grid (local GPU or SLURM), skipping finished runs"),
+    "status": ("harness.grid.cli", "done / running / failed / missing per run of an experiment grid"),
+    "collect": ("harness.grid.cli", "collect a grid's runs into matrix.csv + criteria.yaml for ranking"),
+}
+
+#: commands that train or score models: they need the ``harness`` extra.
+HARNESS_EXTRA = {"finetune", "bias", "run"}
+EXTRA_MODULES = ("torch", "transformers", "codecarbon")
+INSTALL_EXTRA = "pip install 'vnr-harness[harness]'"
+
+EPILOG = """common tasks:
+  vnr rank results/paper/matrix.csv                      rank a score table with every rule
+  vnr rank TABLE --setting weighted --group-weights performance=0.4,efficiency=0.3,fairness=0.3
+  vnr criteria init my_scores.csv                        state directions/weights in a sidecar first
+  vnr rank --scenario configs/scenarios/paper_case_study.yaml
+  vnr report --scenario SCENARIO --out report/           HTML report with plots
+  vnr finetune --model bert-base-uncased --task RTE --seed 1
+  vnr run configs/experiments/smoke.yaml                 a whole grid; then `vnr collect`
+run `vnr COMMAND --help` for a command's options."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,24 +60,68 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="vnr", description="Fine-tune, score and rank language models under user preferences.")
+def build_parser(command: str | None = None, *, every: bool = False) -> argparse.ArgumentParser:
+    """The ``vnr`` parser: every command listed, with the full sub-parsers of ``command``'s module only
+    (of every module with ``every=True``); the other commands are placeholders until they run."""
+    parser = _Parser(
+        prog="vnr",
+        description="Fine-tune, score and rank language models under user preferences.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):
-                continue  # that area is not installed / not built
-            raise
-        module.register(sub)
+    if every:
+        wanted = {m for m, _ in COMMANDS.values()}
+    else:
+        wanted = {COMMANDS[command][0]} if command in COMMANDS else set()
+    registered = set()
+    for module_name in dict.fromkeys(m for m, _ in COMMANDS.values()):
+        if module_name in wanted:
+            importlib.import_module(module_name).register(sub)
+            registered |= {name for name, (m, _) in COMMANDS.items() if m == module_name}
+    for name, (_, summary) in COMMANDS.items():
+        if name not in registered:  # listed in `vnr --help`; its options load when it runs
+            sub.add_parser(name, help=summary, add_help=False)
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The sub-command named in ``argv``: the first argument that is not an option (None if there is none)."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def missing_extra(command: str) -> str | None:
+    """The first module of the harness extra that ``command`` needs and cannot import, else None."""
+    if command not in HARNESS_EXTRA:
+        return None
+    for name in EXTRA_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return name
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_of(argv)
+    if command is not None:
+        missing = missing_extra(command)
+        if missing is not None:
+            print(f"vnr {command}: error: this command needs the harness extra ({missing} is not installed): "
+                  f"{INSTALL_EXTRA}", file=sys.stderr)
+            return EXIT_USAGE
+    # a command missing from COMMANDS (a module registered a new one) still works: load every module
+    parser = build_parser(command, every=command is not None and command not in COMMANDS)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

@@ -1,10 +1,57 @@
 """Rank models under user preferences with Vote'n'Rank voting rules.
 
+The Python API (the CLI calls the same functions)::
+
+    import ranking
+    table = ranking.load_table("results/paper/matrix.csv", lower=["energy_kwh"])
+    result = ranking.rank(table, rule=["borda", "copeland"], setting="weighted",
+                          group_weights={"performance": 0.4, "efficiency": 0.3, "fairness": 0.3})
+    result.to_frame()          # one row per model: <rule>_score, <rule>_rank
+    result.settings            # the setting, ties, directions and weights actually used
+
 Pure numpy / pandas / scipy: importing this package never imports torch or
-the ``harness`` package, so cached results can be ranked on any laptop.
+the ``harness`` package, so cached results can be ranked on any laptop. It
+imports neither numpy nor pandas either until a table is read (a command's
+``--help`` starts in a fraction of a second): :func:`load_table` and
+:func:`rank` import their modules when called, and ``ranking.ScoreTable``,
+``ranking.Criterion`` and ``ranking.RankResult`` are imported on first use.
 """
 
-from ranking.errors import UserError
-from ranking.table import Criterion, ScoreTable
+from __future__ import annotations
 
-__all__ = ["Criterion", "ScoreTable", "UserError"]
+from typing import Any
+
+from ranking.errors import UserError
+
+__all__ = ["Criterion", "RankResult", "ScoreTable", "UserError", "load_table", "rank"]
+
+_LAZY = {"ScoreTable": "ranking.table", "Criterion": "ranking.table", "RankResult": "ranking.api"}
+
+
+def load_table(source: Any, *, data_root: Any = None, lower: Any = (), higher: Any = (), **kwargs: Any) -> Any:
+    """The score table of a CSV (+ sidecar), results folder, leaderboard spec or benchbench path.
+
+    See :func:`ranking.loading.load_table`; ``data_root=None`` means ``$VNR_DATA_ROOT`` if set.
+    """
+    from ranking.loading import load_table as load
+
+    return load(source, data_root=data_root, lower=lower, higher=higher, **kwargs)
+
+
+def rank(table: Any, rule: Any = "all", *, setting: str = "basic", group_weights: Any = None,
+         ties: str = "default", **params: Any) -> Any:
+    """Rank ``table`` with one rule, several or ``"all"``: a :class:`ranking.api.RankResult`.
+
+    See :func:`ranking.api.rank`.
+    """
+    from ranking.api import rank as run
+
+    return run(table, rule, setting=setting, group_weights=group_weights, ties=ties, **params)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ranking' has no attribute {name!r}")

@@ -1,17 +1,22 @@
-"""``vnr rank`` and ``vnr prospective``: voting rules and prospective systems from the command line.
+"""``vnr rank``, ``vnr prospective`` and ``vnr criteria init``: voting rules, prospective systems and sidecars from the command line.
 
 ::
 
-    vnr rank TABLE [--data-root DIR] [--rule NAME ... | --rule all] [--setting basic|weighted|two-step]
+    vnr rank TABLE [--data-root DIR] [--lower COL,...] [--higher COL,...]
+                   [--rule NAME ... | --rule all] [--setting basic|weighted|two-step]
                    [--group-weights g=w,...] [--ties default|votenrank] [--drop-incomplete]
                    [--format table|json|csv]
     vnr rank --scenario FILE [--results DIR] [--bootstrap N] [--seed N] ...   (scenario mode)
-    vnr prospective TABLE [--data-root DIR] [--strict] [--format table|json]
+    vnr prospective TABLE [--data-root DIR] [--lower/--higher COL,...] [--strict] [--format table|json]
+    vnr criteria init TABLE [--lower/--higher COL,...] [--force]
 
-TABLE is a CSV (with its criteria sidecar if present) or a leaderboard spec
-YAML. ``--format json`` prints one object: ``{rule: {"scores": {model:
+TABLE is anything :func:`ranking.load_table` reads (a CSV with its criteria
+sidecar, a leaderboard spec YAML, a benchbench path, ...). ``--format json``
+prints one object: ``{"settings": {...}, rule: {"scores": {model:
 number|null}, "ranks": {model: int|null}, "winners": [...]}}`` for ``rank``
-and ``{model: {"prospective": bool, "weights": {criterion: number}|null}}``
+(``settings``: the setting, ties, directions and weights actually used, see
+:func:`ranking.api.used_settings`; the table format states them above the
+table) and ``{model: {"prospective": bool, "weights": {criterion: number}|null}}``
 for ``prospective``. With ``--rule all`` (the default), a rule that cannot
 apply to the table (e.g. ``geometric_mean`` with a non-positive score) is
 left out with a note on stderr; a rule named explicitly fails instead.
@@ -29,7 +34,14 @@ import math
 import sys
 from typing import Any
 
-from ranking.cli_types import non_negative_int
+from ranking.cli_types import (
+    TABLE_HELP,
+    add_table_options,
+    column_list,
+    non_negative_int,
+    rule_help,
+    table_from_args,
+)
 from ranking.errors import UserError
 
 TIES = ("default", "votenrank")
@@ -43,11 +55,11 @@ def register(subparsers: Any) -> None:
         help="rank the models of a score table with voting rules (or a scenario with --scenario)",
         description="Rank the models of a score table (CSV + sidecar, or leaderboard spec) with voting rules.",
     )
-    p.add_argument("table", nargs="?", metavar="TABLE", help="CSV score table or leaderboard spec (.yaml)")
-    p.add_argument("--data-root", metavar="DIR", help="data root for leaderboard specs (default: $VNR_DATA_ROOT)")
+    p.add_argument("table", nargs="?", metavar="TABLE", help=TABLE_HELP)
+    add_table_options(p)
     p.add_argument(
         "--rule", action="extend", nargs="+", metavar="NAME",
-        help="rule name(s), repeatable, or 'all' (default: all)",
+        help=rule_help("rule name(s), repeatable, or 'all' (default: all)"),
     )
     p.add_argument("--setting", default="basic", choices=SETTINGS, help="aggregation setting (default: basic)")
     p.add_argument("--group-weights", metavar="G=W,...", help="group weights, e.g. performance=0.4,efficiency=0.3")
@@ -68,12 +80,31 @@ def register(subparsers: Any) -> None:
         help="which models some weighting of the criteria makes the Condorcet winner",
         description="For each model: can some non-negative weights summing to 1 make it a Condorcet winner?",
     )
-    q.add_argument("table", metavar="TABLE", help="CSV score table or leaderboard spec (.yaml)")
-    q.add_argument("--data-root", metavar="DIR", help="data root for leaderboard specs (default: $VNR_DATA_ROOT)")
+    q.add_argument("table", metavar="TABLE", help=TABLE_HELP)
+    add_table_options(q)
     q.add_argument("--strict", action="store_true", help="require beating every rival (default: >= 0, Eq. 2)")
     q.add_argument("--format", default="table", choices=("table", "json"), help="output format")
     q.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     q.set_defaults(func=run_prospective)
+
+    c = subparsers.add_parser(
+        "criteria",
+        help="write a criteria.yaml template (directions, weights, groups) for a CSV",
+        description="Criteria sidecars: `vnr criteria init TABLE` writes criteria.yaml beside a CSV, one line per "
+        "column (cost-like names get direction lower); check every line before ranking.",
+    )
+    csub = c.add_subparsers(dest="action", metavar="ACTION", parser_class=type(c))
+    csub.required = True
+    ci = csub.add_parser("init", help="write criteria.yaml beside TABLE (a CSV)", description="Write a criteria.yaml "
+                         "template beside the CSV TABLE (or print it with --print).")
+    ci.add_argument("table", metavar="TABLE", help="the CSV score table")
+    ci.add_argument("--lower", type=column_list, action="extend", default=[], metavar="COL,...",
+                    help="these columns are lower-is-better (cost-like names are already)")
+    ci.add_argument("--higher", type=column_list, action="extend", default=[], metavar="COL,...",
+                    help="these columns are higher-is-better (overrides the cost-like guess)")
+    ci.add_argument("--force", action="store_true", help="overwrite an existing sidecar")
+    ci.add_argument("--print", dest="stdout", action="store_true", help="print the template instead of writing it")
+    ci.set_defaults(func=run_criteria_init)
 
 
 # ---------------------------------------------------------------------- rank
@@ -87,43 +118,70 @@ def run_rank(args: argparse.Namespace) -> int:
     for option, given in (("--results", args.results), ("--bootstrap", args.bootstrap), ("--seed", args.seed)):
         if given not in (None, 0):
             raise UserError(f"{option} only applies with --scenario")
-    from ranking.result import rule_names
-    from ranking.settings import rank, resolve_group_weights
+    from ranking.api import rank
+    from ranking.rules import rule_names
 
-    table = _load(args.table, args.data_root)
+    group_weights = parse_group_weights(args.group_weights)
+    if args.setting == "basic" and group_weights:
+        raise UserError("--group-weights only applies with --setting weighted or two-step")
+    rules = resolve_rules(args.rule, rule_names())  # unknown names fail before the table is read
+    table = table_from_args(args)
     if args.drop_incomplete:
         table = table.drop_incomplete()
-    rules = resolve_rules(args.rule, rule_names())
-    group_weights = parse_group_weights(args.group_weights)
-    if args.setting != "basic":
-        resolve_group_weights(table, group_weights)  # input errors once, before any rule runs
-    elif group_weights:
-        raise UserError("--group-weights only applies with --setting weighted or two-step")
     explicit = bool(args.rule) and "all" not in args.rule
-    results = {}
-    skipped: list[tuple[str, UserError]] = []
-    for name in rules:
-        try:
-            results[name] = rank(table, name, setting=args.setting, group_weights=group_weights, ties=args.ties)
-        except UserError as exc:
-            if explicit:
-                raise UserError(f"rule {name}: {exc}") from None
-            skipped.append((name, exc))
-    if not results:
-        name, exc = skipped[0]
-        raise UserError(f"no rule could rank this table ({name}: {exc})")
-    for name, exc in skipped:
-        print(f"vnr rank: note: skipped {name}: {exc}", file=sys.stderr)
-    if args.format == "table":
-        used = f"setting {args.setting}, ties {args.ties}"
-        if args.setting != "basic":
-            gw = resolve_group_weights(table, group_weights)
-            used += ", group weights " + ", ".join(f"{g}={w:g}" for g, w in gw.items())
-        text = format_rank_table(results, used=used, wide=getattr(args, "wide", False))
+    result = rank(table, rules if explicit else "all", setting=args.setting, group_weights=group_weights,
+                  ties=args.ties)
+    for name, why in result.skipped.items():
+        print(f"vnr rank: note: skipped {name}: {why}", file=sys.stderr)
+    if args.format == "json":
+        text = json.dumps(result.to_dict(), indent=2, allow_nan=False)
+    elif args.format == "csv":
+        text = format_rank_csv(result.results)
     else:
-        text = {"json": format_rank_json, "csv": format_rank_csv}[args.format](results)
+        text = format_settings(result.settings) + "\n\n" + format_rank_table(result.results, wide=args.wide)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+def format_settings(settings: dict[str, Any], width: int = 120) -> str:
+    """The preferences a ranking used, in a few lines (setting, ties, group weights, directions, weights).
+
+    >>> print(format_settings({"setting": "weighted", "ties": "default", "group_weights": {"perf": 0.5, "eff": 0.5},
+    ...     "directions": {"acc": "higher", "kwh": "lower"}, "criterion_weights": {"acc": 1.0, "kwh": 1.0}}))
+    setting: weighted · ties: default · group weights: perf=0.5, eff=0.5
+    lower is better: kwh · higher is better: every other criterion
+    criterion weights: 1 for every criterion
+    """
+
+    def listing(items: list[str], room: int) -> str:
+        out: list[str] = []
+        for k, item in enumerate(items):
+            rest = len(items) - k
+            if len(", ".join([*out, item])) + len(f", … (+{rest} more)") > room and rest > 1:
+                return ", ".join(out) + f", … (+{rest} more)"
+            out.append(item)
+        return ", ".join(out)
+
+    head = f"setting: {settings['setting']} · ties: {settings['ties']}"
+    if settings.get("group_weights"):
+        head += " · group weights: " + listing([f"{g}={w:g}" for g, w in settings["group_weights"].items()], width - len(head) - 17)
+    lines = [head]
+    directions = settings["directions"]
+    lower = [c for c, d in directions.items() if d == "lower"]
+    higher = [c for c, d in directions.items() if d != "lower"]
+    if not lower:
+        lines.append("higher is better: every criterion")
+    else:
+        text = "lower is better: " + listing(lower, width - 60)
+        text += " · higher is better: " + ("every other criterion" if higher else "none")
+        lines.append(text)
+    weights = settings["criterion_weights"]
+    if all(w == 1 for w in weights.values()):
+        lines.append("criterion weights: 1 for every criterion")
+    else:
+        others = [f"{c}={w:g}" for c, w in weights.items() if w != 1]
+        lines.append("criterion weights: 1 except " + listing(others, width - 30))
+    return "\n".join(lines)
 
 
 def resolve_rules(requested: list[str] | None, known: list[str]) -> list[str]:
@@ -178,14 +236,6 @@ def parse_group_weights(text: str | None) -> dict[str, float]:
     return out
 
 
-def _load(path: str, data_root: str | None):
-    from ranking.paths import resolve_data_root
-    from ranking.table import ScoreTable
-
-    root = resolve_data_root(data_root) if path.lower().endswith((".yaml", ".yml")) else data_root
-    return ScoreTable.load(path, data_root=root)
-
-
 def format_rank_table(results: dict[str, Any], *, used: str = "", wide: bool = False) -> str:
     """Models × (score, rank) per rule, sorted by the first rule's rank (ties: the next rules' ranks).
 
@@ -219,10 +269,6 @@ def format_rank_table(results: dict[str, Any], *, used: str = "", wide: bool = F
     return render(table, wide=wide) + f"\n\n{winners}"
 
 
-def format_rank_json(results: dict[str, Any]) -> str:
-    return json.dumps({name: res.to_dict() for name, res in results.items()}, indent=2, allow_nan=False)
-
-
 def format_rank_csv(results: dict[str, Any]) -> str:
     """One row per model (in table order): ``model, <rule>_score, <rule>_rank, ...``."""
     first = next(iter(results.values()))
@@ -242,7 +288,7 @@ def format_rank_csv(results: dict[str, Any]) -> str:
 def run_prospective(args: argparse.Namespace) -> int:
     from ranking.prospective import prospective
 
-    table = _load(args.table, args.data_root)
+    table = table_from_args(args)
     found = prospective(table, strict=args.strict)
     if args.format == "json":
         text = json.dumps({m: r.to_dict() for m, r in found.items()}, indent=2, allow_nan=False)
@@ -273,3 +319,37 @@ def format_prospective_table(found: dict[str, Any], *, strict: bool = False, wid
         align="llrl",
     )
     return render(table, wide=wide) + f"\n\n{n_yes} of {len(found)} models are prospective Condorcet winners, {kind}"
+
+
+# ---------------------------------------------------------------------- criteria init
+def run_criteria_init(args: argparse.Namespace) -> int:
+    """Write (or print) a criteria.yaml template for a CSV; an existing sidecar is kept unless ``--force``."""
+    from pathlib import Path
+
+    from ranking.loading import sidecar_template
+    from ranking.table import ScoreTable, find_sidecar
+
+    path = Path(args.table)
+    if path.is_dir():
+        path = path / "matrix.csv"
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        raise UserError(f"{args.table}: give a CSV score table (a leaderboard spec or benchbench table states its "
+                        "directions already)")
+    existing = find_sidecar(path)
+    table = ScoreTable.from_csv(path, existing)
+    stated = {**{c: "lower" for c in args.lower}, **{c: "higher" for c in args.higher}}
+    unknown = [c for c in stated if c not in table.names]
+    if unknown:
+        raise UserError(f"--lower/--higher name unknown column {unknown[0]!r} (columns: {', '.join(table.names)})")
+    text = sidecar_template(table, stated)
+    if args.stdout:
+        sys.stdout.write(text)
+        return 0
+    target = path.with_name("criteria.yaml")
+    if existing is not None and not args.force:
+        raise UserError(f"{path} already has a sidecar ({existing}): edit it, or pass --force to overwrite")
+    from ranking.paths import write_text_atomic
+
+    write_text_atomic(existing or target, text)
+    print(f"wrote {existing or target}: check each direction and weight, then `vnr rank {args.table}`")
+    return 0

@@ -1,4 +1,4 @@
-"""Argument types shared by every ``vnr`` sub-command (argparse turns their errors into one line, exit 2)."""
+"""Argument types and options shared by the `vnr` sub-commands: integers, rule lists, TABLE options (one-line errors, exit 2)."""
 
 from __future__ import annotations
 
@@ -27,3 +27,66 @@ def int_at_least(minimum: int):
 
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
+
+
+def registered_rule_names() -> list[str]:
+    """The rule names registered in :mod:`ranking.rules`, read from its ``@register("name", ...)`` lines.
+
+    For ``--help`` only: listing the rules this way does not import numpy (tests check it equals
+    :func:`ranking.rules.rule_names`).
+    """
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("ranking.rules")
+    if spec is None or spec.origin is None:
+        return []
+    with open(spec.origin, encoding="utf-8") as fh:
+        return re.findall(r'^@register\(\s*"(\w+)"', fh.read(), flags=re.M)
+
+
+def rule_help(text: str) -> str:
+    """``text`` followed by the list of rule names (for a ``--rule`` option's help)."""
+    return f"{text}; rules: {', '.join(registered_rule_names())}"
+
+
+# ---------------------------------------------------------------------- TABLE options
+TABLE_HELP = (
+    "score table: a CSV (+ criteria.yaml sidecar), a results folder with matrix.csv, a leaderboard spec (.yaml), "
+    "or a path under the data root such as benchbench/glue or ranking_nlp/glue.data"
+)
+
+
+def column_list(text: str) -> list[str]:
+    """An argparse type: comma-separated column names.
+
+    >>> column_list("energy_kwh, time_h")
+    ['energy_kwh', 'time_h']
+    """
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("give one or more comma-separated column names")
+    return names
+
+
+def add_table_options(parser: argparse.ArgumentParser) -> None:
+    """``--data-root``, ``--lower`` and ``--higher``: the options of every command that reads a TABLE."""
+    parser.add_argument("--data-root", metavar="DIR", default=None,
+                        help="data root for leaderboard specs and benchbench/ranking_nlp paths (default: $VNR_DATA_ROOT)")
+    parser.add_argument("--lower", type=column_list, action="extend", default=[], metavar="COL,...",
+                        help="these columns are lower-is-better (overrides the sidecar; needed for cost-like "
+                        "columns of a CSV without criteria.yaml)")
+    parser.add_argument("--higher", type=column_list, action="extend", default=[], metavar="COL,...",
+                        help="these columns are higher-is-better (overrides the sidecar)")
+
+
+def table_from_args(args: argparse.Namespace, source: str | None = None):
+    """The score table named by ``args.table`` (or ``source``) with the TABLE options, via :func:`ranking.load_table`."""
+    from ranking.loading import load_table
+
+    return load_table(
+        args.table if source is None else source,
+        data_root=args.data_root,
+        lower=getattr(args, "lower", None) or (),
+        higher=getattr(args, "higher", None) or (),
+    )

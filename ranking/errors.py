@@ -14,26 +14,3 @@ class UserError(ValueError):
 
 
 EXIT_USAGE = 2
-
-
-def read_yaml(path, what: str):
-    """Parse the YAML file ``path`` (a ``what``: "scenario", "criteria sidecar", ...), one-line errors.
-
-    Every config reader goes through here, so a missing, unreadable or malformed file
-    always says which file and which kind of file it is.
-    """
-    from pathlib import Path
-
-    import yaml
-
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"cannot read {what} {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"{what} {path} is not valid YAML: {' '.join(str(exc).split())}") from None

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ranking.errors import UserError, read_yaml
-from ranking.paths import resolve_data_root
+from ranking.errors import UserError
 from ranking.table import Criterion, ScoreTable
+from ranking.yaml_io import read_yaml
 
 _SPEC_KEYS = {"file", "model_column", "names", "rename", "ignore", "missing", "criteria", "description"}
 _CRITERION_KEYS = {"direction", "weight", "group", "unit", "split"}
@@ -74,18 +74,21 @@ def dedupe(names: list[str]) -> list[str]:
 
 
 def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None) -> ScoreTable:
-    """The score table a leaderboard spec describes, reading its CSV from the data root."""
+    """The score table a leaderboard spec describes, reading its CSV from the data root.
+
+    ``data_root`` is the data root already resolved by the caller (:func:`ranking.load_table`
+    or a command's edge): a path, or None when there is none.
+    """
     spec_path = Path(spec_path)
     spec = read_spec(spec_path)
     where = str(spec_path)
     file = Path(str(spec["file"]))
     if not file.is_absolute():
-        root = resolve_data_root(data_root)
-        if root is None:
+        if data_root is None:
             raise UserError(
                 f"{where}: the leaderboard file {file} is relative to the data root: pass --data-root DIR or set VNR_DATA_ROOT"
             )
-        file = root / file
+        file = Path(data_root) / file
     try:
         raw = pd.read_csv(file, dtype=str, keep_default_na=False)
     except FileNotFoundError:

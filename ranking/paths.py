@@ -1,4 +1,5 @@
-"""Where data comes from: the data root (CLI option, else ``VNR_DATA_ROOT``, else the public source)."""
+"""Where data comes from (the data root: CLI option, else ``VNR_DATA_ROOT``, else the public source) and
+how ranking writes its files (:func:`write_text_atomic`)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,19 @@ def resolve_data_root(cli_value: str | Path | None = None, *, required: bool = F
         origin = "--data-root" if cli_value not in (None, "") else DATA_ROOT_ENV
         raise UserError(f"data root {root} (from {origin}) is not a directory")
     return root
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` all at once: a temporary file beside it, then a rename.
+
+    A reader never sees a half-written file, and the file gets the permissions
+    the umask allows (like ``open(path, "w")``, unlike ``tempfile``'s 0600).
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,8 +1,6 @@
-"""What every rule returns, and the name → rule registry.
+"""What every rule returns: :class:`RuleResult` (scores, positions, winners).
 
-A rule is a function ``rule(table, *, ties="default", **params) -> RuleResult``
-registered under a name with :func:`register`, so the CLI, configs and tests
-address every rule the same way (``get_rule("borda")(table)``).
+The rules themselves and their name → rule registry live in :mod:`ranking.rules`.
 
 >>> r = RuleResult.from_scores("demo", ("A", "B", "C"), np.array([2.0, 5.0, 2.0]))
 >>> r.ranks.tolist(), r.winners
@@ -11,8 +9,8 @@ address every rule the same way (``get_rule("borda")(table)``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -81,10 +79,14 @@ class RuleResult:
     def score_of(self, model: str) -> float:
         return float(self.scores[self._index(model)])
 
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {m: i for i, m in enumerate(self.models)}
+
     def _index(self, model: str) -> int:
         try:
-            return self.models.index(model)
-        except ValueError:
+            return self._positions[model]
+        except KeyError:
             raise UserError(f"unknown model {model!r}") from None
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,50 +100,3 @@ class RuleResult:
             "ranks": {m: (None if np.isnan(r) else int(r)) for m, r in zip(self.models, self.ranks)},
             "winners": list(self.winners),
         }
-
-
-Rule = Callable[..., RuleResult]
-
-
-@dataclass(frozen=True)
-class RuleSpec:
-    name: str
-    fn: Rule
-    kind: str  # "positional" | "majority" | "mean"
-    doc: str
-
-    def __call__(self, table: Any, **kwargs: Any) -> RuleResult:
-        return self.fn(table, **kwargs)
-
-
-RULES: dict[str, RuleSpec] = {}
-
-
-def register(name: str, kind: str) -> Callable[[Rule], Rule]:
-    """Register a rule function under ``name`` (kind: positional, majority or mean)."""
-    if kind not in ("positional", "majority", "mean"):
-        raise ValueError(f"unknown rule kind {kind!r}")
-
-    def deco(fn: Rule) -> Rule:
-        if name in RULES:
-            raise ValueError(f"rule {name!r} registered twice")
-        RULES[name] = RuleSpec(name, fn, kind, (fn.__doc__ or "").strip())
-        return fn
-
-    return deco
-
-
-def get_rule(name: str) -> RuleSpec:
-    """The registered rule ``name``; a :class:`UserError` listing the known rules otherwise."""
-    import ranking.rules  # noqa: F401  (registers the rules)
-
-    try:
-        return RULES[name]
-    except KeyError:
-        raise UserError(f"unknown rule {name!r} (rules: {', '.join(RULES)})") from None
-
-
-def rule_names() -> list[str]:
-    import ranking.rules  # noqa: F401
-
-    return list(RULES)

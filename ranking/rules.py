@@ -1,4 +1,10 @@
-"""The Vote'n'Rank voting rules and mean baselines, registered by name.
+"""The Vote'n'Rank voting rules and mean baselines, and their registry (name → rule and its properties).
+
+Each rule is registered with :func:`register` together with its properties
+(kind, cardinal, linear in the weights, Condorcet-consistent, strictly Pareto;
+see :class:`RuleSpec`); the two-step setting, the weight-simplex map and the
+property tests read them from :func:`get_rule` / :func:`rule_names` instead of
+keeping lists of names.
 
 Every rule has the signature ``rule(table, *, ties="default", **params) ->
 RuleResult``: scores (higher = better), a full ranking (1 = best, tied models
@@ -82,18 +88,113 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ranking.errors import UserError
 from ranking.pairwise import WEIGHT_RTOL, pairwise
-from ranking.result import RuleResult, positions_from_scores, register
-from ranking.table import ScoreTable
+from ranking.result import RuleResult, positions_from_scores
+from ranking.table import Criterion, ScoreTable
 
 TIES = ("default", "votenrank")
 MISSING = ("rank_present", "error")
 
 #: Relative tolerance for ties between final scores of the mean baselines.
 MEAN_RTOL = 1e-12
+
+
+# ====================================================================== the registry
+Rule = Callable[..., RuleResult]
+KINDS = ("positional", "majority", "mean")
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A registered rule and the properties the rest of :mod:`ranking` reads from it.
+
+    ``kind``
+        ``positional`` (points by position), ``majority`` (pairwise majority
+        matrices) or ``mean`` (a mean of the scores).
+    ``cardinal``
+        The scores use the size of score differences, not only their order;
+        the two-step setting passes a cardinal rule's *scores* of each group
+        to the second step, an ordinal rule's *positions*.
+    ``linear_in_weights``
+        The score is a linear function of the criterion weights (the other
+        inputs fixed), so the group-weight simplex map may interpolate between
+        its corners (it still verifies the interpolation before using it).
+    ``condorcet_consistent``
+        A Condorcet winner, when one exists, is the rule's sole winner (for
+        Baldwin: under the default tie convention with complete scores).
+    ``pareto_strict``
+        A model better than another on every criterion is ranked strictly
+        above it (every rule ranks it at least as high).
+    """
+
+    name: str
+    fn: Rule
+    kind: str
+    cardinal: bool
+    linear_in_weights: bool
+    condorcet_consistent: bool
+    pareto_strict: bool
+    doc: str
+
+    def __call__(self, table: Any, **kwargs: Any) -> RuleResult:
+        return self.fn(table, **kwargs)
+
+
+RULES: dict[str, RuleSpec] = {}
+
+
+def register(
+    name: str,
+    *,
+    kind: str,
+    cardinal: bool,
+    linear_in_weights: bool,
+    condorcet_consistent: bool,
+    pareto_strict: bool,
+) -> Callable[[Rule], Rule]:
+    """Register a rule function under ``name`` with its properties (see :class:`RuleSpec`)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown rule kind {kind!r}")
+
+    def deco(fn: Rule) -> Rule:
+        if name in RULES:
+            raise ValueError(f"rule {name!r} registered twice")
+        RULES[name] = RuleSpec(
+            name, fn, kind, cardinal, linear_in_weights, condorcet_consistent, pareto_strict,
+            (fn.__doc__ or "").strip(),
+        )
+        return fn
+
+    return deco
+
+
+def get_rule(name: str) -> RuleSpec:
+    """The registered rule ``name``; a :class:`UserError` listing the known rules otherwise.
+
+    >>> get_rule("borda").kind, get_rule("borda").linear_in_weights
+    ('positional', True)
+    >>> get_rule("bordaa")
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: unknown rule 'bordaa' (rules: plurality, borda, dowdall, threshold, baldwin, condorcet, copeland, minimax, arithmetic_mean, geometric_mean, optimality_gap)
+    """
+    try:
+        return RULES[name]
+    except KeyError:
+        raise UserError(f"unknown rule {name!r} (rules: {', '.join(RULES)})") from None
+
+
+def rule_names(**properties: Any) -> list[str]:
+    """Registered rule names, in registration order; keyword arguments filter by property.
+
+    >>> rule_names(kind="majority")
+    ['condorcet', 'copeland', 'minimax']
+    >>> rule_names(cardinal=True)
+    ['arithmetic_mean', 'geometric_mean', 'optimality_gap']
+    """
+    return [n for n, s in RULES.items() if all(getattr(s, k) == v for k, v in properties.items())]
 
 
 # ====================================================================== the worked example
@@ -106,10 +207,9 @@ def worked_example() -> ScoreTable:
     [4, 1, 3, 2]
     """
     orders = ["ABCD", "ACDB", "BDCA", "CBDA", "DBCA"]
-    frame = pd.DataFrame(
-        {f"c{j + 1}": {m: 4.0 - order.index(m) for m in "ABCD"} for j, order in enumerate(orders)}
-    )
-    return ScoreTable.from_frame(frame.loc[list("ABCD")], source="worked example")
+    values = np.array([[4.0 - order.index(m) for order in orders] for m in "ABCD"])
+    criteria = tuple(Criterion(f"c{j + 1}") for j in range(len(orders)))
+    return ScoreTable(tuple("ABCD"), criteria, values, source="worked example")
 
 
 # ====================================================================== shared helpers
@@ -298,7 +398,10 @@ def _positional_rule(name: str, vector: ScoringVector, table: ScoreTable, ties: 
 
 
 # ====================================================================== positional rules
-@register("plurality", kind="positional")
+@register(
+    "plurality", kind="positional", cardinal=False, linear_in_weights=True,
+    condorcet_consistent=False, pareto_strict=False,
+)
 def plurality(table: ScoreTable, *, ties: str = "default", missing: str = "rank_present", atol: float = 0.0):
     """Plurality: each criterion gives its weight to the model it ranks first, vector (1, 0, …, 0).
 
@@ -311,7 +414,10 @@ def plurality(table: ScoreTable, *, ties: str = "default", missing: str = "rank_
     return _positional_rule("plurality", PLURALITY, table, ties, missing, atol)
 
 
-@register("borda", kind="positional")
+@register(
+    "borda", kind="positional", cardinal=False, linear_in_weights=True,
+    condorcet_consistent=False, pareto_strict=True,
+)
 def borda(table: ScoreTable, *, ties: str = "default", missing: str = "rank_present", atol: float = 0.0):
     """Borda count: vector (|M|-1, …, 1, 0): one point per model ranked below, times the weight.
 
@@ -322,7 +428,10 @@ def borda(table: ScoreTable, *, ties: str = "default", missing: str = "rank_pres
     return _positional_rule("borda", BORDA, table, ties, missing, atol)
 
 
-@register("dowdall", kind="positional")
+@register(
+    "dowdall", kind="positional", cardinal=False, linear_in_weights=True,
+    condorcet_consistent=False, pareto_strict=True,
+)
 def dowdall(table: ScoreTable, *, ties: str = "default", missing: str = "rank_present", atol: float = 0.0):
     """Dowdall (Nauru) count: vector (1, 1/2, …, 1/|M|).
 
@@ -333,7 +442,10 @@ def dowdall(table: ScoreTable, *, ties: str = "default", missing: str = "rank_pr
     return _positional_rule("dowdall", DOWDALL, table, ties, missing, atol)
 
 
-@register("threshold", kind="positional")
+@register(
+    "threshold", kind="positional", cardinal=False, linear_in_weights=False,
+    condorcet_consistent=False, pareto_strict=False,
+)
 def threshold(table: ScoreTable, *, ties: str = "default", missing: str = "rank_present", atol: float = 0.0):
     """Threshold rule: fewest (weighted) last places wins; score = points of (1, …, 1, 0).
 
@@ -435,7 +547,10 @@ def snap_to_levels(values: np.ndarray, tol: float) -> np.ndarray:
     return levels
 
 
-@register("baldwin", kind="positional")
+@register(
+    "baldwin", kind="positional", cardinal=False, linear_in_weights=False,
+    condorcet_consistent=True, pareto_strict=True,
+)
 def baldwin(table: ScoreTable, *, ties: str = "default", missing: str = "rank_present", atol: float = 0.0):
     """Baldwin: repeatedly eliminate the lowest Borda score, recomputed on the survivors.
 
@@ -508,7 +623,10 @@ def _majority_setup(table: ScoreTable, ties: str, atol: float):
     return sub, keep, pairwise(sub, atol=atol), atol
 
 
-@register("condorcet", kind="majority")
+@register(
+    "condorcet", kind="majority", cardinal=False, linear_in_weights=False,
+    condorcet_consistent=True, pareto_strict=False,
+)
 def condorcet(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     """Condorcet: the winner is the model that beats every other model by weighted majority.
 
@@ -538,7 +656,10 @@ def condorcet_indicator(beats: np.ndarray) -> np.ndarray:
     return np.all(b | ~others, axis=1).astype(float)
 
 
-@register("copeland", kind="majority")
+@register(
+    "copeland", kind="majority", cardinal=False, linear_in_weights=False,
+    condorcet_consistent=True, pareto_strict=True,
+)
 def copeland(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     """Copeland: number of models it beats minus number it loses to (weighted majority).
 
@@ -552,7 +673,10 @@ def copeland(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     return _result("copeland", table, keep, scores, positions_from_scores(scores), ties=ties, atol=atol)
 
 
-@register("minimax", kind="majority")
+@register(
+    "minimax", kind="majority", cardinal=False, linear_in_weights=False,
+    condorcet_consistent=True, pareto_strict=False,
+)
 def minimax(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     """Minimax (winning votes): score(A) = -max_B s(B, A).
 
@@ -591,7 +715,10 @@ def _mean_result(name: str, table: ScoreTable, keep: np.ndarray, scores: np.ndar
     return _result(name, table, keep, scores, _ranks(scores, scale, MEAN_RTOL), **params)
 
 
-@register("arithmetic_mean", kind="mean")
+@register(
+    "arithmetic_mean", kind="mean", cardinal=True, linear_in_weights=True,
+    condorcet_consistent=False, pareto_strict=True,
+)
 def arithmetic_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     """Weighted arithmetic mean of the oriented scores (lower-is-better criteria negated).
 
@@ -608,7 +735,10 @@ def arithmetic_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0
     return _mean_result("arithmetic_mean", table, keep, scores, ties=ties)
 
 
-@register("geometric_mean", kind="mean")
+@register(
+    "geometric_mean", kind="mean", cardinal=True, linear_in_weights=True,
+    condorcet_consistent=False, pareto_strict=True,
+)
 def geometric_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     """Weighted geometric mean: exp(sum_j w_j log s_j / sum_j w_j); needs positive scores.
 
@@ -635,7 +765,10 @@ def geometric_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.
     return _mean_result("geometric_mean", table, keep, scores, ties=ties)
 
 
-@register("optimality_gap", kind="mean")
+@register(
+    "optimality_gap", kind="mean", cardinal=True, linear_in_weights=True,
+    condorcet_consistent=False, pareto_strict=False,
+)
 def optimality_gap(
     table: ScoreTable,
     *,

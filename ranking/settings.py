@@ -32,8 +32,9 @@
     median; ``missing="error"`` refuses). A model missing every group cannot
     be ranked (NaN).
 
-Group weights default to 1 for every group; they must be finite and >= 0,
-name known groups, and are only meaningful for ``weighted`` and ``two-step``
+Group weights default to 1 for every group when none are given; given ones
+must name every group with a criterion of non-zero weight (a group left out is
+an error, not a silent 1), be finite and >= 0, and are only meaningful for ``weighted`` and ``two-step``
 (passing them with ``basic`` is an error). Every criterion of positive
 weight needs a group in these two settings.
 
@@ -59,12 +60,11 @@ from typing import Any
 import numpy as np
 
 from ranking.errors import UserError
-from ranking.result import RuleResult, get_rule
+from ranking.result import RuleResult
+from ranking.rules import get_rule
 from ranking.table import Criterion, ScoreTable
 
 SETTINGS = ("basic", "weighted", "two-step")
-
-_CARDINAL = ("arithmetic_mean", "geometric_mean", "optimality_gap")
 
 
 def rank(
@@ -120,7 +120,11 @@ def check_params(rule: str, params: Mapping[str, Any]) -> None:
 
 
 def resolve_group_weights(table: ScoreTable, group_weights: Mapping[str, float] | None) -> dict[str, float]:
-    """Every group of ``table`` → its weight (default 1), validated.
+    """Every group of ``table`` → its weight, validated.
+
+    No group weights at all means weight 1 for every group. Group weights that are
+    given must name every group with a criterion of non-zero weight: a group left
+    out is an error, never a silent weight of 1.
 
     >>> from ranking.rules import worked_example
     >>> resolve_group_weights(worked_example(), {})
@@ -149,6 +153,15 @@ def resolve_group_weights(table: ScoreTable, group_weights: Mapping[str, float] 
         if not math.isfinite(w) or w < 0:
             raise UserError(f"weight of group {name!r} is {value!r}: group weights must be finite and >= 0")
         out[name] = w
+    if group_weights:
+        active = [g for g in groups if any(c.weight > 0 for c in table.criteria if c.group == g)]
+        left_out = [g for g in active if g not in group_weights]
+        if left_out:
+            raise UserError(
+                f"group weights name {', '.join(group_weights)} but not {', '.join(left_out)}: "
+                f"give a weight to every group (groups: {', '.join(active)}), e.g. "
+                + ",".join(f"{g}={group_weights.get(g, 0):g}" for g in active)
+            )
     if not any(w > 0 for w in out.values()):
         raise UserError("all group weights are zero: at least one must be positive")
     return out
@@ -187,7 +200,7 @@ def interim_scores(result: RuleResult) -> np.ndarray:
     """
     if result.rule == "optimality_gap":
         return result.scores + result.params["gamma"]
-    if result.rule in _CARDINAL:
+    if get_rule(result.rule).cardinal:
         return np.array(result.scores, dtype=float)
     return -np.asarray(result.ranks, dtype=float)
 

@@ -10,6 +10,7 @@ the offending model or column: duplicate names, non-numeric cells, ±inf,
 negative / all-zero / non-finite weights, unknown directions or groups, an
 empty table, a criterion or a model without any score.
 
+>>> import pandas as pd
 >>> t = ScoreTable.from_frame(
 ...     pd.DataFrame({"acc": [0.9, 0.8], "kwh": [2.0, 1.0]}, index=["A", "B"]),
 ...     directions={"kwh": "lower"},
@@ -23,16 +24,20 @@ empty table, a criterion or a model without any score.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import yaml
 
-from ranking.errors import UserError, read_yaml
+from ranking.errors import UserError
+from ranking.yaml_io import read_yaml
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DIRECTIONS = ("higher", "lower")
 
@@ -155,22 +160,15 @@ class ScoreTable:
         not mentioned get the defaults (higher is better, weight 1, no group).
         Mentioning a column the frame does not have is an error.
         """
+        import pandas as pd
+
         where = f" in {source}" if source else ""
         if frame.columns.duplicated().any():
             dup = frame.columns[frame.columns.duplicated()][0]
             raise UserError(f"criterion {dup!r} appears more than once{where}")
         columns = [str(c) for c in frame.columns]
-        by_name: dict[str, Criterion] = {name: Criterion(name) for name in columns}
-        for c in criteria or ():
-            if c.name not in by_name:
-                raise UserError(f"criterion {c.name!r} is described but is not a column{where}")
-            by_name[c.name] = c
-        for attr, mapping in (("direction", directions), ("weight", weights), ("group", groups), ("unit", units)):
-            for name, value in (mapping or {}).items():
-                if name not in by_name:
-                    raise UserError(f"{attr} given for unknown column {name!r}{where} (columns: {', '.join(columns)})")
-                by_name[name] = replace(by_name[name], **{attr: value})
-        crits = tuple(_check_criterion(by_name[name], known_groups) for name in columns)
+        crits = _criteria_of(columns, criteria, known_groups, where,
+                             direction=directions, weight=weights, group=groups, unit=units)
         values = np.empty(frame.shape, dtype=float)
         for j, col in enumerate(frame.columns):
             series = frame[col]
@@ -206,45 +204,46 @@ class ScoreTable:
               rte_kwh:  {direction: lower, group: efficiency, unit: kWh}
 
         Criteria absent from the sidecar keep the defaults; criteria in the
-        sidecar but not in the CSV are an error.
+        sidecar but not in the CSV are an error. An empty cell is a missing
+        score; any other cell must be a number. (Read with the ``csv`` module,
+        not pandas, so ``vnr rank`` does not pay for importing pandas.)
         """
         path = Path(path)
-        try:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-        except FileNotFoundError:
-            raise UserError(f"cannot read {path}: no such file") from None
-        except (OSError, pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-            raise UserError(f"cannot read {path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-        _no_duplicates(_csv_header(path), "column", f" in {path}")  # pandas would rename a repeat to 'x.1'
+        header, rows = _read_csv_rows(path)
+        _no_duplicates([h.strip() for h in header], "column", f" in {path}")
         if sidecar is None:
             sidecar = find_sidecar(path)
         spec = read_sidecar(sidecar) if sidecar is not None else {}
         model_column = model_column or spec.get("model_column")
         if model_column is None:
-            model_column = "model" if "model" in frame.columns else (frame.columns[0] if len(frame.columns) else None)
-        if model_column is None or model_column not in frame.columns:
-            raise UserError(f"{path}: model column {model_column!r} not found (columns: {', '.join(frame.columns)})")
-        frame = frame.set_index(model_column)
-        frame.index = frame.index.astype(str)
-        crits = []
-        for name, attrs in (spec.get("criteria") or {}).items():
-            crits.append(_criterion_from_mapping(str(name), attrs, sidecar))
-        return cls.from_frame(
-            frame, criteria=crits, known_groups=spec.get("groups"), source=str(path)
-        )
+            model_column = "model" if "model" in header else (header[0] if header else None)
+        if model_column is None or model_column not in header:
+            raise UserError(f"{path}: model column {model_column!r} not found (columns: {', '.join(header)})")
+        m = header.index(model_column)
+        columns = [h for k, h in enumerate(header) if k != m]
+        described = [_criterion_from_mapping(str(n), a, sidecar) for n, a in (spec.get("criteria") or {}).items()]
+        where = f" in {path}"
+        crits = _criteria_of(columns, described, spec.get("groups"), where)
+        models = tuple(row[m] for row in rows)
+        values = np.empty((len(rows), len(columns)), dtype=float)
+        for j, k in enumerate(k for k in range(len(header)) if k != m):  # column by column, like from_frame
+            for i, row in enumerate(rows):
+                values[i, j] = _cell(row[k], models[i], header[k], where)
+        return cls(models, crits, values, source=str(path))
 
     @classmethod
-    def load(cls, path: str | Path, data_root: str | Path | None = None) -> ScoreTable:
-        """Read a CSV (with its sidecar if present) or a leaderboard spec YAML."""
+    def load(cls, path: str | Path) -> ScoreTable:
+        """Read a CSV (with its sidecar if present) or a results folder's ``matrix.csv``.
+
+        Commands and the Python API read every kind of TABLE (leaderboard specs,
+        benchbench, ...) through :func:`ranking.load_table`; this reads only the
+        file format this module defines.
+        """
         path = Path(path)
         if path.is_dir():
             if (path / "matrix.csv").exists():
                 return cls.from_csv(path / "matrix.csv")
-            raise UserError(f"{path} is a directory without matrix.csv: pass a CSV or a leaderboard spec")
-        if path.suffix.lower() in (".yaml", ".yml"):
-            from ranking.leaderboard import load_leaderboard
-
-            return load_leaderboard(path, data_root=data_root)
+            raise UserError(f"{path} is a directory without matrix.csv: pass a CSV")
         return cls.from_csv(path)
 
     # ------------------------------------------------------------------ views
@@ -299,6 +298,8 @@ class ScoreTable:
 
     def frame(self) -> pd.DataFrame:
         """Raw scores as a DataFrame (models × criteria)."""
+        import pandas as pd
+
         return pd.DataFrame(self.values, index=list(self.models), columns=list(self.names))
 
     def criterion(self, name: str) -> Criterion:
@@ -410,15 +411,62 @@ def _no_duplicates(names: Sequence[str], what: str, where: str) -> None:
         seen.add(n)
 
 
-def _csv_header(path: Path) -> list[str]:
-    """The CSV's header cells as written (pandas renames a repeated name, hiding the duplicate)."""
+def _read_csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of a CSV; blank lines skipped, short rows padded with empty cells, long rows refused."""
     import csv
 
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            return [c.strip() for c in next(csv.reader(fh), [])]
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return []
+            reader = csv.reader(fh)
+            lines = [(reader.line_num, row) for row in reader if row and any(c.strip() for c in row) or len(row) > 1]
+    except FileNotFoundError:
+        raise UserError(f"cannot read {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not lines:
+        raise UserError(f"cannot read {path}: the file is empty (no header row)")
+    header = lines[0][1]
+    rows = []
+    for number, row in lines[1:]:
+        if len(row) > len(header):
+            raise UserError(f"cannot read {path}: line {number} has {len(row)} fields, the header {len(header)}")
+        rows.append(row + [""] * (len(header) - len(row)))
+    return header, rows
+
+
+_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)", re.IGNORECASE)
+
+
+def _cell(text: str, model: str, column: str, where: str) -> float:
+    """A CSV cell as a score: empty (or blank) is missing (NaN), else a decimal number."""
+    t = text.strip()
+    if not t:
+        return math.nan
+    if not _NUMBER.fullmatch(t):
+        raise UserError(f"score of model {model!r} on criterion {column!r}{where} is {text!r}, not a number")
+    return float(t)
+
+
+def _criteria_of(
+    columns: Sequence[str],
+    criteria: Iterable[Criterion] | None,
+    known_groups: Sequence[str] | None,
+    where: str,
+    **attributes: Mapping[str, Any] | None,
+) -> tuple[Criterion, ...]:
+    """One validated :class:`Criterion` per column: described ones by name, ``attributes`` (attr → column →
+    value) on top, defaults for the rest; describing a column that does not exist is an error."""
+    by_name: dict[str, Criterion] = {name: Criterion(name) for name in columns}
+    for c in criteria or ():
+        if c.name not in by_name:
+            raise UserError(f"criterion {c.name!r} is described but is not a column{where}")
+        by_name[c.name] = c
+    for attr, mapping in attributes.items():
+        for name, value in (mapping or {}).items():
+            if name not in by_name:
+                raise UserError(f"{attr} given for unknown column {name!r}{where} (columns: {', '.join(columns)})")
+            by_name[name] = replace(by_name[name], **{attr: value})
+    return tuple(_check_criterion(by_name[name], known_groups) for name in columns)
 
 
 def find_sidecar(csv_path: Path) -> Path | None:

@@ -3,6 +3,11 @@
     python scripts/bench_ranking.py            # 1000 models x 50 criteria; straightforward prospective on a sample
     python scripts/bench_ranking.py --full     # ... measured for all models (several minutes)
     python scripts/bench_ranking.py --quick    # small sizes, a few seconds (the tests call this)
+    python scripts/bench_ranking.py --json out.json   # also write the measured and compared values
+
+``--json FILE`` writes ``{"models", "criteria", "seed", "rules": {rule: {"ours_s",
+"straightforward_s", "max_abs_score_diff", "ranks_equal", "agree"}}, "prospective":
+{"ours_s", "straightforward_s", "sample", "n_prospective", "mismatches", "agree"}, "agree"}``.
 
 "Ours": every registered rule from a fresh table (so the first majority rule
 pays for the shared pairwise matrices), then ``prospective`` for every model.
@@ -17,6 +22,7 @@ ranks, winners; prospective yes/no). Exit status 1 if they do not.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -28,8 +34,10 @@ from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from ranking.paths import write_text_atomic  # noqa: E402
 from ranking.prospective import prospective  # noqa: E402
-from ranking.result import get_rule, positions_from_scores, rule_names  # noqa: E402
+from ranking.result import positions_from_scores  # noqa: E402
+from ranking.rules import get_rule, rule_names  # noqa: E402
 from ranking.table import Criterion, ScoreTable  # noqa: E402
 
 
@@ -211,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=100, help="models in the straightforward prospective run")
     ap.add_argument("--full", action="store_true", help="straightforward prospective for every model")
     ap.add_argument("--quick", action="store_true", help="200 models x 20 criteria, sample 20 (a few seconds)")
+    ap.add_argument("--json", metavar="FILE", help="also write the timings and the compared values as JSON")
     args = ap.parse_args(argv)
     if args.quick:
         args.models, args.criteria, args.sample = 200, 20, 20
@@ -232,9 +241,15 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"\n{'rule':<16} {'ours (s)':>10} {'straightforward (s)':>20} {'speed-up':>9}  agree")
     disagreements = []
+    report: dict = {"models": n, "criteria": m, "seed": args.seed, "rules": {}}
     for name in rule_names():
         (s1, r1), (s2, r2) = ours[name], naive[name]
         ok = np.allclose(s1, s2, rtol=1e-9, atol=1e-9) and np.array_equal(r1, r2)
+        report["rules"][name] = {
+            "ours_s": ours_t[name], "straightforward_s": naive_t[name],
+            "max_abs_score_diff": float(np.max(np.abs(s1 - s2))), "ranks_equal": bool(np.array_equal(r1, r2)),
+            "agree": bool(ok),
+        }
         if not ok:
             disagreements.append(name)
         print(f"{name:<16} {ours_t[name]:>10.4f} {naive_t[name]:>20.3f} {naive_t[name] / max(ours_t[name], 1e-9):>8.0f}x  "
@@ -250,10 +265,16 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     naive_p = naive_prospective(table, sample)
     naive_p_t = time.perf_counter() - t0
-    agree_p = all(found[table.models[a]].prospective == ok for a, ok in naive_p.items())
+    mismatches = [table.models[a] for a, ok in naive_p.items() if found[table.models[a]].prospective != ok]
+    agree_p = not mismatches
     if not agree_p:
         disagreements.append("prospective")
     n_yes = sum(r.prospective for r in found.values())
+    report["prospective"] = {"ours_s": ours_p, "straightforward_s": naive_p_t, "sample": len(sample),
+                             "n_prospective": n_yes, "mismatches": mismatches, "agree": agree_p}
+    report["agree"] = not disagreements
+    if args.json:
+        write_text_atomic(args.json, json.dumps(report, indent=2) + "\n")
     print(f"\nprospective, all {n} models (ours): {ours_p:.2f} s  ({n_yes} prospective, weak)")
     if len(sample) == n:
         print(f"prospective, all {n} models (straightforward, measured): {naive_p_t:.1f} s  "

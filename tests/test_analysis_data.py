@@ -12,9 +12,9 @@ from ranking.analysis.data import (
     load_instance_level,
     load_instance_table,
     load_ranking_nlp,
-    load_table,
 )
 from ranking.errors import UserError
+from ranking.loading import load_table
 
 
 def test_glue_conventions(data_root):
@@ -74,12 +74,12 @@ def test_instance_level_swaps_columns(data_root):
 
 
 def test_table_resolution(data_root):
-    assert load_table("benchbench/glue", data_root).n_models == 87
-    assert load_table("benchbench/helm/accuracy", data_root).source == "benchbench/helm/accuracy"
+    assert load_table("benchbench/glue", data_root=data_root).n_models == 87
+    assert load_table("benchbench/helm/accuracy", data_root=data_root).source == "benchbench/helm/accuracy"
     assert load_table(str(data_root / "leaderboards/benchbench/glue/leaderboard.tsv")).n_models == 87
-    assert load_table("ranking_nlp/superglue.data", data_root).n_models == 24
+    assert load_table("ranking_nlp/superglue.data", data_root=data_root).n_models == 24
     assert not np.isnan(load_instance_table("ranking_nlp/instance_level/FLICKR.csv", data_root)["value"]).all()
     with pytest.raises(UserError, match="not found"):
-        load_table("benchbench/nope", data_root)
+        load_table("benchbench/nope", data_root=data_root)
     with pytest.raises(UserError, match="instance"):
-        load_table("ranking_nlp/instance_level/TAC_08.csv", data_root)
+        load_table("ranking_nlp/instance_level/TAC_08.csv", data_root=data_root)

@@ -69,3 +69,19 @@ def test_missing_policies():
     assert diversity(t, impute="median")["n_models"] == 4
     with pytest.raises(UserError, match="--impute"):
         diversity(t, impute="zero")
+
+
+def test_kendall_w_exact_on_a_hand_made_table():
+    # 4 models x 3 criteria, higher is better; c3 ties A and B.
+    #        c1  c2  c3     ranks (1 = best)   rank sums R
+    #   A     4   3   5     1    2    1.5      4.5
+    #   B     3   4   5     2    1    1.5      4.5
+    #   C     2   1   1     3    4    3        10
+    #   D     1   2   0     4    3    4        11
+    # mean R = m(n+1)/2 = 7.5; S = 3² + 3² + 2.5² + 3.5² = 36.5
+    # tie correction: one block of t = 2 in c3 -> t³ - t = 6
+    # W = 12 S / (m²(n³ - n) - m Σ(t³ - t)) = 438 / (9·60 - 3·6) = 438 / 522 = 73/87
+    x = np.array([[4, 3, 5], [3, 4, 5], [2, 1, 1], [1, 2, 0]], dtype=float)
+    assert kendall_w(x) == pytest.approx(73 / 87, abs=1e-12)
+    table = ScoreTable.from_frame(pd.DataFrame(x, index=list("ABCD"), columns=["c1", "c2", "c3"]))
+    assert diversity(table)["diversity"] == pytest.approx(14 / 87, abs=1e-12)

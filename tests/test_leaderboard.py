@@ -9,13 +9,13 @@ import pytest
 
 from ranking.errors import UserError
 from ranking.leaderboard import dedupe, load_leaderboard
-from ranking.table import ScoreTable
+from ranking.loading import load_table
 
 SPECS = Path(__file__).resolve().parents[1] / "configs" / "leaderboards"
 
 
 def test_glue_spec(data_root):
-    t = ScoreTable.load(SPECS / "glue.yaml", data_root=data_root)
+    t = load_table(SPECS / "glue.yaml", data_root=data_root)
     assert t.shape == (100, 14)
     assert t.models[0] == "ERNIE"
     # duplicate model names get _1, _2, ... in row order
@@ -31,14 +31,14 @@ def test_glue_spec(data_root):
 
 
 def test_superglue_spec(data_root):
-    t = ScoreTable.load(SPECS / "superglue.yaml", data_root=data_root)
+    t = load_table(SPECS / "superglue.yaml", data_root=data_root)
     assert t.shape == (24, 14)
     assert t.criterion("AX-g-parity").weight == 0 and t.criterion("CB-acc").weight == 0.5
     assert t.values[t.model_index("ERNIE 3.0"), t.names.index("CB-acc")] == 99.2
 
 
 def test_value_spec(data_root):
-    t = ScoreTable.load(SPECS / "value.yaml", data_root=data_root)
+    t = load_table(SPECS / "value.yaml", data_root=data_root)
     assert t.models == ("Human", "craig.starr", "DuKG", "HERO 1", "HERO 2", "HERO 3", "HERO 4")
     assert t.n_criteria == 11 and "Meta-Ave" not in t.names
     human = t.values[0]

@@ -51,7 +51,9 @@ def test_rank_json_all_rules(capsys, example_csv):
     code, out, err = vnr(capsys, "rank", example_csv, "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
-    assert list(doc) == ALL_RULES
+    assert list(doc) == ["settings", *ALL_RULES]  # the preferences used, then every rule
+    assert doc["settings"]["setting"] == "basic" and doc["settings"]["ties"] == "default"
+    assert doc["settings"]["group_weights"] is None
     assert doc["borda"] == {
         "scores": {"A": 6.0, "B": 9.0, "C": 8.0, "D": 7.0},
         "ranks": {"A": 4, "B": 1, "C": 2, "D": 3},
@@ -67,7 +69,8 @@ def test_rank_json_all_rules(capsys, example_csv):
 def test_rank_selected_rules_and_options(capsys, example_csv):
     code, out, _ = vnr(capsys, "rank", example_csv, "--rule", "borda", "--rule", "copeland", "--format", "json",
                        "--ties", "votenrank")
-    assert code == 0 and list(json.loads(out)) == ["borda", "copeland"]
+    assert code == 0 and list(json.loads(out)) == ["settings", "borda", "copeland"]
+    assert json.loads(out)["settings"]["ties"] == "votenrank"
     code, out, _ = vnr(capsys, "rank", example_csv, "--rule", "threshold", "minimax", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert rows[0] == {"model": "A", "threshold_score": "2.0", "threshold_rank": "4",
@@ -77,8 +80,14 @@ def test_rank_selected_rules_and_options(capsys, example_csv):
 def test_rank_terminal_table(capsys, example_csv):
     code, out, _ = vnr(capsys, "rank", example_csv, "--rule", "borda", "copeland")
     assert code == 0
-    assert out.splitlines() == [
-        "sorted by borda rank, ties broken by copeland; setting basic, ties default",
+    head, table = out.split("\n\n", 1)  # the preferences used, stated above the table
+    assert head.splitlines() == [
+        "setting: basic · ties: default",
+        "higher is better: every criterion",
+        "criterion weights: 1 for every criterion",
+    ]
+    assert table.splitlines() == [
+        "sorted by borda rank, ties broken by copeland",
         "       borda        copeland",
         "model  score  rank  score  rank",
         "B          9     1      3     1",
@@ -98,7 +107,7 @@ def test_rank_table_echoes_the_weights_and_fits_120_columns(capsys, grouped_csv,
     code, out, _ = vnr(capsys, "rank", grouped_csv, "--rule", "borda", "--setting", "weighted",
                        "--group-weights", "perf=0.7,eff=0.3")
     assert code == 0
-    assert out.splitlines()[0] == "sorted by borda rank; setting weighted, ties default, group weights perf=0.7, eff=0.3"
+    assert out.splitlines()[0] == "setting: weighted · ties: default · group weights: perf=0.7, eff=0.3"
     code, out, _ = vnr(capsys, "rank", GLUE, "--data-root", data_root, "--rule", "all")
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 120
     assert "[1] " in out  # long model names shortened, with their key below the table
@@ -113,9 +122,19 @@ def test_rank_settings(capsys, grouped_csv):
     assert code == 0, err
     # perf: A first, B and C tied -> positions A1 B2 C2; eff (lower is better): B1 A2 C3
     # second step Borda: perf A 2, B 0.5, C 0.5 (weight 1); eff B 2, A 1, C 0 (weight 2)
-    assert json.loads(out)["borda"]["scores"] == {"A": 4.0, "B": 4.5, "C": 0.5}
+    doc = json.loads(out)
+    assert doc["borda"]["scores"] == {"A": 4.0, "B": 4.5, "C": 0.5}
+    assert doc["settings"] == {
+        "setting": "two-step", "ties": "default",
+        "directions": {"p1": "higher", "p2": "higher", "e1": "lower"},
+        "criterion_weights": {"p1": 1.0, "p2": 1.0, "e1": 1.0},
+        "groups": {"p1": "perf", "p2": "perf", "e1": "eff"},
+        "group_weights": {"perf": 1.0, "eff": 2.0},
+    }
     code, out, _ = vnr(capsys, "rank", grouped_csv, "--rule", "borda", "--setting", "weighted", "--format", "json")
     assert code == 0 and json.loads(out)["borda"]["winners"] == ["A"]
+    # each group carries weight 1: perf's two criteria 1/2 each, eff's one criterion 1
+    assert json.loads(out)["settings"]["effective_weights"] == {"p1": 0.5, "p2": 0.5, "e1": 1.0}
 
 
 def test_rank_drop_incomplete(capsys, tmp_path):

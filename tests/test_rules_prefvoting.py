@@ -24,7 +24,7 @@ from pref_voting.iterative_methods import baldwin_with_explanation  # noqa: E402
 from pref_voting.profiles import Profile  # noqa: E402
 from pref_voting.profiles_with_ties import ProfileWithTies  # noqa: E402
 
-from ranking.result import get_rule  # noqa: E402
+from ranking.rules import get_rule  # noqa: E402
 from ranking.table import Criterion, ScoreTable  # noqa: E402
 
 CHECK = settings(max_examples=60, deadline=None)

@@ -8,14 +8,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ranking.pairwise import pairwise
-from ranking.result import get_rule, rule_names
-from ranking.rules import THRESHOLD, borda, position_counts, threshold_vector
+from ranking.rules import THRESHOLD, borda, get_rule, position_counts, rule_names, threshold_vector
 from ranking.table import Criterion, ScoreTable
 
-VOTING = ["plurality", "borda", "dowdall", "threshold", "baldwin", "condorcet", "copeland", "minimax"]
-ALL = VOTING + ["arithmetic_mean", "geometric_mean", "optimality_gap"]
-CONDORCET_CONSISTENT = ["condorcet", "copeland", "minimax", "baldwin"]
-PARETO_STRICT = ["borda", "dowdall", "copeland", "baldwin", "arithmetic_mean", "geometric_mean"]
+# The rule sets come from the properties declared at each rule's registration.
+ALL = rule_names()
+VOTING = [n for n in ALL if get_rule(n).kind != "mean"]
+CONDORCET_CONSISTENT = rule_names(condorcet_consistent=True)
+PARETO_STRICT = rule_names(pareto_strict=True)
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

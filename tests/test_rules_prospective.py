@@ -12,8 +12,7 @@ from scipy.optimize import linprog
 from ranking.errors import UserError
 from ranking.pairwise import criterion_signs, pairwise
 from ranking.prospective import STRICT_MARGIN, prospective
-from ranking.result import get_rule
-from ranking.rules import worked_example
+from ranking.rules import get_rule, worked_example
 from ranking.table import Criterion, ScoreTable
 
 

@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from ranking.errors import UserError
-from ranking.result import rule_names
-from ranking.rules import worked_example
+from ranking.rules import rule_names, worked_example
 from ranking.settings import SETTINGS, rank, weighted_table
 from ranking.table import ScoreTable
 

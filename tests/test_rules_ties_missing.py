@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from ranking.errors import UserError
-from ranking.result import get_rule, rule_names
+from ranking.rules import get_rule, rule_names
 from ranking.table import Criterion, ScoreTable
 
 POSITIONAL = ["plurality", "borda", "dowdall", "threshold", "baldwin"]

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from ranking.pairwise import beats, pairwise_ties, pairwise_wins
-from ranking.result import RULES, get_rule, rule_names
-from ranking.rules import worked_example
+from ranking.rules import RULES, get_rule, rule_names, worked_example
 
 EXPECTED_RULES = [
     "plurality", "borda", "dowdall", "threshold", "baldwin", "condorcet",

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_scenarios_util import MODELS, PAPER, USER, write_results
 
-from ranking.result import get_rule
+from ranking.rules import get_rule
 from ranking.scenarios import load_scenario
 from ranking.scenarios.casestudy import load_case_study
 from ranking.scenarios.cli import run_rank_scenario

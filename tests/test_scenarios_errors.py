@@ -99,3 +99,28 @@ def test_rank_scenario_subprocess_exit_code(tmp_path):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "matches no criterion" in lines[0]
+
+
+SIDECARLESS = """
+groups:
+  performance: {criteria: [acc]}
+  efficiency: {criteria: [energy_kwh]}
+columns:
+  - {name: b, rule: borda, setting: weighted}
+"""
+
+
+def test_a_sidecarless_csv_needs_the_scenario_to_state_cost_directions(tmp_path, capsys):
+    csv = tmp_path / "scores.csv"
+    csv.write_text("model,acc,energy_kwh\nA,0.9,3\nB,0.8,1\nC,0.7,2\n")
+    path = scenario_file(tmp_path, SIDECARLESS)
+    code = main(["rank", "--scenario", str(path), "--results", str(csv)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "states no direction for energy_kwh" in err[0] and "directions: {energy_kwh: lower}" in err[0]
+    for stated in ("directions: {energy_kwh: lower}\n",
+                   SIDECARLESS.replace("{criteria: [energy_kwh]}", "{criteria: [energy_kwh], direction: lower}")):
+        text = SIDECARLESS + stated if stated.startswith("directions") else stated
+        code = main(["rank", "--scenario", str(scenario_file(tmp_path, text)), "--results", str(csv)])
+        assert code == 0, capsys.readouterr().err
+        capsys.readouterr()

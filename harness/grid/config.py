@@ -65,7 +65,8 @@ from harness.bias.data import DATASETS
 from harness.finetune.tasks import TASKS
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.validate import SEED_MAX, check_run_options, check_spec_values, finite, single_line, whole
-from ranking.errors import UserError, read_yaml
+from ranking.errors import UserError
+from ranking.yaml_io import read_yaml
 
 Spec = FinetuneSpec | BiasSpec
 

@@ -159,7 +159,7 @@ def make_ranker(
         from ranking.settings import rank
     except ModuleNotFoundError as exc:  # pragma: no cover - only while the rules are being written
         raise UserError(f"rule {rule!r} cannot be used: ranking.settings is not available ({exc})") from None
-    from ranking.result import get_rule
+    from ranking.rules import get_rule
 
     get_rule(rule)
     extra = dict(params or {})

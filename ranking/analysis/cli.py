@@ -19,6 +19,8 @@ import math
 import sys
 from typing import Any
 
+from ranking.cli_types import TABLE_HELP, add_table_options, rule_help, table_from_args
+
 FORMATS = ("table", "json")
 
 
@@ -36,8 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     def add(name: str, help_text: str, *, table: bool = True, rule: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         if table:
-            p.add_argument("table", metavar="TABLE", help="CSV, leaderboard spec, or a path under the data root")
-        p.add_argument("--data-root", default=None, help="data root (else $VNR_DATA_ROOT)")
+            p.add_argument("table", metavar="TABLE", help=TABLE_HELP)
+            add_table_options(p)
+        else:
+            p.add_argument("--data-root", metavar="DIR", default=None, help="data root (default: $VNR_DATA_ROOT)")
         p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
         p.add_argument("--wide", action="store_true",
                        help="print tables in full: no wrapping to 120 columns, no shortened names")
@@ -45,16 +49,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="progress bars on stderr (default: when stderr is a terminal)")
         if rule is not None:
-            p.add_argument("--rule", default=rule, help=f"rule to analyse (default: {rule})")
+            p.add_argument("--rule", default=rule, help=rule_help(f"rule to analyse (default: {rule})"))
             p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
                            help="aggregation setting (default: basic)")
         return p
 
     p = add("agreement", "agreement@k (top and least), Kendall τ and ties of several rules against a reference rule")
-    p.add_argument("--rules", default="all", help="comma-separated rule names, or 'all' (default)")
+    p.add_argument("--rules", default="all", help=rule_help("comma-separated rule names, or 'all' (default)"))
     p.add_argument("--reference", default="arithmetic_mean", help="reference rule (default: arithmetic_mean)")
     p.add_argument("-k", default="1,3,5", help="comma-separated k values (default: 1,3,5)")
-    p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"))
+    p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
+                   help="aggregation setting of every rule (default: basic)")
     p.set_defaults(func=run_agreement)
 
     p = add("iia", "IIA experiment: flips of a random pair's order as random systems are added", rule="borda")
@@ -75,14 +80,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = add("sensitivity", "cardinal / ordinal sensitivity (lower bounds on the worst ranking change)")
     p.add_argument("--kind", default="auto", choices=("auto", "cardinal", "ordinal"),
                    help="auto: ordinal for the ordinal benchbench leaderboards, else cardinal")
-    p.add_argument("--rule", default=None, help="rank with this rule instead of the mean (cardinal) / win rate (ordinal)")
-    p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"))
+    p.add_argument("--rule", default=None,
+                   help=rule_help("rank with this rule instead of the mean (cardinal) / win rate (ordinal)"))
+    p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
+                   help="aggregation setting with --rule (default: basic)")
     p.add_argument("--epsilon", type=float, default=None, help="cardinal: smallest weight (default min(0.01, std ratio))")
     p.add_argument("--steps", type=int, default=None, help="optimisation steps (default 300 cardinal / 600 ordinal)")
     p.add_argument("--top-share", type=float, default=0.2, help="ordinal: share of top models (default 0.2)")
     p.add_argument("--exact-limit", type=int, default=16, help="ordinal: enumerate all subsets up to this many candidates")
     p.add_argument("--rule-budget", type=int, default=300, help="rule evaluations allowed with --rule (default 300)")
-    p.add_argument("--impute", default="knn", choices=("knn", "median", "drop"))
+    p.add_argument("--impute", default="knn", choices=("knn", "median", "drop"),
+                   help="missing scores: kNN imputation (default), criterion median, or drop incomplete models")
     p.set_defaults(func=run_sensitivity)
 
     p = add("kemeny", "exact Kemeny consensus (DP over subsets) up to --max-exact systems, Borda beyond")
@@ -98,14 +106,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = add("synthetic", "synthetic robustness: corrupted tasks / a rescaled task, error of each aggregation",
             table=False)
-    p.add_argument("--experiment", default="corruption", choices=("corruption", "scaling"))
+    p.add_argument("--experiment", default="corruption", choices=("corruption", "scaling"),
+                   help="corruption: some tasks score at random; scaling: one task's scores rescaled (default: corruption)")
     p.add_argument("--values", default=None, help="comma-separated corrupted-task counts or scale factors")
-    p.add_argument("--systems", type=int, default=20)
-    p.add_argument("--tasks", type=int, default=10)
-    p.add_argument("--instances", type=int, default=20)
+    p.add_argument("--systems", type=int, default=20, help="synthetic systems (default 20)")
+    p.add_argument("--tasks", type=int, default=10, help="synthetic tasks (default 10)")
+    p.add_argument("--instances", type=int, default=20, help="instances per task (default 20)")
     p.add_argument("--phi", type=float, default=0.2, help="spacing of the Gumbel locations (default 0.2)")
     p.add_argument("--n-corrupted", type=int, default=1, help="scaling: corrupted tasks (default 1)")
-    p.add_argument("--repetitions", type=int, default=50)
+    p.add_argument("--repetitions", type=int, default=50, help="repetitions per value (default 50)")
     p.set_defaults(func=run_synthetic)
 
     p = add("tradeoff", "diversity vs sensitivity across benchmarks, as a table and a scatter plot", table=False)
@@ -121,9 +130,7 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def _load(args: argparse.Namespace):
-    from ranking.analysis.data import load_table
-
-    return load_table(args.table, args.data_root)
+    return table_from_args(args)
 
 
 def _ranker(args: argparse.Namespace, rule: str):
@@ -168,7 +175,7 @@ def format_rows(rows: list[dict[str, Any]], *, wide: bool = False) -> str:
 def run_agreement(args: argparse.Namespace) -> int:
     from ranking.analysis._common import parse_int_list
     from ranking.analysis.votenrank import compare_rankings
-    from ranking.result import rule_names
+    from ranking.rules import rule_names
 
     table = _load(args)
     ks = parse_int_list(args.k, "-k")
@@ -261,8 +268,9 @@ def run_kemeny(args: argparse.Namespace) -> int:
 def run_instance(args: argparse.Namespace) -> int:
     from ranking.analysis.data import load_instance_table
     from ranking.analysis.instance import aggregate_instances
+    from ranking.paths import resolve_data_root
 
-    frame = load_instance_table(args.table, args.data_root)
+    frame = load_instance_table(args.table, resolve_data_root(args.data_root))
     metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
     out = aggregate_instances(frame, metrics=metrics, human=args.human)
     if args.format == "json":
@@ -297,14 +305,14 @@ def run_synthetic(args: argparse.Namespace) -> int:
 def run_tradeoff(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from ranking.analysis.data import BENCHBENCH, load_table
+    from ranking.analysis.data import BENCHBENCH
     from ranking.analysis.diversity import diversity
 
     names = args.tables or [f"benchbench/{b}" for b in BENCHBENCH]
     args.rule = None
     rows = []
     for name in tqdm(names, desc="tradeoff", disable=not _progress(args), leave=False):
-        table = load_table(name, args.data_root)
+        table = table_from_args(args, name)
         kind = _kind_of(table, "auto")
         sens = _sensitivity(table, args, kind)
         div = diversity(table)

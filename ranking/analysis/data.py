@@ -1,4 +1,4 @@
-"""Loaders for the public leaderboards the analyses run on, and TABLE resolution for the CLI.
+"""Loaders for the public leaderboards the analyses run on (read through :func:`ranking.load_table`).
 
 * ``leaderboards/benchbench/`` (Zhang & Hardt): one tab-separated table per
   benchmark. :func:`load_benchbench` turns one into a :class:`ScoreTable`
@@ -31,7 +31,6 @@ import numpy as np
 import pandas as pd
 
 from ranking.errors import UserError
-from ranking.paths import resolve_data_root
 from ranking.table import Criterion, ScoreTable
 
 CARDINAL = ("glue", "superglue", "openllm", "mmlu", "bbh", "mteb", "vtab", "helm_capability", "imagenet")
@@ -84,9 +83,10 @@ def benchbench_kind(name: str) -> str:
     return "cardinal" if name in CARDINAL else "ordinal"
 
 
-def _benchbench_dir(data_root: str | Path | None) -> Path:
-    root = resolve_data_root(data_root, required=True)
-    assert root is not None
+def _benchbench_dir(root: Path | None) -> Path:
+    if root is None:
+        raise UserError("no data root: pass --data-root DIR or set VNR_DATA_ROOT")
+    root = Path(root)
     for cand in (root / "leaderboards" / "benchbench", root / "benchbench", root):
         if (cand / "glue" / "leaderboard.tsv").exists():
             return cand
@@ -103,15 +103,15 @@ def _cell(text: str) -> float:
     return float(t)
 
 
-def load_benchbench(name: str, data_root: str | Path | None = None) -> ScoreTable:
-    """One benchbench leaderboard as a ScoreTable, e.g. ``load_benchbench("helm/accuracy")``."""
+def load_benchbench(name: str, root: Path | None) -> ScoreTable:
+    """One benchbench leaderboard as a ScoreTable, e.g. ``load_benchbench("helm/accuracy", root)``."""
     name = name.strip("/").removesuffix(".tsv")
     if name in ("helm", "heim"):
         name = f"{name}/{'accuracy' if name == 'helm' else 'alignment_human'}"
     if name not in BENCHBENCH:
         raise UserError(f"unknown benchbench leaderboard {name!r} (known: {', '.join(BENCHBENCH)})")
     spec = _spec(name)
-    path = _benchbench_dir(data_root) / spec.file
+    path = _benchbench_dir(root) / spec.file
     try:
         if spec.index_model:
             frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
@@ -242,72 +242,17 @@ def load_instance_level(path: str | Path) -> pd.DataFrame:
     return long[["system", "instance", "metric", "value"]]
 
 
-# ---------------------------------------------------------------------- TABLE resolution
-def _benchbench_name(path: Path) -> str | None:
-    parts = path.parts
-    if "benchbench" not in parts:
-        return None
-    rel = list(parts[len(parts) - parts[::-1].index("benchbench") :])
-    if not rel:
-        return None
-    if rel[-1] in ("leaderboard.tsv",):
-        rel = rel[:-1]
-    rel[-1] = rel[-1].removesuffix(".tsv")
-    return "/".join(rel)
-
-
-def _candidates(spec: str, data_root: str | Path | None) -> list[Path]:
-    out = [Path(spec)]
-    root = resolve_data_root(data_root)
+# ---------------------------------------------------------------------- instance-level tables
+def load_instance_table(spec: str | Path, root: Path | None = None) -> pd.DataFrame:
+    """The instance-level frame for a path (as given, or under the data root ``root`` / ``leaderboards/``)."""
+    spec = str(spec)
+    candidates = [Path(spec)]
     if root is not None and not Path(spec).is_absolute():
-        out += [root / spec, root / "leaderboards" / spec]
-    return out
-
-
-def load_table(spec: str | Path, data_root: str | Path | None = None) -> ScoreTable:
-    """A TABLE argument: CSV (+ sidecar), leaderboard spec YAML, run folder, benchbench or ranking_nlp path.
-
-    Paths that do not exist as given are looked up under the data root and its
-    ``leaderboards/`` folder, so ``benchbench/glue``, ``benchbench/helm/accuracy``
-    and ``ranking_nlp/glue.data`` all work with ``--data-root``.
-    """
-    spec = str(spec)
-    for path in _candidates(spec, data_root):
-        if path.exists() or path.with_suffix(".tsv").exists():
-            bb = _benchbench_name(path)
-            if bb is not None:
-                return load_benchbench(bb, _root_of(path, "benchbench"))
-            if path.suffix == ".data":
-                return load_ranking_nlp(path)
-            if "instance_level" in path.parts:
-                raise UserError(f"{spec} is an instance-level table: use `vnr analyze instance {spec}`")
-            return ScoreTable.load(path, data_root=resolve_data_root(data_root))
-    bare = spec.strip("/").removeprefix("benchbench/")
-    if bare in BENCHBENCH or bare in ("helm", "heim"):
-        return load_benchbench(bare, data_root)
-    raise UserError(
-        f"TABLE {spec!r} not found: give a CSV, a leaderboard spec, or a path under the data root "
-        f"(e.g. benchbench/glue, ranking_nlp/glue.data); pass --data-root or set VNR_DATA_ROOT"
-    )
-
-
-def load_instance_table(spec: str | Path, data_root: str | Path | None = None) -> pd.DataFrame:
-    """The instance-level frame for a path (as given, or under the data root / ``leaderboards/``)."""
-    spec = str(spec)
-    for path in _candidates(spec, data_root):
+        candidates += [root / spec, root / "leaderboards" / spec]
+        if "/" not in spec:
+            base = root / "leaderboards" / "ranking_nlp" / "instance_level"
+            candidates += [base / spec, base / f"{spec}.csv"]
+    for path in candidates:
         if path.is_file():
             return load_instance_level(path)
-    root = resolve_data_root(data_root)
-    if root is not None and "/" not in spec:
-        for base in (root / "leaderboards" / "ranking_nlp" / "instance_level",):
-            for cand in (base / spec, base / f"{spec}.csv"):
-                if cand.is_file():
-                    return load_instance_level(cand)
     raise UserError(f"instance-level table {spec!r} not found (e.g. ranking_nlp/instance_level/TAC_08.csv)")
-
-
-def _root_of(path: Path, folder: str) -> Path:
-    """The data root above ``.../[leaderboards/]<folder>/...`` (for loaders that take a root)."""
-    parts = path.resolve().parts
-    i = len(parts) - parts[::-1].index(folder) - 1
-    return Path(*parts[:i])

@@ -14,6 +14,16 @@ compare (a rule, a setting and group weights each), one of them the reference.
 - :mod:`ranking.scenarios.report` writes the self-contained HTML report.
 """
 
-from ranking.scenarios.scenario import Column, GroupSpec, Scenario, load_scenario
+from typing import Any
 
 __all__ = ["Column", "GroupSpec", "Scenario", "load_scenario"]
+
+
+def __getattr__(name: str) -> Any:
+    """``Column``, ``GroupSpec``, ``Scenario`` and ``load_scenario`` from :mod:`.scenario`, imported on first use
+    (so ``vnr report --help`` does not import numpy)."""
+    if name in __all__:
+        from ranking.scenarios import scenario
+
+        return getattr(scenario, name)
+    raise AttributeError(f"module 'ranking.scenarios' has no attribute {name!r}")

@@ -29,7 +29,6 @@ import numpy as np
 import pandas as pd
 
 from ranking.errors import UserError
-from ranking.paths import resolve_data_root
 from ranking.table import ScoreTable
 
 log = logging.getLogger(__name__)
@@ -61,14 +60,16 @@ def _read(path: Path) -> pd.DataFrame:
 def load_case_study(data_root: str | Path | None = None, dir: str | Path | None = None) -> ScoreTable:
     """The case study's models × (performance, efficiency, fairness) table.
 
+    ``data_root`` is the data root as resolved by the caller (a path or None).
     ``dir`` (absolute, or relative to the data root) overrides the folder holding the three CSVs.
     Models absent from (or without any score in) one of the files are dropped with a warning.
     """
     if dir is not None and Path(dir).is_absolute():
         folder = Path(dir)
     else:
-        root = resolve_data_root(data_root, required=True)
-        folder = root / (Path(dir) if dir is not None else CASE_STUDY_DIR)
+        if data_root is None:
+            raise UserError("the case study is read from the data root: pass --data-root DIR or set VNR_DATA_ROOT")
+        folder = Path(data_root) / (Path(dir) if dir is not None else CASE_STUDY_DIR)
     if not folder.is_dir():
         raise UserError(f"case study folder {folder} does not exist: check --data-root / VNR_DATA_ROOT")
     frames = []

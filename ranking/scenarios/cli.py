@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ranking.cli_types import non_negative_int, positive_int
+from ranking.cli_types import non_negative_int, positive_int, rule_help
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -27,12 +27,25 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------- shared steps
 def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
     """(scenario, scenario table, seeds path or None, source description) from the CLI options."""
+    from ranking.loading import cost_columns
+    from ranking.paths import resolve_data_root
     from ranking.scenarios.scenario import load_scenario
+    from ranking.table import find_sidecar
 
     scenario = load_scenario(args.scenario)
     results = getattr(args, "results", None) or getattr(args, "table", None)
-    raw, seeds = scenario.load_table(results, getattr(args, "data_root", None))
+    raw, seeds = scenario.load_table(results, resolve_data_root(getattr(args, "data_root", None)))
     table = scenario.build_table(raw)
+    csv = Path(raw.source or "")
+    if csv.suffix.lower() == ".csv" and csv.is_file() and find_sidecar(csv) is None:
+        # directions are stated by a sidecar or by the scenario, never guessed for a cost-like column
+        unstated = [c for c in cost_columns(table.names) if not scenario.states_direction(table, c)]
+        if unstated:
+            raise UserError(
+                f"{csv} has no criteria sidecar and the scenario states no direction for {', '.join(unstated)}, "
+                f"which look like costs: add `directions: {{{unstated[0]}: lower}}` (or a group's `direction:`) "
+                f"to {scenario.where}, or write a criteria.yaml (`vnr criteria init {csv}`)"
+            )
     source = str(results) if results else (raw.source or "")
     return scenario, table, seeds, source
 
@@ -122,7 +135,7 @@ def whatif_columns(scenario: Any, rule: str | None, setting: str | None) -> list
             return cols
         rule, setting = "borda", "weighted"
     if rule is not None:
-        from ranking.result import get_rule
+        from ranking.rules import get_rule
 
         get_rule(rule)
     existing = [c for c in scenario.columns if c.uses_group_weights]
@@ -187,9 +200,9 @@ def register(subparsers: Any) -> None:
     )
     _common(w)
     w.add_argument("--model", required=True, help="the model that should win")
-    w.add_argument("--rule", help="rule (default: each weighted / two-step column of the scenario)")
+    w.add_argument("--rule", help=rule_help("rule (default: each weighted / two-step column of the scenario)"))
     w.add_argument("--setting", help="weighted or two-step")
     w.add_argument("--resolution", type=positive_int, default=60, metavar="R",
                    help="grid steps per side for rules not linear in the weights (default 60)")
-    w.add_argument("--format", choices=("table", "json"), default="table")
+    w.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
     w.set_defaults(func=run_whatif)

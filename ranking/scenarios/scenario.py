@@ -65,8 +65,9 @@ from typing import Any
 
 import numpy as np
 
-from ranking.errors import UserError, read_yaml
+from ranking.errors import UserError
 from ranking.table import DIRECTIONS, ScoreTable
+from ranking.yaml_io import read_yaml
 
 log = logging.getLogger(__name__)
 
@@ -278,6 +279,16 @@ class Scenario:
         return None
 
     # ------------------------------------------------------------------ the table
+    def states_direction(self, built: ScoreTable, name: str) -> bool:
+        """Whether the scenario itself gives criterion ``name`` of its ``built`` table a direction.
+
+        (a ``direction:`` of its group or a ``directions:`` pattern that matches it)
+        """
+        group = built.criterion(name).group
+        if any(g.name == group and g.direction for g in self.groups):
+            return True
+        return any(match_criteria(pattern, [name]) for pattern, _ in self.directions)
+
     def build_table(self, table: ScoreTable) -> ScoreTable:
         """The scenario's view of ``table``: its groups' criteria with groups, own weights and directions.
 
@@ -376,8 +387,8 @@ class Scenario:
         """The raw score table (before :meth:`build_table`) and the per-seed file if one exists.
 
         ``results`` (a results dir with ``matrix.csv`` + ``criteria.yaml``, or a CSV) wins over the
-        scenario's ``table:``; ``importer:`` sources read the data root (``--data-root``, else
-        ``$VNR_DATA_ROOT``).
+        scenario's ``table:``; ``importer:`` sources read the data root ``data_root`` (resolved by
+        the caller: ``--data-root``, else ``$VNR_DATA_ROOT``).
         """
         if results is not None:
             return _load_results(Path(results))
@@ -396,16 +407,22 @@ class Scenario:
 
 
 def _load_results(path: Path) -> tuple[ScoreTable, Path | None]:
+    """The results table (read by the one TABLE reader, :func:`ranking.loading.read_table`) and its seeds file.
+
+    The scenario states directions itself (``directions:``, a group's ``direction:``) on top of the sidecar's.
+    """
+    from ranking.loading import read_table
+
     if path.is_dir():
         matrix = path / "matrix.csv"
         if not matrix.exists():
             raise UserError(f"results dir {path} has no matrix.csv: run `vnr collect` first or pass a CSV")
         seeds = path / "seeds.csv"
-        return ScoreTable.from_csv(matrix), (seeds if seeds.exists() else None)
+        return read_table(str(matrix), None)[0], (seeds if seeds.exists() else None)
     if not path.exists():
         raise UserError(f"results {path}: no such file or directory")
     seeds = path.with_name("seeds.csv")
-    return ScoreTable.load(path), (seeds if seeds.exists() and path.suffix.lower() == ".csv" else None)
+    return read_table(str(path), None)[0], (seeds if seeds.exists() and path.suffix.lower() == ".csv" else None)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -482,7 +499,7 @@ def _parse_directions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
 def _parse_columns(raw: Any, group_names: Sequence[str], where: str) -> tuple[Column, ...]:
     if not isinstance(raw, Sequence) or isinstance(raw, str) or not raw:
         raise UserError(f"{where}: 'columns' must be a non-empty list of {{name, rule, setting, group_weights}}")
-    from ranking.result import get_rule
+    from ranking.rules import get_rule
 
     out: list[Column] = []
     for i, spec in enumerate(raw):

@@ -35,6 +35,7 @@ import numpy as np
 
 from ranking.errors import UserError
 from ranking.result import RuleResult, positions_from_scores
+from ranking.rules import get_rule
 from ranking.scenarios.scenario import Column
 from ranking.table import ScoreTable
 
@@ -42,8 +43,6 @@ log = logging.getLogger(__name__)
 
 TIE = -1
 NO_WINNER = -2
-LINEAR_RULES = frozenset({"borda", "dowdall", "plurality", "arithmetic_mean", "geometric_mean", "optimality_gap"})
-"""Rules whose scores are (candidates for being) linear in the criterion weights; verified before use."""
 REL_TOL = 1e-9
 
 
@@ -112,7 +111,7 @@ def linear_basis(table: ScoreTable, column: Column, ties: str, *, probes: int = 
     ranks it predicts equal the rule's own ranks at ``probes`` random interior points and the
     centroid.
     """
-    if column.rule not in LINEAR_RULES:
+    if not get_rule(column.rule).linear_in_weights:  # a candidate only: verified below
         return None
     groups = table.group_names
     k = len(groups)

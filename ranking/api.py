@@ -1,0 +1,142 @@
+"""Ranking a table with several rules under one setting: :func:`rank` → :class:`RankResult`.
+
+What ``vnr rank`` runs and what the Python API (``ranking.rank``) returns: every
+requested rule's :class:`~ranking.result.RuleResult` plus the settings actually
+used (setting, tie convention, directions, criterion and group weights), so no
+output can leave out which preferences produced it.
+
+>>> from ranking.rules import worked_example
+>>> res = rank(worked_example(), rule=["borda", "copeland"])
+>>> res.winners
+{'borda': ('B',), 'copeland': ('B',)}
+>>> res.to_frame().loc["B"].tolist()
+[9.0, 1.0, 3.0, 1.0]
+>>> res.settings["setting"], res.settings["ties"], res.settings["group_weights"]
+('basic', 'default', None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ranking.errors import UserError
+from ranking.result import RuleResult
+from ranking.rules import rule_names
+from ranking.settings import rank as rank_one
+from ranking.settings import resolve_group_weights, weighted_table
+from ranking.table import ScoreTable
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """The results of several rules on one table, and the settings they were computed under.
+
+    ``results`` maps rule name → :class:`RuleResult` (in the order asked);
+    ``skipped`` maps a rule that could not apply (only with ``rule="all"``) to why;
+    ``settings`` is JSON-ready (see :func:`used_settings`).
+    """
+
+    results: dict[str, RuleResult]
+    settings: dict[str, Any]
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return next(iter(self.results.values())).models
+
+    @property
+    def winners(self) -> dict[str, tuple[str, ...]]:
+        return {name: r.winners for name, r in self.results.items()}
+
+    def __getitem__(self, rule: str) -> RuleResult:
+        try:
+            return self.results[rule]
+        except KeyError:
+            raise UserError(f"no result for rule {rule!r} (rules ranked: {', '.join(self.results)})") from None
+
+    def to_frame(self):
+        """A DataFrame, one row per model (table order): ``<rule>_score``, ``<rule>_rank`` per rule."""
+        import pandas as pd
+
+        data = {}
+        for name, r in self.results.items():
+            data[f"{name}_score"] = r.scores
+            data[f"{name}_rank"] = r.ranks
+        frame = pd.DataFrame(data, index=pd.Index(self.models, name="model"))
+        return frame
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``{"settings": {...}, <rule>: {"scores", "ranks", "winners"}, ...}``."""
+        return {"settings": self.settings, **{name: r.to_dict() for name, r in self.results.items()}}
+
+
+def used_settings(
+    table: ScoreTable, setting: str, ties: str, group_weights: Mapping[str, float] | None
+) -> dict[str, Any]:
+    """The preferences a ranking used, stated in full.
+
+    ``directions`` and ``criterion_weights`` per criterion; ``groups`` per
+    criterion (None where it has none); ``group_weights`` (weighted / two-step,
+    every group's weight after defaults; None under basic); under ``weighted``
+    also ``effective_weights``, each criterion's weight after the group
+    weights are applied (what the rules actually use).
+    """
+    out: dict[str, Any] = {
+        "setting": setting,
+        "ties": ties,
+        "directions": {c.name: c.direction for c in table.criteria},
+        "criterion_weights": {c.name: c.weight for c in table.criteria},
+        "groups": {c.name: c.group for c in table.criteria},
+        "group_weights": None,
+    }
+    if setting != "basic":
+        gw = resolve_group_weights(table, group_weights)
+        out["group_weights"] = gw
+        if setting == "weighted":
+            out["effective_weights"] = dict(zip(table.names, weighted_table(table, gw).weights.tolist()))
+    return out
+
+
+def rank(
+    table: ScoreTable,
+    rule: str | Sequence[str] = "all",
+    *,
+    setting: str = "basic",
+    group_weights: Mapping[str, float] | None = None,
+    ties: str = "default",
+    **params: Any,
+) -> RankResult:
+    """Rank ``table`` with one rule, several, or ``"all"`` under ``setting``.
+
+    A rule asked for by name that cannot rank the table raises a
+    :class:`UserError`; under ``"all"`` it is left out and listed in
+    ``skipped`` (e.g. the geometric mean of a table with a score <= 0).
+    """
+    requested = [rule] if isinstance(rule, str) else list(rule)
+    known = rule_names()
+    names: list[str] = []
+    for name in requested or ["all"]:
+        for n in known if name == "all" else [name]:
+            if n not in known:
+                raise UserError(f"unknown rule {n!r} (rules: {', '.join(known)}, all)")
+            if n not in names:
+                names.append(n)
+    explicit = "all" not in requested
+    if setting == "basic" and group_weights:
+        raise UserError("group weights only apply with the weighted or two-step setting, not basic")
+    settings = used_settings(table, setting, ties, group_weights)  # input errors once, before any rule runs
+    results: dict[str, RuleResult] = {}
+    skipped: dict[str, str] = {}
+    for name in names:
+        try:
+            results[name] = rank_one(table, name, setting=setting, group_weights=group_weights, ties=ties, **params)
+        except UserError as exc:
+            if explicit:
+                raise UserError(f"rule {name}: {exc}") from None
+            skipped[name] = str(exc)
+    if not results:
+        name, why = next(iter(skipped.items()))
+        raise UserError(f"no rule could rank this table ({name}: {why})")
+    return RankResult(results, settings, skipped)
