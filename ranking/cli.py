@@ -29,10 +29,11 @@ import math
 import sys
 from typing import Any
 
-from ranking.cli_types import non_negative_int
+from ranking.cli_types import finite_positive_float, non_negative_int
 from ranking.errors import UserError
 
 TIES = ("default", "votenrank")
+PRESETS = ("default", "votenrank")  # = ranking.settings.PRESETS
 SETTINGS = ("basic", "weighted", "two-step")  # = ranking.settings.SETTINGS, without importing numpy here
 
 
@@ -51,7 +52,17 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--setting", default="basic", choices=SETTINGS, help="aggregation setting (default: basic)")
     p.add_argument("--group-weights", metavar="G=W,...", help="group weights, e.g. performance=0.4,efficiency=0.3")
-    p.add_argument("--ties", default="default", choices=TIES, help="tie convention of positional rules")
+    p.add_argument("--ties", default=None, choices=TIES, help="tie convention of positional rules (default: the preset's)")
+    p.add_argument(
+        "--preset", default=None, choices=PRESETS,
+        help="conventions: default (principled) or votenrank (reproduces the paper's numbers: votenrank ties, "
+        "weighted divides by the group's number of columns, optimality gap gamma 0.95, geometric mean 0 "
+        "for a score <= 0)",
+    )
+    p.add_argument(
+        "--og-gamma", type=finite_positive_float, default=None, metavar="G",
+        help="optimality_gap's gamma on the 0-1 scale (0.95 = 95 on a 0-100 scale; default: the preset's, 1 or 0.95)",
+    )
     p.add_argument(
         "--drop-incomplete", action="store_true", help="drop models missing any criterion of non-zero weight"
     )
@@ -70,6 +81,10 @@ def register(subparsers: Any) -> None:
     q.add_argument("table", metavar="TABLE", help="CSV score table or leaderboard spec (.yaml)")
     q.add_argument("--data-root", metavar="DIR", help="data root for leaderboard specs (default: $VNR_DATA_ROOT)")
     q.add_argument("--strict", action="store_true", help="require beating every rival (default: >= 0, Eq. 2)")
+    q.add_argument(
+        "--preset", default=None, choices=PRESETS,
+        help="votenrank: search weights over every column, weight-0 diagnostics included (as the paper)",
+    )
     q.add_argument("--format", default="table", choices=("table", "json"), help="output format")
     q.set_defaults(func=run_prospective)
 
@@ -102,7 +117,11 @@ def run_rank(args: argparse.Namespace) -> int:
     skipped: list[tuple[str, UserError]] = []
     for name in rules:
         try:
-            results[name] = rank(table, name, setting=args.setting, group_weights=group_weights, ties=args.ties)
+            extra = {"gamma": args.og_gamma} if name == "optimality_gap" and args.og_gamma is not None else {}
+            results[name] = rank(
+                table, name, setting=args.setting, group_weights=group_weights, ties=args.ties,
+                preset=args.preset, **extra,
+            )
         except UserError as exc:
             if explicit:
                 raise UserError(f"rule {name}: {exc}") from None
@@ -246,7 +265,7 @@ def run_prospective(args: argparse.Namespace) -> int:
     from ranking.prospective import prospective
 
     table = _load(args.table, args.data_root)
-    found = prospective(table, strict=args.strict)
+    found = prospective(table, strict=args.strict, zero_weight_columns=args.preset == "votenrank")
     if args.format == "json":
         text = json.dumps({m: r.to_dict() for m, r in found.items()}, indent=2, allow_nan=False)
     else:

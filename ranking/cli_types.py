@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def int_at_least(minimum: int):
@@ -27,3 +28,33 @@ def int_at_least(minimum: int):
 
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
+
+
+def finite_positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0 (``nan``/``inf`` refused).
+
+    >>> finite_positive_float("0.95")
+    0.95
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
+    return value
+
+
+def finite_non_negative_float(text: str) -> float:
+    """An argparse type: a finite number >= 0 (``nan``/``inf`` refused).
+
+    >>> finite_non_negative_float("0")
+    0.0
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
+    return value

@@ -78,7 +78,7 @@ Ties between final scores
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -133,19 +133,44 @@ def _check_atol(atol: float) -> float:
     return value
 
 
+#: Weights are rescaled (divided by the largest) when their total could overflow or lose the small ones.
+HUGE = 1e150
+
+
+def safe_weights(weights: np.ndarray) -> np.ndarray:
+    """``weights``, divided by the largest one when their sum would overflow (every rule is invariant to it).
+
+    Weights of 1e308 would sum to ``inf`` and make every model tie; rescaled, they
+    compare exactly as their ratios do. Ordinary weights are returned unchanged.
+
+    >>> safe_weights(np.array([1e308, 1e308, 5e307])).tolist()
+    [1.0, 1.0, 0.5]
+    >>> safe_weights(np.array([0.5, 2.0])).tolist()
+    [0.5, 2.0]
+    """
+    w = np.asarray(weights, dtype=float)
+    top = float(w.max()) if w.size else 0.0
+    if top > HUGE:
+        return w / top
+    return w
+
+
 def _rankable(table: ScoreTable) -> tuple[ScoreTable, np.ndarray]:
     """The sub-table a rule works on, and which of the table's models it keeps.
 
     Criteria of weight 0 are dropped; models without any score on the remaining
-    criteria are dropped (they cannot be ranked and get NaN).
+    criteria are dropped (they cannot be ranked and get NaN). Huge weights are
+    rescaled (:func:`safe_weights`).
     """
     used = table.weights > 0
     keep = (~np.isnan(table.values[:, used])).any(axis=1)
-    if used.all() and keep.all():
+    w = safe_weights(table.weights)
+    if used.all() and keep.all() and w is table.weights:
         return table, keep
+    crits = tuple(replace(c, weight=float(x)) for c, x in zip(table.criteria, w))
     sub = ScoreTable(
         tuple(m for m, k in zip(table.models, keep) if k),
-        tuple(c for c, u in zip(table.criteria, used) if u),
+        tuple(c for c, u in zip(crits, used) if u),
         table.values[np.ix_(keep, used)],
         source=table.source,
     )
@@ -581,7 +606,12 @@ def median_imputed(values: np.ndarray) -> np.ndarray:
     [[1.0, 3.0], [3.0, 2.0], [2.0, 4.0]]
     """
     x = np.array(values, dtype=float)
-    med = np.nanmedian(x, axis=0)
+    if not np.isnan(x).any():
+        return x
+    # per-column scale, so the middle of two huge scores (their mean) cannot overflow
+    scale = np.nanmax(np.abs(x), axis=0)
+    scale = np.where(np.isfinite(scale) & (scale > HUGE), scale, 1.0)
+    med = np.nanmedian(x / scale, axis=0) * scale
     return np.where(np.isnan(x), med, x)
 
 
@@ -604,35 +634,49 @@ def arithmetic_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0
     _check_ties(ties)
     sub, keep = _rankable(table)
     w = sub.weights
-    scores = median_imputed(sub.oriented) @ w / w.sum()
+    x = median_imputed(sub.oriented)
+    top = float(np.abs(x).max())
+    scale = top if top > HUGE else 1.0  # a mean of huge scores, computed without overflowing
+    scores = (x / scale) @ w / w.sum() * scale
     return _mean_result("arithmetic_mean", table, keep, scores, ties=ties)
 
 
 @register("geometric_mean", kind="mean")
-def geometric_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
+def geometric_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.0, nonpositive: str = "error"):
     """Weighted geometric mean: exp(sum_j w_j log s_j / sum_j w_j); needs positive scores.
 
     A lower-is-better criterion enters as 1/score. Missing scores are replaced
-    by the criterion's median (before taking logs). A score <= 0 is a
-    :class:`UserError` naming the model and criterion.
+    by the criterion's median (before taking logs). A score <= 0 (on a
+    criterion of positive weight) is a :class:`UserError` naming the model and
+    criterion under ``nonpositive="error"`` (the default); under ``"zero"``
+    (the ``votenrank`` preset, as the authors' ``scipy.stats.gmean``) that
+    model's geometric mean is 0. Logs are taken per criterion and weighted
+    before exponentiating, so huge finite scores never overflow.
 
     >>> geometric_mean(worked_example()).scores.round(4).tolist()
     [1.7411, 2.5508, 2.4915, 2.1689]
+    >>> t = worked_example().with_values(np.array([[0.0, 1, 1, 1, 1], *worked_example().values[1:]]))
+    >>> geometric_mean(t, nonpositive="zero").scores.round(4).tolist()
+    [0.0, 2.5508, 2.4915, 2.1689]
     """
     _check_ties(ties)
+    if nonpositive not in ("error", "zero"):
+        raise UserError(f"geometric_mean: nonpositive={nonpositive!r} is not one of error, zero")
     sub, keep = _rankable(table)
-    raw = sub.values
+    raw = median_imputed(sub.values)
     bad = raw <= 0
-    if bad.any():
+    if bad.any() and nonpositive == "error":
         i, j = np.argwhere(bad)[0]
         raise UserError(
             f"geometric_mean needs positive scores, but model {sub.models[i]!r} has {raw[i, j]:g} on "
-            f"criterion {sub.names[j]!r} (shift or rescale that criterion, or use another rule)"
+            f"criterion {sub.names[j]!r} (shift or rescale that criterion, use another rule, "
+            "or --preset votenrank, where such a model scores 0)"
         )
     w = sub.weights
-    logs = np.log(median_imputed(raw)) * sub.signs
-    scores = np.exp(logs @ w / w.sum())
-    return _mean_result("geometric_mean", table, keep, scores, ties=ties)
+    zero = bad.any(axis=1)
+    logs = np.log(np.where(bad, 1.0, raw)) * sub.signs
+    scores = np.where(zero, 0.0, np.exp(logs @ w / w.sum()))
+    return _mean_result("geometric_mean", table, keep, scores, ties=ties, nonpositive=nonpositive)
 
 
 @register("optimality_gap", kind="mean")
