@@ -65,10 +65,12 @@ class Criterion:
 def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criterion:
     if not isinstance(c.name, str) or not c.name.strip():
         raise UserError(f"criterion name {c.name!r} is empty: give every column a name")
-    if c.direction not in DIRECTIONS:
+    if not isinstance(c.direction, str) or c.direction not in DIRECTIONS:
         raise UserError(
             f"criterion {c.name!r}: direction {c.direction!r} is not one of {', '.join(DIRECTIONS)}"
         )
+    if isinstance(c.weight, bool):
+        raise UserError(f"criterion {c.name!r}: weight {c.weight!r} is not a number")
     try:
         weight = float(c.weight)
     except (TypeError, ValueError):
@@ -84,6 +86,23 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
     return replace(c, weight=weight)
 
 
+def check_criterion(c: Criterion, known_groups: Sequence[str] | None = None) -> Criterion:
+    """The criterion with its weight as a float, or a :class:`UserError` saying what is wrong with it.
+
+    The one validation point of a criterion, whatever it came from (sidecar, leaderboard spec, scenario, API).
+
+    >>> check_criterion(Criterion("acc", direction="up"))
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: criterion 'acc': direction 'up' is not one of higher, lower
+    >>> check_criterion(Criterion("acc", weight=float("nan")))
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: criterion 'acc': weight nan is not finite
+    """
+    return _check_criterion(c, known_groups)
+
+
 @dataclass(frozen=True, eq=False)
 class ScoreTable:
     """Validated models × criteria scores. Immutable: transformations return new tables."""
@@ -95,7 +114,8 @@ class ScoreTable:
 
     def __post_init__(self) -> None:
         models = tuple(str(m) for m in self.models)
-        criteria = tuple(self.criteria)
+        # every entry (sidecar, leaderboard spec, scenario, Python API) gets the same criterion checks
+        criteria = tuple(_check_criterion(c, None) for c in self.criteria)
         object.__setattr__(self, "models", models)
         object.__setattr__(self, "criteria", criteria)
         where = f" in {self.source}" if self.source else ""
@@ -215,7 +235,8 @@ class ScoreTable:
             raise UserError(f"cannot read {path}: no such file") from None
         except (OSError, pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
             raise UserError(f"cannot read {path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-        _no_duplicates(_csv_header(path), "column", f" in {path}")  # pandas would rename a repeat to 'x.1'
+        header = _csv_header(path)
+        _no_duplicates(header, "column", f" in {path}")  # pandas would rename a repeat to 'x.1'
         if sidecar is None:
             sidecar = find_sidecar(path)
         spec = read_sidecar(sidecar) if sidecar is not None else {}
@@ -224,6 +245,7 @@ class ScoreTable:
             model_column = "model" if "model" in frame.columns else (frame.columns[0] if len(frame.columns) else None)
         if model_column is None or model_column not in frame.columns:
             raise UserError(f"{path}: model column {model_column!r} not found (columns: {', '.join(frame.columns)})")
+        _no_blank_names(frame, header, model_column, str(path))
         frame = frame.set_index(model_column)
         frame.index = frame.index.astype(str)
         crits = []
@@ -408,6 +430,21 @@ def _no_duplicates(names: Sequence[str], what: str, where: str) -> None:
         if n in seen:
             raise UserError(f"{what} {n!r} appears more than once{where}: names must be unique")
         seen.add(n)
+
+
+def _no_blank_names(frame: pd.DataFrame, header: Sequence[str], model_column: str, where: str) -> None:
+    """A :class:`UserError` for a blank criterion header (pandas: ``Unnamed: 2``) or an empty model cell (``nan``).
+
+    A blank header is fine on the model column (pandas writes its index that way).
+    """
+    for j, col in enumerate(frame.columns):
+        if col != model_column and j < len(header) and not header[j].strip():
+            raise UserError(f"{where}: column {j + 1} of the header is blank: give every criterion a name")
+    names = frame[model_column]
+    empty = names.isna() | (names.astype(str).str.strip() == "")
+    if empty.any():
+        row = int(np.argmax(empty.to_numpy())) + 2  # 1-based, after the header line
+        raise UserError(f"{where}: line {row} has no model name in column {model_column!r}: name every model")
 
 
 def _csv_header(path: Path) -> list[str]:
