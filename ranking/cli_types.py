@@ -58,3 +58,23 @@ def finite_non_negative_float(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
     return value
+
+
+def int_in_range(minimum: int, maximum: int):
+    """An argparse type: an integer from ``minimum`` to ``maximum`` (a stated input limit).
+
+    >>> int_in_range(1, 400)("30")
+    30
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{value} must be from {minimum} to {maximum}")
+        return value
+
+    parse.__name__ = f"int in [{minimum}, {maximum}]"
+    return parse

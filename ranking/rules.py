@@ -85,7 +85,14 @@ import numpy as np
 import pandas as pd
 
 from ranking.errors import UserError
-from ranking.pairwise import WEIGHT_RTOL, pairwise
+from ranking.pairwise import (
+    BLOCK_ELEMENTS,
+    DENSE_LIMIT,
+    WEIGHT_RTOL,
+    majority_summary,
+    pairwise,
+    weighted_wins_rows,
+)
 from ranking.result import RuleResult, positions_from_scores, register
 from ranking.table import ScoreTable
 
@@ -377,9 +384,13 @@ def threshold(table: ScoreTable, *, ties: str = "default", missing: str = "rank_
     sub, keep = _rankable(table)
     if missing == "error":
         _refuse_missing(sub, "threshold")
-    keys = threshold_keys(sub, ties=ties, atol=atol)
-    scores = keys[:, 0] if keys.shape[1] else np.zeros(sub.n_models)
-    ranks = lexicographic_positions(keys, tol=WEIGHT_RTOL * sub.weights.sum() * sub.n_models)
+    tol = WEIGHT_RTOL * sub.weights.sum() * sub.n_models
+    if sub.n_models <= DENSE_LIMIT:
+        keys = threshold_keys(sub, ties=ties, atol=atol)
+        scores = keys[:, 0] if keys.shape[1] else np.zeros(sub.n_models)
+        ranks = lexicographic_positions(keys, tol=tol)
+    else:  # many models: the n × (n-1) keys are compared from each model's few mass intervals
+        scores, ranks = threshold_sparse(sub, ties=ties, atol=atol, tol=tol)
     return _result("threshold", table, keep, scores, ranks, ties=ties, missing=missing, atol=atol)
 
 
@@ -413,6 +424,100 @@ def threshold_keys(table: ScoreTable, *, ties: str = "default", atol: float = 0.
     at_bottom = np.cumsum(diff, axis=1)[:, 1 : n + 1]  # column b-1: mass at bottom index b
     present_weight = np.where(ok, w, 0.0).sum(axis=1)
     return present_weight[:, None] - np.cumsum(at_bottom, axis=1)[:, : n - 1]
+
+
+def _bottom_mass(table: ScoreTable, ties: str, atol: float):
+    """Per (model, criterion) with a score: the model, the bottom indices ``lo..hi`` its mass covers, the mass per index."""
+    above, below, m = position_counts(table.oriented, atol)
+    w = table.weights
+    ok = ~np.isnan(above)
+    rows, cols = np.nonzero(ok)
+    first = above[ok] + 1
+    last = np.broadcast_to(m, above.shape)[ok] - below[ok]
+    mcol = np.broadcast_to(m, above.shape)[ok]
+    if ties == "default":
+        return rows, mcol - last + 1, mcol - first + 1, w[cols] / (last - first + 1)
+    lo = mcol - last + 1
+    return rows, lo, lo, w[cols].astype(float)
+
+
+def threshold_sparse(table: ScoreTable, *, ties: str = "default", atol: float = 0.0, tol: float = 0.0):
+    """Threshold's scores and lexicographic positions without the n × (n-1) key matrix (for many models).
+
+    Key ``k`` of a model is its present weight minus its mass at bottom indices
+    ``1..k``; two models equal on keys ``1..k-1`` differ on key ``k`` exactly when
+    their mass at index ``k`` differs. Each model's mass is piecewise constant with
+    at most ``2m`` changes, so a comparison walks those changes only (O(m)), and a
+    sort needs O(n log n) comparisons. Same positions as :func:`threshold_keys` +
+    :func:`lexicographic_positions`.
+    """
+    import functools
+
+    n = table.n_models
+    rows, lo, hi, mass = _bottom_mass(table, ties, atol)
+    present_weight = np.zeros(n)
+    np.add.at(present_weight, rows, table.weights[np.nonzero(~np.isnan(table.values))[1]])
+    ev_row = np.concatenate([rows, rows])
+    ev_k = np.concatenate([lo, hi + 1]).astype(np.int64)
+    ev_d = np.concatenate([mass, -mass])
+    order = np.lexsort((ev_k, ev_row))
+    ev_row, ev_k, ev_d = ev_row[order], ev_k[order], ev_d[order]
+    starts = np.searchsorted(ev_row, np.arange(n + 1))
+    first_key = np.empty(n)
+    profiles: list[list[tuple[int, float]]] = []
+    for a in range(n):
+        ks, ds = ev_k[starts[a] : starts[a + 1]].tolist(), ev_d[starts[a] : starts[a + 1]].tolist()
+        value, i = 0.0, 0
+        while i < len(ks) and ks[i] <= 1:
+            value += ds[i]
+            i += 1
+        first_key[a] = present_weight[a] - value
+        while i < len(ks) and ks[i] <= 2:
+            value += ds[i]
+            i += 1
+        profile = [(2, value)]  # mass at bottom index k, from k on, for k = 2 .. n-1
+        while i < len(ks) and ks[i] <= n - 1:
+            k = ks[i]
+            while i < len(ks) and ks[i] == k:
+                value += ds[i]
+                i += 1
+            profile.append((k, value))
+        profiles.append(profile)
+    last_key = n - 1
+
+    def compare(a: int, b: int) -> int:  # -1: a before b (better)
+        fa, fb = first_key[a], first_key[b]
+        if fa > fb + tol:
+            return -1
+        if fb > fa + tol:
+            return 1
+        if last_key < 2:
+            return 0
+        pa, pb = profiles[a], profiles[b]
+        i = j = 0
+        while True:
+            va, vb = pa[i][1], pb[j][1]
+            if va < vb - tol:
+                return -1
+            if vb < va - tol:
+                return 1
+            na = pa[i + 1][0] if i + 1 < len(pa) else n
+            nb = pb[j + 1][0] if j + 1 < len(pb) else n
+            k = min(na, nb)
+            if k > last_key:
+                return 0
+            i += na == k
+            j += nb == k
+
+    ordered = sorted(range(n), key=functools.cmp_to_key(compare))
+    positions = np.empty(n)
+    block_start = 0
+    for idx, a in enumerate(ordered):
+        if idx and compare(ordered[idx - 1], a) != 0:
+            block_start = idx
+        positions[a] = block_start + 1.0
+    scores = first_key if n > 1 else np.zeros(n)
+    return scores, positions
 
 
 def lexicographic_positions(keys: np.ndarray, *, tol: float = 0.0) -> np.ndarray:
@@ -482,9 +587,13 @@ def baldwin(table: ScoreTable, *, ties: str = "default", missing: str = "rank_pr
     sub, keep = _rankable(table)
     if missing == "error":
         _refuse_missing(sub, "baldwin")
-    pw = pairwise(sub, atol=atol)
-    points = pw.wins + 0.5 * pw.ties if ties == "default" else pw.wins
-    scores = baldwin_elimination(points, tol=WEIGHT_RTOL * pw.total_weight * max(sub.n_models, 1))
+    tol = WEIGHT_RTOL * float(sub.weights.sum()) * max(sub.n_models, 1)
+    if sub.n_models <= DENSE_LIMIT:
+        pw = pairwise(sub, atol=atol)
+        points = pw.wins + 0.5 * pw.ties if ties == "default" else pw.wins
+        scores = baldwin_elimination(points, tol=tol)
+    else:  # many models: points computed block by block from the scores, never an n × n matrix
+        scores = _baldwin(baldwin_points_block(sub.oriented, sub.weights, ties, atol), sub.n_models, tol)
     return _result("baldwin", table, keep, scores, positions_from_scores(scores), ties=ties, missing=missing, atol=atol)
 
 
@@ -501,28 +610,72 @@ def baldwin_elimination(points: np.ndarray, tol: float = 0.0) -> np.ndarray:
     [2.0, 0.0, 1.0]
     """
     p = np.asarray(points, dtype=float)
-    n = p.shape[0]
-    borda = p.sum(axis=1)
+    return _baldwin(lambda rows, cols: p[np.ix_(rows, cols)], p.shape[0], tol)
+
+
+def _baldwin(block: Callable[[np.ndarray, np.ndarray], np.ndarray], n: int, tol: float) -> np.ndarray:
+    """:func:`baldwin_elimination` given ``block(rows, cols)`` = the points sub-matrix (never all of it at once)."""
+    everyone = np.arange(n)
+
+    def row_sums(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        out = np.zeros(rows.size)
+        step = max(1, BLOCK_ELEMENTS // max(cols.size, 1))
+        for lo in range(0, rows.size, step):
+            out[lo : lo + step] = block(rows[lo : lo + step], cols).sum(axis=1)
+        return out
+
+    borda = row_sums(everyone, everyone)
     alive = np.ones(n, dtype=bool)
     before = np.zeros(n)
     eliminated = 0
-    drift = 1e3 * tol + 1e-9 * max(float(np.abs(p).sum(axis=1).max()) if n else 0.0, 1.0)
+    drift = 1e3 * tol + 1e-9 * max(float(borda.max()) if n else 0.0, 1.0)
     while alive.any():
         current = borda[alive]
         lowest = current.min()
+        survivors = np.flatnonzero(alive)
         if current.max() - lowest <= drift:  # possibly all tied: check exactly
-            exact = p[np.ix_(alive, alive)].sum(axis=1)
+            exact = row_sums(survivors, survivors)
             if exact.max() - exact.min() <= tol:
                 before[alive] = eliminated
                 break
         near = np.flatnonzero(alive & (borda <= lowest + drift))
-        exact = p[np.ix_(near, alive)].sum(axis=1)
+        exact = row_sums(near, survivors)
         out = near[exact <= exact.min() + tol]
         before[out] = eliminated
         eliminated += out.size
         alive[out] = False
-        borda -= p[:, out].sum(axis=1)
+        step = max(1, BLOCK_ELEMENTS // max(out.size, 1))
+        for lo in range(0, n, step):
+            rows = everyone[lo : lo + step]
+            borda[rows] -= block(rows, out).sum(axis=1)
     return before
+
+
+def baldwin_points_block(
+    values: np.ndarray, weights: np.ndarray, ties: str, atol: float
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``block(rows, cols)`` = Baldwin's points of ``rows`` against ``cols``, computed from the scores.
+
+    The same numbers as ``wins + 0.5 * ties`` (``default``) or ``wins`` (``votenrank``) of
+    :func:`ranking.pairwise.pairwise`, for many models without an n × n matrix.
+    """
+    x = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    present = (~np.isnan(x)) * w
+
+    def block(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        wins = weighted_wins_rows(x, rows, w, atol=atol)[:, cols]
+        if ties != "default":
+            out = wins
+        else:
+            losses = weighted_wins_rows(x, cols, w, atol=atol)[:, rows].T
+            both = present[rows] @ (~np.isnan(x[cols])).T.astype(float)
+            tied = np.clip(both - wins - losses, 0.0, None)
+            out = wins + 0.5 * tied
+        out[rows[:, None] == cols[None, :]] = 0.0
+        return out
+
+    return block
 
 
 # ====================================================================== majority rules
@@ -530,7 +683,7 @@ def _majority_setup(table: ScoreTable, ties: str, atol: float):
     _check_ties(ties)
     atol = _check_atol(atol)
     sub, keep = _rankable(table)
-    return sub, keep, pairwise(sub, atol=atol), atol
+    return sub, keep, majority_summary(sub, atol=atol), atol
 
 
 @register("condorcet", kind="majority")
@@ -546,8 +699,8 @@ def condorcet(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     >>> r.scores.tolist(), r.ranks.tolist(), r.winners
     ([0.0, 1.0, 0.0, 0.0], [2.0, 1.0, 2.0, 2.0], ('B',))
     """
-    sub, keep, pw, atol = _majority_setup(table, ties, atol)
-    scores = condorcet_indicator(pw.beats)
+    sub, keep, summary, atol = _majority_setup(table, ties, atol)
+    scores = (summary.beaten == sub.n_models - 1).astype(float)  # beats every other model
     ranks = np.where(scores == 1.0, 1.0, 2.0)
     return _result("condorcet", table, keep, scores, ranks, ties=ties, atol=atol)
 
@@ -571,9 +724,8 @@ def copeland(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     >>> r.scores.tolist(), r.winners
     ([-3.0, 3.0, 1.0, -1.0], ('B',))
     """
-    sub, keep, pw, atol = _majority_setup(table, ties, atol)
-    b = pw.beats
-    scores = b.sum(axis=1).astype(float) - b.sum(axis=0)
+    sub, keep, summary, atol = _majority_setup(table, ties, atol)
+    scores = summary.beaten.astype(float) - summary.beaten_by
     return _result("copeland", table, keep, scores, positions_from_scores(scores), ties=ties, atol=atol)
 
 
@@ -589,12 +741,11 @@ def minimax(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     >>> r.scores.tolist(), r.winners
     ([-3.0, 0.0, -3.0, -3.0], ('B',))
     """
-    sub, keep, pw, atol = _majority_setup(table, ties, atol)
-    support = np.where(pw.beats, pw.wins, 0.0)
-    scores = -support.max(axis=0) if sub.n_models > 1 else np.zeros(sub.n_models)
+    sub, keep, summary, atol = _majority_setup(table, ties, atol)
+    scores = -summary.worst_defeat if sub.n_models > 1 else np.zeros(sub.n_models)
     scores = scores + 0.0  # no negative zeros in the output
     return _result(
-        "minimax", table, keep, scores, _ranks(scores, pw.total_weight), ties=ties, atol=atol
+        "minimax", table, keep, scores, _ranks(scores, float(sub.weights.sum())), ties=ties, atol=atol
     )
 
 
