@@ -191,18 +191,22 @@ def weighted_wins_rows(values: np.ndarray, rows: np.ndarray, weights: np.ndarray
     True
     """
     x = np.asarray(values, dtype=float)
+    return weighted_wins_between(x[rows], x, weights, atol=atol)
+
+
+def weighted_wins_between(a: np.ndarray, b: np.ndarray, weights: np.ndarray, *, atol: float = 0.0) -> np.ndarray:
+    """``W[i, k] = sum_j weights[j] * [a[i, j] > b[k, j] + atol]`` for two sets of models (NaN never wins)."""
     w = np.asarray(weights, dtype=float)
-    a = x[rows]
-    out = np.zeros((a.shape[0], x.shape[0]))
+    out = np.zeros((a.shape[0], b.shape[0]))
     for weight in np.unique(w[w > 0]):
         cols = np.flatnonzero(w == weight)
         if cols.size == 1:
             j = cols[0]
-            out += (a[:, j, None] > x[None, :, j] + atol) * weight
+            out += (a[:, j, None] > b[None, :, j] + atol) * weight
             continue
         counts = np.zeros(out.shape, dtype=np.int32)
         for j in cols:
-            counts += a[:, j, None] > x[None, :, j] + atol
+            counts += a[:, j, None] > b[None, :, j] + atol
         out += weight * counts
     return out
 

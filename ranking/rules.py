@@ -91,7 +91,6 @@ from ranking.pairwise import (
     WEIGHT_RTOL,
     majority_summary,
     pairwise,
-    weighted_wins_rows,
 )
 from ranking.result import RuleResult, positions_from_scores, register
 from ranking.table import ScoreTable
@@ -593,7 +592,7 @@ def baldwin(table: ScoreTable, *, ties: str = "default", missing: str = "rank_pr
         points = pw.wins + 0.5 * pw.ties if ties == "default" else pw.wins
         scores = baldwin_elimination(points, tol=tol)
     else:  # many models: points computed block by block from the scores, never an n × n matrix
-        scores = _baldwin(baldwin_points_block(sub.oriented, sub.weights, ties, atol), sub.n_models, tol)
+        scores = baldwin_many(sub.oriented, sub.weights, ties, atol, tol)
     return _result("baldwin", table, keep, scores, positions_from_scores(scores), ties=ties, missing=missing, atol=atol)
 
 
@@ -651,31 +650,80 @@ def _baldwin(block: Callable[[np.ndarray, np.ndarray], np.ndarray], n: int, tol:
     return before
 
 
-def baldwin_points_block(
-    values: np.ndarray, weights: np.ndarray, ties: str, atol: float
-) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """``block(rows, cols)`` = Baldwin's points of ``rows`` against ``cols``, computed from the scores.
+def baldwin_many(values: np.ndarray, weights: np.ndarray, ties: str, atol: float, tol: float) -> np.ndarray:
+    """:func:`baldwin_elimination` for many models: O(n·m) memory, O(n·m) work per round.
 
-    The same numbers as ``wins + 0.5 * ties`` (``default``) or ``wins`` (``votenrank``) of
-    :func:`ranking.pairwise.pairwise`, for many models without an n × n matrix.
+    A model's points from a rival are its weight where it is strictly better and
+    (``default``) half of it where tied. Eliminating ``e`` lowers every survivor's
+    Borda by its points from ``e`` (one vectorised pass per criterion); candidates
+    near the lowest, and all survivors when they look tied, are recounted exactly
+    against the survivors (comparisons for a few, sorted counts for many).
     """
     x = np.asarray(values, dtype=float)
-    w = np.asarray(weights, dtype=float)
-    present = (~np.isnan(x)) * w
+    n = x.shape[0]
+    cols = np.asarray(x.T, order="C")  # criterion-major: cols[j] is a contiguous view
+    used = [(j, float(wj)) for j, wj in enumerate(np.asarray(weights, dtype=float)) if wj > 0]
+    half = 0.5 if ties == "default" else 0.0
 
-    def block(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        wins = weighted_wins_rows(x, rows, w, atol=atol)[:, cols]
-        if ties != "default":
-            out = wins
-        else:
-            losses = weighted_wins_rows(x, cols, w, atol=atol)[:, rows].T
-            both = present[rows] @ (~np.isnan(x[cols])).T.astype(float)
-            tied = np.clip(both - wins - losses, 0.0, None)
-            out = wins + 0.5 * tied
-        out[rows[:, None] == cols[None, :]] = 0.0
+    def points_from(e: int) -> np.ndarray:  # every model's points from rival e
+        out = np.zeros(n)
+        for j, wj in used:
+            xe = cols[j][e]
+            out += (cols[j] > xe + atol) * wj
+            if half:
+                out += (np.abs(cols[j] - xe) <= atol) * (half * wj)
+        out[e] = 0.0
         return out
 
-    return block
+    def exact(rows: np.ndarray, alive: np.ndarray) -> np.ndarray:  # Borda of rows against the survivors
+        out = np.zeros(rows.size)
+        if rows.size <= 8:
+            for k, a in enumerate(rows):
+                total = 0.0
+                for j, wj in used:
+                    xa = cols[j][a]
+                    c = cols[j][alive]
+                    total += wj * np.count_nonzero(xa > c + atol)
+                    if half:
+                        total += half * wj * (np.count_nonzero(np.abs(c - xa) <= atol) - (not np.isnan(xa)))
+                out[k] = total
+            return out
+        for j, wj in used:
+            c = np.sort(cols[j][alive])
+            c = c[~np.isnan(c)]
+            xa = cols[j][rows]
+            below = np.searchsorted(c, xa - atol, side="left").astype(float)
+            below[np.isnan(xa)] = 0.0
+            out += wj * below
+            if half:
+                tied = np.searchsorted(c, xa + atol, side="right") - np.searchsorted(c, xa - atol, side="left") - 1.0
+                tied[np.isnan(xa)] = 0.0
+                out += half * wj * tied
+        return out
+
+    alive = np.ones(n, dtype=bool)
+    borda = exact(np.arange(n), alive)
+    before = np.zeros(n)
+    eliminated = 0
+    drift = 1e3 * tol + 1e-9 * max(float(borda.max()) if n else 0.0, 1.0)
+    while alive.any():
+        current = borda[alive]
+        lowest = current.min()
+        if current.max() - lowest <= drift:  # possibly all tied: check exactly
+            survivors = np.flatnonzero(alive)
+            recount = exact(survivors, alive)
+            if recount.max() - recount.min() <= tol:
+                before[alive] = eliminated
+                break
+        near = np.flatnonzero(alive & (borda <= lowest + drift))
+        recount = exact(near, alive)
+        out = near[recount <= recount.min() + tol]
+        before[out] = eliminated
+        eliminated += out.size
+        alive[out] = False
+        for e in out:
+            borda -= points_from(int(e))
+    return before
 
 
 # ====================================================================== majority rules
