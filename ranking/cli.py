@@ -42,7 +42,9 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "rank",
         help="rank the models of a score table with voting rules (or a scenario with --scenario)",
-        description="Rank the models of a score table (CSV + sidecar, or leaderboard spec) with voting rules.",
+        description="Rank the models of a score table (CSV + sidecar, or leaderboard spec) with voting rules. "
+        "Pairwise rules work in blocks of rows above 2500 models (memory O(n·m), no n×n matrix); "
+        "every rule of --rule all ranks 20 000 models × 5 criteria.",
     )
     p.add_argument("table", nargs="?", metavar="TABLE", help="CSV score table or leaderboard spec (.yaml)")
     p.add_argument("--data-root", metavar="DIR", help="data root for leaderboard specs (default: $VNR_DATA_ROOT)")
@@ -76,7 +78,8 @@ def register(subparsers: Any) -> None:
     q = subparsers.add_parser(
         "prospective",
         help="which models some weighting of the criteria makes the Condorcet winner",
-        description="For each model: can some non-negative weights summing to 1 make it a Condorcet winner?",
+        description="For each model: can some non-negative weights summing to 1 make it a Condorcet winner? "
+        "One linear programme per model: at most 5000 models (about a minute with 5 criteria).",
     )
     q.add_argument("table", metavar="TABLE", help="CSV score table or leaderboard spec (.yaml)")
     q.add_argument("--data-root", metavar="DIR", help="data root for leaderboard specs (default: $VNR_DATA_ROOT)")

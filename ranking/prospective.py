@@ -63,6 +63,8 @@ FEASIBILITY_TOL = 1e-7
 LP_TOL = 1e-7
 
 _BLOCK_ELEMENTS = 5_000_000  # sign tensor entries (models x rivals x criteria) handled at once
+#: Input limit: one LP per model (~5-15 ms each with 5 criteria), so 5000 models take about a minute.
+MAX_MODELS = 5000
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,11 @@ def prospective(
     >>> prospective(t, objective={"c2": -1})["B"].weights["c2"]   # B is last on c2: at most half
     0.5
     """
+    if table.n_models > MAX_MODELS:
+        raise UserError(
+            f"prospective systems solve one linear programme per model: at most {MAX_MODELS} models, "
+            f"this table has {table.n_models} (select the models to examine first)"
+        )
     names = table.names
     m = len(names)
     lower, upper = _bounds(names, bounds, np.ones(m) if zero_weight_columns else table.weights)

@@ -156,3 +156,27 @@ def test_kemeny_with_huge_weights_terminates_with_the_unit_weight_answer():
     huge = t.with_weights([1e308] * t.n_criteria)
     a, b = kemeny(t), kemeny(huge)
     assert a.ranking == b.ranking and a.n_optimal == b.n_optimal
+
+
+def test_prospective_states_its_model_limit(monkeypatch):
+    import ranking.prospective as pm
+    from ranking.rules import worked_example
+
+    monkeypatch.setattr(pm, "MAX_MODELS", 3)
+    with pytest.raises(UserError, match="at most 3 models, this table has 4"):
+        pm.prospective(worked_example())
+
+
+def test_numeric_group_names_in_a_scenario():
+    # YAML reads `1:` as an integer; it names the same group as "1" (was: "unknown group 1 (groups: 1, 2)")
+    from ranking.scenarios.compare import compare
+    from ranking.scenarios.scenario import Scenario
+
+    doc = {"groups": {1: {"criteria": ["x"]}, 2: {"criteria": ["y"]}},
+           "columns": [{"name": "g1", "rule": "borda", "group": 1},
+                       {"name": "w", "rule": "borda", "setting": "weighted", "group_weights": {1: 2, 2: 1}}]}
+    t = ScoreTable(("A", "B"), (Criterion("x"), Criterion("y")), np.array([[2.0, 1.0], [1.0, 2.0]]))
+    sc = Scenario.from_mapping(doc)
+    cmp = compare(sc, sc.build_table(t))
+    assert cmp.results["g1"].winners == ("A",)
+    assert cmp.results["w"].scores.tolist() == [2.0, 1.0]  # A wins x (weight 2), B wins y (weight 1)
