@@ -97,6 +97,10 @@ def run_rank(args: argparse.Namespace) -> int:
     if getattr(args, "scenario", None):
         from ranking.scenarios.cli import run_rank_scenario
 
+        for option, key in (("--preset", "preset"), ("--og-gamma", "og_gamma"), ("--ties", "ties")):
+            if getattr(args, key, None) is not None:
+                raise UserError(f"{option} does not apply with --scenario: set '{key}:' in the scenario file")
+
         return run_rank_scenario(args)
     if not args.table:
         raise UserError("give a score table (TABLE) or a scenario (--scenario FILE)")

@@ -91,6 +91,7 @@ CASES = {
     "rank scenario og_gamma nan": ["rank", "--scenario", "scenario_bad_gamma.yaml", "--results", "good.csv"],
     "rank scenario unknown numeric group": ["rank", "--scenario", "scenario_num_groups.yaml", "--results", "good.csv"],
     "rank broken sidecar yaml": ["rank", "broken_sidecar.csv"],
+    "rank scenario with --preset": ["rank", "--scenario", "scenario.yaml", "--results", "good.csv", "--preset", "votenrank"],
     # prospective
     "prospective missing file": ["prospective", "nope.csv"],
     "prospective infinite score": ["prospective", "inf.csv"],
