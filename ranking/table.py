@@ -83,7 +83,7 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
         raise UserError(
             f"criterion {c.name!r}: unknown group {c.group!r} (known groups: {', '.join(known_groups)})"
         )
-    return replace(c, weight=weight)
+    return c if type(c.weight) is float else replace(c, weight=weight)
 
 
 def check_criterion(c: Criterion, known_groups: Sequence[str] | None = None) -> Criterion:
