@@ -253,6 +253,17 @@ def majority_summary(table: ScoreTable, *, atol: float = 0.0) -> MajoritySummary
     >>> s.beaten.tolist(), s.beaten_by.tolist(), s.worst_defeat.tolist()
     ([0, 3, 2, 1], [3, 0, 1, 2], [3.0, 0.0, 3.0, 3.0])
     """
+    per_table = _SUMMARY_CACHE.setdefault(table, {})
+    key = (float(atol), DENSE_LIMIT, BLOCK_ELEMENTS)
+    if key not in per_table:
+        per_table[key] = _majority_summary(table, float(atol))
+    return per_table[key]
+
+
+_SUMMARY_CACHE: weakref.WeakKeyDictionary[ScoreTable, dict[tuple, MajoritySummary]] = weakref.WeakKeyDictionary()
+
+
+def _majority_summary(table: ScoreTable, atol: float) -> MajoritySummary:
     n = table.n_models
     if n <= DENSE_LIMIT:
         pw = pairwise(table, atol=atol)
