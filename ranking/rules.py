@@ -170,8 +170,9 @@ def _rankable(table: ScoreTable) -> tuple[ScoreTable, np.ndarray]:
     """
     used = table.weights > 0
     keep = (~np.isnan(table.values[:, used])).any(axis=1)
-    w = safe_weights(table.weights)
-    if used.all() and keep.all() and w is table.weights:
+    weights = table.weights
+    w = safe_weights(weights)
+    if used.all() and keep.all() and w is weights:  # the same table: its pairwise caches are reused
         return table, keep
     crits = tuple(replace(c, weight=float(x)) for c, x in zip(table.criteria, w))
     sub = ScoreTable(
