@@ -7,7 +7,8 @@ The Python API (the CLI calls the same functions)::
     result = ranking.rank(table, rule=["borda", "copeland"], setting="weighted",
                           group_weights={"performance": 0.4, "efficiency": 0.3, "fairness": 0.3})
     result.to_frame()          # one row per model: <rule>_score, <rule>_rank
-    result.settings            # the setting, ties, directions and weights actually used
+    result.settings            # the setting, preset, ties, directions and weights actually used
+    ranking.rank(table, rule="all", preset="votenrank")   # the conventions of the published numbers
 
 Pure numpy / pandas / scipy: importing this package never imports torch or
 the ``harness`` package, so cached results can be ranked on any laptop. It
@@ -39,14 +40,16 @@ def load_table(source: Any, *, data_root: Any = None, lower: Any = (), higher: A
 
 
 def rank(table: Any, rule: Any = "all", *, setting: str = "basic", group_weights: Any = None,
-         ties: str = "default", **params: Any) -> Any:
+         ties: str | None = None, preset: str | None = None, og_gamma: float | None = None, **params: Any) -> Any:
     """Rank ``table`` with one rule, several or ``"all"``: a :class:`ranking.api.RankResult`.
 
-    See :func:`ranking.api.rank`.
+    ``preset="votenrank"`` reproduces the published Vote'n'Rank conventions (``ties`` and
+    ``og_gamma`` override it). See :func:`ranking.api.rank`.
     """
     from ranking.api import rank as run
 
-    return run(table, rule, setting=setting, group_weights=group_weights, ties=ties, **params)
+    return run(table, rule, setting=setting, group_weights=group_weights, ties=ties, preset=preset,
+               og_gamma=og_gamma, **params)
 
 
 def __getattr__(name: str) -> Any:

@@ -2,8 +2,9 @@
 
 What ``vnr rank`` runs and what the Python API (``ranking.rank``) returns: every
 requested rule's :class:`~ranking.result.RuleResult` plus the settings actually
-used (setting, tie convention, directions, criterion and group weights), so no
-output can leave out which preferences produced it.
+used (setting, preset, tie convention, directions, criterion and group weights,
+the optimality gap's gamma), so no output can leave out which preferences
+produced it.
 
 >>> from ranking.rules import worked_example
 >>> res = rank(worked_example(), rule=["borda", "copeland"])
@@ -11,12 +12,15 @@ output can leave out which preferences produced it.
 {'borda': ('B',), 'copeland': ('B',)}
 >>> res.to_frame().loc["B"].tolist()
 [9.0, 1.0, 3.0, 1.0]
->>> res.settings["setting"], res.settings["ties"], res.settings["group_weights"]
-('basic', 'default', None)
+>>> res.settings["setting"], res.settings["preset"], res.settings["ties"], res.settings["group_weights"]
+('basic', 'default', 'default', None)
+>>> rank(worked_example(), rule="borda", preset="votenrank").settings["ties"]
+'votenrank'
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +28,8 @@ from typing import Any
 from ranking.errors import UserError
 from ranking.result import RuleResult
 from ranking.rules import rule_names
+from ranking.settings import get_preset, resolve_group_weights, weighted_table
 from ranking.settings import rank as rank_one
-from ranking.settings import resolve_group_weights, weighted_table
 from ranking.table import ScoreTable
 
 
@@ -73,19 +77,30 @@ class RankResult:
 
 
 def used_settings(
-    table: ScoreTable, setting: str, ties: str, group_weights: Mapping[str, float] | None
+    table: ScoreTable,
+    setting: str,
+    ties: str | None,
+    group_weights: Mapping[str, float] | None,
+    *,
+    preset: str | None = None,
+    og_gamma: float | None = None,
 ) -> dict[str, Any]:
     """The preferences a ranking used, stated in full.
 
-    ``directions`` and ``criterion_weights`` per criterion; ``groups`` per
-    criterion (None where it has none); ``group_weights`` (weighted / two-step,
-    every group's weight after defaults; None under basic); under ``weighted``
-    also ``effective_weights``, each criterion's weight after the group
-    weights are applied (what the rules actually use).
+    ``preset`` (its name, ``default`` when none is given) and ``ties`` (the
+    tie convention in effect: the preset's unless given); ``directions`` and
+    ``criterion_weights`` per criterion; ``groups`` per criterion (None where
+    it has none); ``group_weights`` (weighted / two-step, every group's weight
+    after defaults; None under basic); under ``weighted`` also
+    ``effective_weights``, each criterion's weight after the group weights are
+    applied (what the rules actually use, with the preset's divisor). With
+    ``og_gamma`` given (the optimality gap was ranked) also ``og_gamma``.
     """
+    conv = get_preset(preset)
     out: dict[str, Any] = {
         "setting": setting,
-        "ties": ties,
+        "preset": conv.name,
+        "ties": conv.ties if ties is None else ties,
         "directions": {c.name: c.direction for c in table.criteria},
         "criterion_weights": {c.name: c.weight for c in table.criteria},
         "groups": {c.name: c.group for c in table.criteria},
@@ -95,7 +110,10 @@ def used_settings(
         gw = resolve_group_weights(table, group_weights)
         out["group_weights"] = gw
         if setting == "weighted":
-            out["effective_weights"] = dict(zip(table.names, weighted_table(table, gw).weights.tolist()))
+            effective = weighted_table(table, gw, divisor=conv.weighted_divisor).weights.tolist()
+            out["effective_weights"] = dict(zip(table.names, effective))
+    if og_gamma is not None:
+        out["og_gamma"] = og_gamma
     return out
 
 
@@ -105,11 +123,17 @@ def rank(
     *,
     setting: str = "basic",
     group_weights: Mapping[str, float] | None = None,
-    ties: str = "default",
+    ties: str | None = None,
+    preset: str | None = None,
+    og_gamma: float | None = None,
     **params: Any,
 ) -> RankResult:
-    """Rank ``table`` with one rule, several, or ``"all"`` under ``setting``.
+    """Rank ``table`` with one rule, several, or ``"all"`` under ``setting`` and ``preset``.
 
+    ``preset`` is ``"default"`` (None) or ``"votenrank"`` (the published conventions,
+    :data:`ranking.settings.PRESETS`); ``ties`` (default: the preset's) and
+    ``og_gamma`` (the optimality gap's ``gamma``, default: the preset's) override it.
+    ``og_gamma`` goes to ``optimality_gap`` only, ``params`` to every rule asked for.
     A rule asked for by name that cannot rank the table raises a
     :class:`UserError`; under ``"all"`` it is left out and listed in
     ``skipped`` (e.g. the geometric mean of a table with a score <= 0).
@@ -126,12 +150,28 @@ def rank(
     explicit = "all" not in requested
     if setting == "basic" and group_weights:
         raise UserError("group weights only apply with the weighted or two-step setting, not basic")
-    settings = used_settings(table, setting, ties, group_weights)  # input errors once, before any rule runs
+    conv = get_preset(preset)
+    if og_gamma is not None:
+        try:
+            og_gamma = float(og_gamma)
+        except (TypeError, ValueError):
+            raise UserError(f"og_gamma={og_gamma!r} is not a number") from None
+        if not math.isfinite(og_gamma) or og_gamma <= 0:
+            raise UserError(f"og_gamma={og_gamma!r} must be a finite number > 0")
+    gamma = None
+    if "optimality_gap" in names:
+        gamma = og_gamma if og_gamma is not None else params.get("gamma", conv.og_gamma)
+    # input errors once, before any rule runs
+    settings = used_settings(table, setting, ties, group_weights, preset=conv.name, og_gamma=gamma)
     results: dict[str, RuleResult] = {}
     skipped: dict[str, str] = {}
     for name in names:
+        extra = {"gamma": og_gamma} if name == "optimality_gap" and og_gamma is not None else {}
         try:
-            results[name] = rank_one(table, name, setting=setting, group_weights=group_weights, ties=ties, **params)
+            results[name] = rank_one(
+                table, name, setting=setting, group_weights=group_weights, ties=ties, preset=conv.name,
+                **{**params, **extra},
+            )
         except UserError as exc:
             if explicit:
                 raise UserError(f"rule {name}: {exc}") from None

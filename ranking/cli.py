@@ -4,17 +4,18 @@
 
     vnr rank TABLE [--data-root DIR] [--lower COL,...] [--higher COL,...]
                    [--rule NAME ... | --rule all] [--setting basic|weighted|two-step]
-                   [--group-weights g=w,...] [--ties default|votenrank] [--drop-incomplete]
-                   [--format table|json|csv]
+                   [--group-weights g=w,...] [--preset default|votenrank] [--og-gamma G]
+                   [--ties default|votenrank] [--drop-incomplete] [--format table|json|csv]
     vnr rank --scenario FILE [--results DIR] [--bootstrap N] [--seed N] ...   (scenario mode)
-    vnr prospective TABLE [--data-root DIR] [--lower/--higher COL,...] [--strict] [--format table|json]
+    vnr prospective TABLE [--data-root DIR] [--lower/--higher COL,...] [--strict] [--preset default|votenrank]
+                          [--format table|json]
     vnr criteria init TABLE [--lower/--higher COL,...] [--force]
 
 TABLE is anything :func:`ranking.load_table` reads (a CSV with its criteria
 sidecar, a leaderboard spec YAML, a benchbench path, ...). ``--format json``
 prints one object: ``{"settings": {...}, rule: {"scores": {model:
 number|null}, "ranks": {model: int|null}, "winners": [...]}}`` for ``rank``
-(``settings``: the setting, ties, directions and weights actually used, see
+(``settings``: the setting, preset, ties, directions and weights actually used, see
 :func:`ranking.api.used_settings`; the table format states them above the
 table) and ``{model: {"prospective": bool, "weights": {criterion: number}|null}}``
 for ``prospective``. With ``--rule all`` (the default), a rule that cannot
@@ -38,6 +39,7 @@ from ranking.cli_types import (
     TABLE_HELP,
     add_table_options,
     column_list,
+    finite_positive_float,
     non_negative_int,
     rule_help,
     table_from_args,
@@ -45,6 +47,7 @@ from ranking.cli_types import (
 from ranking.errors import UserError
 
 TIES = ("default", "votenrank")
+PRESETS = ("default", "votenrank")  # = ranking.settings.PRESETS
 SETTINGS = ("basic", "weighted", "two-step")  # = ranking.settings.SETTINGS, without importing numpy here
 
 
@@ -53,7 +56,9 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "rank",
         help="rank the models of a score table with voting rules (or a scenario with --scenario)",
-        description="Rank the models of a score table (CSV + sidecar, or leaderboard spec) with voting rules.",
+        description="Rank the models of a score table (CSV + sidecar, or leaderboard spec) with voting rules. "
+        "Pairwise rules work in blocks of rows above 2500 models (memory O(n·m), no n×n matrix); "
+        "every rule of --rule all ranks 20 000 models × 5 criteria.",
     )
     p.add_argument("table", nargs="?", metavar="TABLE", help=TABLE_HELP)
     add_table_options(p)
@@ -63,7 +68,17 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--setting", default="basic", choices=SETTINGS, help="aggregation setting (default: basic)")
     p.add_argument("--group-weights", metavar="G=W,...", help="group weights, e.g. performance=0.4,efficiency=0.3")
-    p.add_argument("--ties", default="default", choices=TIES, help="tie convention of positional rules")
+    p.add_argument("--ties", default=None, choices=TIES, help="tie convention of positional rules (default: the preset's)")
+    p.add_argument(
+        "--preset", default=None, choices=PRESETS,
+        help="conventions: default (principled) or votenrank (reproduces the paper's numbers: votenrank ties, "
+        "weighted divides by the group's number of columns, optimality gap gamma 0.95, geometric mean 0 "
+        "for a score <= 0)",
+    )
+    p.add_argument(
+        "--og-gamma", type=finite_positive_float, default=None, metavar="G",
+        help="optimality_gap's gamma on the 0-1 scale (0.95 = 95 on a 0-100 scale; default: the preset's, 1 or 0.95)",
+    )
     p.add_argument(
         "--drop-incomplete", action="store_true", help="drop models missing any criterion of non-zero weight"
     )
@@ -78,11 +93,16 @@ def register(subparsers: Any) -> None:
     q = subparsers.add_parser(
         "prospective",
         help="which models some weighting of the criteria makes the Condorcet winner",
-        description="For each model: can some non-negative weights summing to 1 make it a Condorcet winner?",
+        description="For each model: can some non-negative weights summing to 1 make it a Condorcet winner? "
+        "One linear programme per model: at most 5000 models (about a minute with 5 criteria).",
     )
     q.add_argument("table", metavar="TABLE", help=TABLE_HELP)
     add_table_options(q)
     q.add_argument("--strict", action="store_true", help="require beating every rival (default: >= 0, Eq. 2)")
+    q.add_argument(
+        "--preset", default=None, choices=PRESETS,
+        help="votenrank: search weights over every column, weight-0 diagnostics included (as the paper)",
+    )
     q.add_argument("--format", default="table", choices=("table", "json"), help="output format")
     q.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     q.set_defaults(func=run_prospective)
@@ -112,6 +132,10 @@ def run_rank(args: argparse.Namespace) -> int:
     if getattr(args, "scenario", None):
         from ranking.scenarios.cli import run_rank_scenario
 
+        for option, key in (("--preset", "preset"), ("--og-gamma", "og_gamma"), ("--ties", "ties")):
+            if getattr(args, key, None) is not None:
+                raise UserError(f"{option} does not apply with --scenario: set '{key}:' in the scenario file")
+
         return run_rank_scenario(args)
     if not args.table:
         raise UserError("give a score table (TABLE) or a scenario (--scenario FILE)")
@@ -130,7 +154,7 @@ def run_rank(args: argparse.Namespace) -> int:
         table = table.drop_incomplete()
     explicit = bool(args.rule) and "all" not in args.rule
     result = rank(table, rules if explicit else "all", setting=args.setting, group_weights=group_weights,
-                  ties=args.ties)
+                  ties=args.ties, preset=args.preset, og_gamma=args.og_gamma)
     for name, why in result.skipped.items():
         print(f"vnr rank: note: skipped {name}: {why}", file=sys.stderr)
     if args.format == "json":
@@ -144,7 +168,9 @@ def run_rank(args: argparse.Namespace) -> int:
 
 
 def format_settings(settings: dict[str, Any], width: int = 120) -> str:
-    """The preferences a ranking used, in a few lines (setting, ties, group weights, directions, weights).
+    """The preferences a ranking used, in a few lines (setting, preset, ties, group weights, directions, weights).
+
+    The preset is named when it is not ``default``; the optimality gap's gamma when that rule was ranked.
 
     >>> print(format_settings({"setting": "weighted", "ties": "default", "group_weights": {"perf": 0.5, "eff": 0.5},
     ...     "directions": {"acc": "higher", "kwh": "lower"}, "criterion_weights": {"acc": 1.0, "kwh": 1.0}}))
@@ -162,7 +188,12 @@ def format_settings(settings: dict[str, Any], width: int = 120) -> str:
             out.append(item)
         return ", ".join(out)
 
-    head = f"setting: {settings['setting']} · ties: {settings['ties']}"
+    head = f"setting: {settings['setting']}"
+    if settings.get("preset", "default") != "default":
+        head += f" · preset: {settings['preset']}"
+    head += f" · ties: {settings['ties']}"
+    if settings.get("og_gamma") is not None:
+        head += f" · optimality gap gamma: {settings['og_gamma']:g}"
     if settings.get("group_weights"):
         head += " · group weights: " + listing([f"{g}={w:g}" for g, w in settings["group_weights"].items()], width - len(head) - 17)
     lines = [head]
@@ -289,7 +320,7 @@ def run_prospective(args: argparse.Namespace) -> int:
     from ranking.prospective import prospective
 
     table = table_from_args(args)
-    found = prospective(table, strict=args.strict)
+    found = prospective(table, strict=args.strict, zero_weight_columns=args.preset == "votenrank")
     if args.format == "json":
         text = json.dumps({m: r.to_dict() for m, r in found.items()}, indent=2, allow_nan=False)
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def int_at_least(minimum: int):
@@ -90,3 +91,53 @@ def table_from_args(args: argparse.Namespace, source: str | None = None):
         lower=getattr(args, "lower", None) or (),
         higher=getattr(args, "higher", None) or (),
     )
+
+
+def finite_positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0 (``nan``/``inf`` refused).
+
+    >>> finite_positive_float("0.95")
+    0.95
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
+    return value
+
+
+def finite_non_negative_float(text: str) -> float:
+    """An argparse type: a finite number >= 0 (``nan``/``inf`` refused).
+
+    >>> finite_non_negative_float("0")
+    0.0
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
+    return value
+
+
+def int_in_range(minimum: int, maximum: int):
+    """An argparse type: an integer from ``minimum`` to ``maximum`` (a stated input limit).
+
+    >>> int_in_range(1, 400)("30")
+    30
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{value} must be from {minimum} to {maximum}")
+        return value
+
+    parse.__name__ = f"int in [{minimum}, {maximum}]"
+    return parse

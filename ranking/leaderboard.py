@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ranking.errors import UserError
-from ranking.table import Criterion, ScoreTable
+from ranking.table import Criterion, ScoreTable, _csv_header, check_criterion
 from ranking.yaml_io import read_yaml
 
 _SPEC_KEYS = {"file", "model_column", "names", "rename", "ignore", "missing", "criteria", "description"}
@@ -96,6 +96,7 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise UserError(f"{where}: cannot read {file}: {exc}") from None
     raw.columns = [str(c).strip() for c in raw.columns]
+    header = _csv_header(file)
     missing_tokens = {str(m) for m in spec.get("missing") or []} | {""}
 
     # row names
@@ -108,6 +109,11 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
         if col is None or col not in raw.columns:
             raise UserError(f"{where}: model_column {col!r} is not a column of {file.name} (columns: {', '.join(raw.columns)})")
         names = [" ".join(str(v).split()) for v in raw[col]]
+        if "" in names:
+            raise UserError(
+                f"{where}: line {names.index('') + 2} of {file.name} has no model name in column {col!r}: "
+                "name every model (or give 'names:')"
+            )
     names = dedupe(names)
     rename = {str(k): str(v) for k, v in (spec.get("rename") or {}).items()}
     unknown_rows = [k for k in rename if k not in names]
@@ -129,6 +135,10 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
             raise UserError(f"{where}: column {c!r} is both ignored and a criterion")
     model_col = spec.get("model_column") if spec.get("names") is None else None
     columns = list(described) if described else [c for c in raw.columns if c not in ignore and c != model_col]
+    for c in columns:
+        j = list(raw.columns).index(c)
+        if j < len(header) and not header[j].strip():
+            raise UserError(f"{where}: column {j + 1} of {file.name} has a blank header: name it, or list criteria")
 
     crits: list[Criterion] = []
     data: list[np.ndarray] = []
@@ -141,7 +151,15 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
         split = attrs.pop("split", None)
         if split is None and any(_SLASH.match(v) for v in cells if v not in missing_tokens):
             split = [f"{col}/1", f"{col}/2"]
-        weight = float(attrs.pop("weight", 1.0))
+        # the same checks as a sidecar's or a scenario's criterion (direction, finite weight >= 0, ...)
+        try:
+            checked = check_criterion(
+                Criterion(col, **{k: v for k, v in attrs.items() if k in ("direction", "weight", "group", "unit")})
+            )
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
+        weight = checked.weight
+        attrs.pop("weight", None)
         base = {k: v for k, v in attrs.items() if k in ("direction", "group", "unit")}
         if split is None:
             crits.append(Criterion(col, weight=weight, source=file.name, **base))

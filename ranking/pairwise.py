@@ -172,3 +172,115 @@ def criterion_signs(values: np.ndarray, rows: np.ndarray | slice, *, atol: float
     better = a[:, None, :] > x[None, :, :] + atol
     worse = a[:, None, :] < x[None, :, :] - atol
     return better.astype(np.int8) - worse.astype(np.int8)
+
+
+# ---------------------------------------------------------------------- many models: blocks of rows
+#: Above this many models the majority rules never build an n × n matrix: they reduce blocks of rows.
+DENSE_LIMIT = 2500
+#: Pairwise comparisons (block rows × models) held in memory at once.
+BLOCK_ELEMENTS = 4_000_000
+
+
+def weighted_wins_rows(values: np.ndarray, rows: np.ndarray, weights: np.ndarray, *, atol: float = 0.0) -> np.ndarray:
+    """Rows ``rows`` of :func:`weighted_wins` (and, transposed, its columns): shape (len(rows), n).
+
+    Same arithmetic as the full matrix, so both give identical numbers.
+
+    >>> x = np.array([[1.0, 5.0], [2.0, np.nan], [0.0, 1.0]])
+    >>> bool((weighted_wins_rows(x, np.array([1, 2]), np.array([1.0, 3.0])) == weighted_wins(x, np.array([1.0, 3.0]))[1:]).all())
+    True
+    """
+    x = np.asarray(values, dtype=float)
+    return weighted_wins_between(x[rows], x, weights, atol=atol)
+
+
+def weighted_wins_between(a: np.ndarray, b: np.ndarray, weights: np.ndarray, *, atol: float = 0.0) -> np.ndarray:
+    """``W[i, k] = sum_j weights[j] * [a[i, j] > b[k, j] + atol]`` for two sets of models (NaN never wins)."""
+    w = np.asarray(weights, dtype=float)
+    out = np.zeros((a.shape[0], b.shape[0]))
+    for weight in np.unique(w[w > 0]):
+        cols = np.flatnonzero(w == weight)
+        if cols.size == 1:
+            j = cols[0]
+            out += (a[:, j, None] > b[None, :, j] + atol) * weight
+            continue
+        counts = np.zeros(out.shape, dtype=np.int32)
+        for j in cols:
+            counts += a[:, j, None] > b[None, :, j] + atol
+        out += weight * counts
+    return out
+
+
+def _losses_rows(values: np.ndarray, rows: np.ndarray, weights: np.ndarray, atol: float) -> np.ndarray:
+    """``wins[b, a]`` for ``a`` in ``rows`` and every ``b``, as (len(rows), n): the weight preferring ``b`` to ``a``."""
+    x = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    a = x[rows]
+    out = np.zeros((a.shape[0], x.shape[0]))
+    for weight in np.unique(w[w > 0]):
+        cols = np.flatnonzero(w == weight)
+        if cols.size == 1:
+            j = cols[0]
+            out += (x[None, :, j] > a[:, j, None] + atol) * weight
+            continue
+        counts = np.zeros(out.shape, dtype=np.int32)
+        for j in cols:
+            counts += x[None, :, j] > a[:, j, None] + atol
+        out += weight * counts
+    return out
+
+
+def row_blocks(n: int) -> list[np.ndarray]:
+    """Consecutive blocks of row indices, each with at most :data:`BLOCK_ELEMENTS` comparisons against n models."""
+    size = max(1, BLOCK_ELEMENTS // max(n, 1))
+    return [np.arange(lo, min(n, lo + size)) for lo in range(0, n, size)]
+
+
+@dataclass(frozen=True)
+class MajoritySummary:
+    """Per model, what Condorcet, Copeland and Minimax need from the majority relation (no n × n matrix)."""
+
+    beaten: np.ndarray  # how many models it beats by weighted majority
+    beaten_by: np.ndarray  # how many models beat it
+    worst_defeat: np.ndarray  # max over rivals b beating it of wins[b, a] (0 if unbeaten)
+
+
+def majority_summary(table: ScoreTable, *, atol: float = 0.0) -> MajoritySummary:
+    """:class:`MajoritySummary` of ``table``: from the cached matrices for few models, by blocks of rows for many.
+
+    >>> from ranking.rules import worked_example
+    >>> s = majority_summary(worked_example())
+    >>> s.beaten.tolist(), s.beaten_by.tolist(), s.worst_defeat.tolist()
+    ([0, 3, 2, 1], [3, 0, 1, 2], [3.0, 0.0, 3.0, 3.0])
+    """
+    per_table = _SUMMARY_CACHE.setdefault(table, {})
+    key = (float(atol), DENSE_LIMIT, BLOCK_ELEMENTS)
+    if key not in per_table:
+        per_table[key] = _majority_summary(table, float(atol))
+    return per_table[key]
+
+
+_SUMMARY_CACHE: weakref.WeakKeyDictionary[ScoreTable, dict[tuple, MajoritySummary]] = weakref.WeakKeyDictionary()
+
+
+def _majority_summary(table: ScoreTable, atol: float) -> MajoritySummary:
+    n = table.n_models
+    if n <= DENSE_LIMIT:
+        pw = pairwise(table, atol=atol)
+        b = pw.beats
+        worst = np.where(b, pw.wins, 0.0).max(axis=0) if n else np.zeros(0)
+        return MajoritySummary(b.sum(axis=1), b.sum(axis=0), worst)
+    x, w = table.oriented, table.weights
+    tol = majority_tolerance(float(w.sum()))
+    beaten = np.zeros(n, dtype=np.int64)
+    beaten_by = np.zeros(n, dtype=np.int64)
+    worst = np.zeros(n)
+    for rows in row_blocks(n):
+        wins = weighted_wins_rows(x, rows, w, atol=atol)  # wins[a, b], a in rows
+        losses = _losses_rows(x, rows, w, atol)  # wins[b, a]
+        margin = wins - losses
+        beaten[rows] = (margin > tol).sum(axis=1)
+        lost = -margin > tol
+        beaten_by[rows] = lost.sum(axis=1)
+        worst[rows] = np.where(lost, losses, 0.0).max(axis=1)
+    return MajoritySummary(beaten, beaten_by, worst)

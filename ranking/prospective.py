@@ -7,7 +7,8 @@ where strictly worse, ``0`` where tied or either score is missing (the pair
 is skipped, as in the majority rules). The table's own weights play no part
 (the weights are what is searched for), except that a criterion of weight 0
 (e.g. a leaderboard's diagnostic column) stays at 0 unless ``bounds`` say
-otherwise.
+otherwise or ``zero_weight_columns=True`` (the ``votenrank`` preset: the
+paper's LP searches over every column, diagnostics included).
 
 - **weak** (default, the paper's Eq. 2): ``a`` is prospective iff some ``w``
   gives every margin ``>= 0``;
@@ -62,6 +63,8 @@ FEASIBILITY_TOL = 1e-7
 LP_TOL = 1e-7
 
 _BLOCK_ELEMENTS = 5_000_000  # sign tensor entries (models x rivals x criteria) handled at once
+#: Input limit: one LP per model (~5-15 ms each with 5 criteria), so 5000 models take about a minute.
+MAX_MODELS = 5000
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ def prospective(
     A_ub: Any = None,
     b_ub: Any = None,
     objective: Mapping[str, float] | Sequence[float] | None = None,
+    zero_weight_columns: bool = False,
 ) -> dict[str, ProspectiveResult]:
     """For every model: is it a (weak / strict) Condorcet winner under some admissible weights?
 
@@ -107,9 +111,14 @@ def prospective(
     >>> prospective(t, objective={"c2": -1})["B"].weights["c2"]   # B is last on c2: at most half
     0.5
     """
+    if table.n_models > MAX_MODELS:
+        raise UserError(
+            f"prospective systems solve one linear programme per model: at most {MAX_MODELS} models, "
+            f"this table has {table.n_models} (select the models to examine first)"
+        )
     names = table.names
     m = len(names)
-    lower, upper = _bounds(names, bounds, table.weights)
+    lower, upper = _bounds(names, bounds, np.ones(m) if zero_weight_columns else table.weights)
     a_extra, b_extra = _extra_constraints(names, A_ub, b_ub)
     cost = _objective(names, objective)
     _check_admissible(lower, upper, a_extra, b_extra)

@@ -84,13 +84,19 @@ Ties between final scores
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ranking.errors import UserError
-from ranking.pairwise import WEIGHT_RTOL, pairwise
+from ranking.pairwise import (
+    BLOCK_ELEMENTS,
+    DENSE_LIMIT,
+    WEIGHT_RTOL,
+    majority_summary,
+    pairwise,
+)
 from ranking.result import RuleResult, positions_from_scores
 from ranking.table import Criterion, ScoreTable
 
@@ -233,19 +239,45 @@ def _check_atol(atol: float) -> float:
     return value
 
 
+#: Weights are rescaled (divided by the largest) when their total could overflow or lose the small ones.
+HUGE = 1e150
+
+
+def safe_weights(weights: np.ndarray) -> np.ndarray:
+    """``weights``, divided by the largest one when their sum would overflow (every rule is invariant to it).
+
+    Weights of 1e308 would sum to ``inf`` and make every model tie; rescaled, they
+    compare exactly as their ratios do. Ordinary weights are returned unchanged.
+
+    >>> safe_weights(np.array([1e308, 1e308, 5e307])).tolist()
+    [1.0, 1.0, 0.5]
+    >>> safe_weights(np.array([0.5, 2.0])).tolist()
+    [0.5, 2.0]
+    """
+    w = np.asarray(weights, dtype=float)
+    top = float(w.max()) if w.size else 0.0
+    if top > HUGE:
+        return w / top
+    return w
+
+
 def _rankable(table: ScoreTable) -> tuple[ScoreTable, np.ndarray]:
     """The sub-table a rule works on, and which of the table's models it keeps.
 
     Criteria of weight 0 are dropped; models without any score on the remaining
-    criteria are dropped (they cannot be ranked and get NaN).
+    criteria are dropped (they cannot be ranked and get NaN). Huge weights are
+    rescaled (:func:`safe_weights`).
     """
     used = table.weights > 0
     keep = (~np.isnan(table.values[:, used])).any(axis=1)
-    if used.all() and keep.all():
+    weights = table.weights
+    w = safe_weights(weights)
+    if used.all() and keep.all() and w is weights:  # the same table: its pairwise caches are reused
         return table, keep
+    crits = tuple(replace(c, weight=float(x)) for c, x in zip(table.criteria, w))
     sub = ScoreTable(
         tuple(m for m, k in zip(table.models, keep) if k),
-        tuple(c for c, u in zip(table.criteria, used) if u),
+        tuple(c for c, u in zip(crits, used) if u),
         table.values[np.ix_(keep, used)],
         source=table.source,
     )
@@ -464,9 +496,13 @@ def threshold(table: ScoreTable, *, ties: str = "default", missing: str = "rank_
     sub, keep = _rankable(table)
     if missing == "error":
         _refuse_missing(sub, "threshold")
-    keys = threshold_keys(sub, ties=ties, atol=atol)
-    scores = keys[:, 0] if keys.shape[1] else np.zeros(sub.n_models)
-    ranks = lexicographic_positions(keys, tol=WEIGHT_RTOL * sub.weights.sum() * sub.n_models)
+    tol = WEIGHT_RTOL * sub.weights.sum() * sub.n_models
+    if sub.n_models <= DENSE_LIMIT:
+        keys = threshold_keys(sub, ties=ties, atol=atol)
+        scores = keys[:, 0] if keys.shape[1] else np.zeros(sub.n_models)
+        ranks = lexicographic_positions(keys, tol=tol)
+    else:  # many models: the n × (n-1) keys are compared from each model's few mass intervals
+        scores, ranks = threshold_sparse(sub, ties=ties, atol=atol, tol=tol)
     return _result("threshold", table, keep, scores, ranks, ties=ties, missing=missing, atol=atol)
 
 
@@ -500,6 +536,100 @@ def threshold_keys(table: ScoreTable, *, ties: str = "default", atol: float = 0.
     at_bottom = np.cumsum(diff, axis=1)[:, 1 : n + 1]  # column b-1: mass at bottom index b
     present_weight = np.where(ok, w, 0.0).sum(axis=1)
     return present_weight[:, None] - np.cumsum(at_bottom, axis=1)[:, : n - 1]
+
+
+def _bottom_mass(table: ScoreTable, ties: str, atol: float):
+    """Per (model, criterion) with a score: the model, the bottom indices ``lo..hi`` its mass covers, the mass per index."""
+    above, below, m = position_counts(table.oriented, atol)
+    w = table.weights
+    ok = ~np.isnan(above)
+    rows, cols = np.nonzero(ok)
+    first = above[ok] + 1
+    last = np.broadcast_to(m, above.shape)[ok] - below[ok]
+    mcol = np.broadcast_to(m, above.shape)[ok]
+    if ties == "default":
+        return rows, mcol - last + 1, mcol - first + 1, w[cols] / (last - first + 1)
+    lo = mcol - last + 1
+    return rows, lo, lo, w[cols].astype(float)
+
+
+def threshold_sparse(table: ScoreTable, *, ties: str = "default", atol: float = 0.0, tol: float = 0.0):
+    """Threshold's scores and lexicographic positions without the n × (n-1) key matrix (for many models).
+
+    Key ``k`` of a model is its present weight minus its mass at bottom indices
+    ``1..k``; two models equal on keys ``1..k-1`` differ on key ``k`` exactly when
+    their mass at index ``k`` differs. Each model's mass is piecewise constant with
+    at most ``2m`` changes, so a comparison walks those changes only (O(m)), and a
+    sort needs O(n log n) comparisons. Same positions as :func:`threshold_keys` +
+    :func:`lexicographic_positions`.
+    """
+    import functools
+
+    n = table.n_models
+    rows, lo, hi, mass = _bottom_mass(table, ties, atol)
+    present_weight = np.zeros(n)
+    np.add.at(present_weight, rows, table.weights[np.nonzero(~np.isnan(table.values))[1]])
+    ev_row = np.concatenate([rows, rows])
+    ev_k = np.concatenate([lo, hi + 1]).astype(np.int64)
+    ev_d = np.concatenate([mass, -mass])
+    order = np.lexsort((ev_k, ev_row))
+    ev_row, ev_k, ev_d = ev_row[order], ev_k[order], ev_d[order]
+    starts = np.searchsorted(ev_row, np.arange(n + 1))
+    first_key = np.empty(n)
+    profiles: list[list[tuple[int, float]]] = []
+    for a in range(n):
+        ks, ds = ev_k[starts[a] : starts[a + 1]].tolist(), ev_d[starts[a] : starts[a + 1]].tolist()
+        value, i = 0.0, 0
+        while i < len(ks) and ks[i] <= 1:
+            value += ds[i]
+            i += 1
+        first_key[a] = present_weight[a] - value
+        while i < len(ks) and ks[i] <= 2:
+            value += ds[i]
+            i += 1
+        profile = [(2, value)]  # mass at bottom index k, from k on, for k = 2 .. n-1
+        while i < len(ks) and ks[i] <= n - 1:
+            k = ks[i]
+            while i < len(ks) and ks[i] == k:
+                value += ds[i]
+                i += 1
+            profile.append((k, value))
+        profiles.append(profile)
+    last_key = n - 1
+
+    def compare(a: int, b: int) -> int:  # -1: a before b (better)
+        fa, fb = first_key[a], first_key[b]
+        if fa > fb + tol:
+            return -1
+        if fb > fa + tol:
+            return 1
+        if last_key < 2:
+            return 0
+        pa, pb = profiles[a], profiles[b]
+        i = j = 0
+        while True:
+            va, vb = pa[i][1], pb[j][1]
+            if va < vb - tol:
+                return -1
+            if vb < va - tol:
+                return 1
+            na = pa[i + 1][0] if i + 1 < len(pa) else n
+            nb = pb[j + 1][0] if j + 1 < len(pb) else n
+            k = min(na, nb)
+            if k > last_key:
+                return 0
+            i += na == k
+            j += nb == k
+
+    ordered = sorted(range(n), key=functools.cmp_to_key(compare))
+    positions = np.empty(n)
+    block_start = 0
+    for idx, a in enumerate(ordered):
+        if idx and compare(ordered[idx - 1], a) != 0:
+            block_start = idx
+        positions[a] = block_start + 1.0
+    scores = first_key if n > 1 else np.zeros(n)
+    return scores, positions
 
 
 def lexicographic_positions(keys: np.ndarray, *, tol: float = 0.0) -> np.ndarray:
@@ -572,9 +702,13 @@ def baldwin(table: ScoreTable, *, ties: str = "default", missing: str = "rank_pr
     sub, keep = _rankable(table)
     if missing == "error":
         _refuse_missing(sub, "baldwin")
-    pw = pairwise(sub, atol=atol)
-    points = pw.wins + 0.5 * pw.ties if ties == "default" else pw.wins
-    scores = baldwin_elimination(points, tol=WEIGHT_RTOL * pw.total_weight * max(sub.n_models, 1))
+    tol = WEIGHT_RTOL * float(sub.weights.sum()) * max(sub.n_models, 1)
+    if sub.n_models <= DENSE_LIMIT:
+        pw = pairwise(sub, atol=atol)
+        points = pw.wins + 0.5 * pw.ties if ties == "default" else pw.wins
+        scores = baldwin_elimination(points, tol=tol)
+    else:  # many models: points computed block by block from the scores, never an n × n matrix
+        scores = baldwin_many(sub.oriented, sub.weights, ties, atol, tol)
     return _result("baldwin", table, keep, scores, positions_from_scores(scores), ties=ties, missing=missing, atol=atol)
 
 
@@ -591,27 +725,120 @@ def baldwin_elimination(points: np.ndarray, tol: float = 0.0) -> np.ndarray:
     [2.0, 0.0, 1.0]
     """
     p = np.asarray(points, dtype=float)
-    n = p.shape[0]
-    borda = p.sum(axis=1)
+    return _baldwin(lambda rows, cols: p[np.ix_(rows, cols)], p.shape[0], tol)
+
+
+def _baldwin(block: Callable[[np.ndarray, np.ndarray], np.ndarray], n: int, tol: float) -> np.ndarray:
+    """:func:`baldwin_elimination` given ``block(rows, cols)`` = the points sub-matrix (never all of it at once)."""
+    everyone = np.arange(n)
+
+    def row_sums(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        out = np.zeros(rows.size)
+        step = max(1, BLOCK_ELEMENTS // max(cols.size, 1))
+        for lo in range(0, rows.size, step):
+            out[lo : lo + step] = block(rows[lo : lo + step], cols).sum(axis=1)
+        return out
+
+    borda = row_sums(everyone, everyone)
     alive = np.ones(n, dtype=bool)
     before = np.zeros(n)
     eliminated = 0
-    drift = 1e3 * tol + 1e-9 * max(float(np.abs(p).sum(axis=1).max()) if n else 0.0, 1.0)
+    drift = 1e3 * tol + 1e-9 * max(float(borda.max()) if n else 0.0, 1.0)
     while alive.any():
         current = borda[alive]
         lowest = current.min()
+        survivors = np.flatnonzero(alive)
         if current.max() - lowest <= drift:  # possibly all tied: check exactly
-            exact = p[np.ix_(alive, alive)].sum(axis=1)
+            exact = row_sums(survivors, survivors)
             if exact.max() - exact.min() <= tol:
                 before[alive] = eliminated
                 break
         near = np.flatnonzero(alive & (borda <= lowest + drift))
-        exact = p[np.ix_(near, alive)].sum(axis=1)
+        exact = row_sums(near, survivors)
         out = near[exact <= exact.min() + tol]
         before[out] = eliminated
         eliminated += out.size
         alive[out] = False
-        borda -= p[:, out].sum(axis=1)
+        step = max(1, BLOCK_ELEMENTS // max(out.size, 1))
+        for lo in range(0, n, step):
+            rows = everyone[lo : lo + step]
+            borda[rows] -= block(rows, out).sum(axis=1)
+    return before
+
+
+def baldwin_many(values: np.ndarray, weights: np.ndarray, ties: str, atol: float, tol: float) -> np.ndarray:
+    """:func:`baldwin_elimination` for many models: O(n·m) memory, O(n·m) work per round.
+
+    A model's points from a rival are its weight where it is strictly better and
+    (``default``) half of it where tied. Eliminating ``e`` lowers every survivor's
+    Borda by its points from ``e`` (one vectorised pass per criterion); candidates
+    near the lowest, and all survivors when they look tied, are recounted exactly
+    against the survivors (comparisons for a few, sorted counts for many).
+    """
+    x = np.asarray(values, dtype=float)
+    n = x.shape[0]
+    cols = np.asarray(x.T, order="C")  # criterion-major: cols[j] is a contiguous view
+    used = [(j, float(wj)) for j, wj in enumerate(np.asarray(weights, dtype=float)) if wj > 0]
+    half = 0.5 if ties == "default" else 0.0
+
+    def points_from(e: int) -> np.ndarray:  # every model's points from rival e
+        out = np.zeros(n)
+        for j, wj in used:
+            xe = cols[j][e]
+            out += (cols[j] > xe + atol) * wj
+            if half:
+                out += (np.abs(cols[j] - xe) <= atol) * (half * wj)
+        out[e] = 0.0
+        return out
+
+    def exact(rows: np.ndarray, alive: np.ndarray) -> np.ndarray:  # Borda of rows against the survivors
+        out = np.zeros(rows.size)
+        if rows.size <= 8:
+            for k, a in enumerate(rows):
+                total = 0.0
+                for j, wj in used:
+                    xa = cols[j][a]
+                    c = cols[j][alive]
+                    total += wj * np.count_nonzero(xa > c + atol)
+                    if half:
+                        total += half * wj * (np.count_nonzero(np.abs(c - xa) <= atol) - (not np.isnan(xa)))
+                out[k] = total
+            return out
+        for j, wj in used:
+            c = np.sort(cols[j][alive])
+            c = c[~np.isnan(c)]
+            xa = cols[j][rows]
+            below = np.searchsorted(c, xa - atol, side="left").astype(float)
+            below[np.isnan(xa)] = 0.0
+            out += wj * below
+            if half:
+                tied = np.searchsorted(c, xa + atol, side="right") - np.searchsorted(c, xa - atol, side="left") - 1.0
+                tied[np.isnan(xa)] = 0.0
+                out += half * wj * tied
+        return out
+
+    alive = np.ones(n, dtype=bool)
+    borda = exact(np.arange(n), alive)
+    before = np.zeros(n)
+    eliminated = 0
+    drift = 1e3 * tol + 1e-9 * max(float(borda.max()) if n else 0.0, 1.0)
+    while alive.any():
+        current = borda[alive]
+        lowest = current.min()
+        if current.max() - lowest <= drift:  # possibly all tied: check exactly
+            survivors = np.flatnonzero(alive)
+            recount = exact(survivors, alive)
+            if recount.max() - recount.min() <= tol:
+                before[alive] = eliminated
+                break
+        near = np.flatnonzero(alive & (borda <= lowest + drift))
+        recount = exact(near, alive)
+        out = near[recount <= recount.min() + tol]
+        before[out] = eliminated
+        eliminated += out.size
+        alive[out] = False
+        for e in out:
+            borda -= points_from(int(e))
     return before
 
 
@@ -620,7 +847,7 @@ def _majority_setup(table: ScoreTable, ties: str, atol: float):
     _check_ties(ties)
     atol = _check_atol(atol)
     sub, keep = _rankable(table)
-    return sub, keep, pairwise(sub, atol=atol), atol
+    return sub, keep, majority_summary(sub, atol=atol), atol
 
 
 @register(
@@ -639,8 +866,8 @@ def condorcet(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     >>> r.scores.tolist(), r.ranks.tolist(), r.winners
     ([0.0, 1.0, 0.0, 0.0], [2.0, 1.0, 2.0, 2.0], ('B',))
     """
-    sub, keep, pw, atol = _majority_setup(table, ties, atol)
-    scores = condorcet_indicator(pw.beats)
+    sub, keep, summary, atol = _majority_setup(table, ties, atol)
+    scores = (summary.beaten == sub.n_models - 1).astype(float)  # beats every other model
     ranks = np.where(scores == 1.0, 1.0, 2.0)
     return _result("condorcet", table, keep, scores, ranks, ties=ties, atol=atol)
 
@@ -667,9 +894,8 @@ def copeland(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     >>> r.scores.tolist(), r.winners
     ([-3.0, 3.0, 1.0, -1.0], ('B',))
     """
-    sub, keep, pw, atol = _majority_setup(table, ties, atol)
-    b = pw.beats
-    scores = b.sum(axis=1).astype(float) - b.sum(axis=0)
+    sub, keep, summary, atol = _majority_setup(table, ties, atol)
+    scores = summary.beaten.astype(float) - summary.beaten_by
     return _result("copeland", table, keep, scores, positions_from_scores(scores), ties=ties, atol=atol)
 
 
@@ -688,12 +914,11 @@ def minimax(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
     >>> r.scores.tolist(), r.winners
     ([-3.0, 0.0, -3.0, -3.0], ('B',))
     """
-    sub, keep, pw, atol = _majority_setup(table, ties, atol)
-    support = np.where(pw.beats, pw.wins, 0.0)
-    scores = -support.max(axis=0) if sub.n_models > 1 else np.zeros(sub.n_models)
+    sub, keep, summary, atol = _majority_setup(table, ties, atol)
+    scores = -summary.worst_defeat if sub.n_models > 1 else np.zeros(sub.n_models)
     scores = scores + 0.0  # no negative zeros in the output
     return _result(
-        "minimax", table, keep, scores, _ranks(scores, pw.total_weight), ties=ties, atol=atol
+        "minimax", table, keep, scores, _ranks(scores, float(sub.weights.sum())), ties=ties, atol=atol
     )
 
 
@@ -705,7 +930,12 @@ def median_imputed(values: np.ndarray) -> np.ndarray:
     [[1.0, 3.0], [3.0, 2.0], [2.0, 4.0]]
     """
     x = np.array(values, dtype=float)
-    med = np.nanmedian(x, axis=0)
+    if not np.isnan(x).any():
+        return x
+    # per-column scale, so the middle of two huge scores (their mean) cannot overflow
+    scale = np.nanmax(np.abs(x), axis=0)
+    scale = np.where(np.isfinite(scale) & (scale > HUGE), scale, 1.0)
+    med = np.nanmedian(x / scale, axis=0) * scale
     return np.where(np.isnan(x), med, x)
 
 
@@ -731,7 +961,10 @@ def arithmetic_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0
     _check_ties(ties)
     sub, keep = _rankable(table)
     w = sub.weights
-    scores = median_imputed(sub.oriented) @ w / w.sum()
+    x = median_imputed(sub.oriented)
+    top = float(np.abs(x).max())
+    scale = top if top > HUGE else 1.0  # a mean of huge scores, computed without overflowing
+    scores = (x / scale) @ w / w.sum() * scale
     return _mean_result("arithmetic_mean", table, keep, scores, ties=ties)
 
 
@@ -739,30 +972,41 @@ def arithmetic_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0
     "geometric_mean", kind="mean", cardinal=True, linear_in_weights=True,
     condorcet_consistent=False, pareto_strict=True,
 )
-def geometric_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.0):
+def geometric_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.0, nonpositive: str = "error"):
     """Weighted geometric mean: exp(sum_j w_j log s_j / sum_j w_j); needs positive scores.
 
     A lower-is-better criterion enters as 1/score. Missing scores are replaced
-    by the criterion's median (before taking logs). A score <= 0 is a
-    :class:`UserError` naming the model and criterion.
+    by the criterion's median (before taking logs). A score <= 0 (on a
+    criterion of positive weight) is a :class:`UserError` naming the model and
+    criterion under ``nonpositive="error"`` (the default); under ``"zero"``
+    (the ``votenrank`` preset, as the authors' ``scipy.stats.gmean``) that
+    model's geometric mean is 0. Logs are taken per criterion and weighted
+    before exponentiating, so huge finite scores never overflow.
 
     >>> geometric_mean(worked_example()).scores.round(4).tolist()
     [1.7411, 2.5508, 2.4915, 2.1689]
+    >>> t = worked_example().with_values(np.array([[0.0, 1, 1, 1, 1], *worked_example().values[1:]]))
+    >>> geometric_mean(t, nonpositive="zero").scores.round(4).tolist()
+    [0.0, 2.5508, 2.4915, 2.1689]
     """
     _check_ties(ties)
+    if nonpositive not in ("error", "zero"):
+        raise UserError(f"geometric_mean: nonpositive={nonpositive!r} is not one of error, zero")
     sub, keep = _rankable(table)
-    raw = sub.values
+    raw = median_imputed(sub.values)
     bad = raw <= 0
-    if bad.any():
+    if bad.any() and nonpositive == "error":
         i, j = np.argwhere(bad)[0]
         raise UserError(
             f"geometric_mean needs positive scores, but model {sub.models[i]!r} has {raw[i, j]:g} on "
-            f"criterion {sub.names[j]!r} (shift or rescale that criterion, or use another rule)"
+            f"criterion {sub.names[j]!r} (shift or rescale that criterion, use another rule, "
+            "or --preset votenrank, where such a model scores 0)"
         )
     w = sub.weights
-    logs = np.log(median_imputed(raw)) * sub.signs
-    scores = np.exp(logs @ w / w.sum())
-    return _mean_result("geometric_mean", table, keep, scores, ties=ties)
+    zero = bad.any(axis=1)
+    logs = np.log(np.where(bad, 1.0, raw)) * sub.signs
+    scores = np.where(zero, 0.0, np.exp(logs @ w / w.sum()))
+    return _mean_result("geometric_mean", table, keep, scores, ties=ties, nonpositive=nonpositive)
 
 
 @register(

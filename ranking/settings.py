@@ -32,6 +32,23 @@
     median; ``missing="error"`` refuses). A model missing every group cannot
     be ranked (NaN).
 
+Presets (``preset=``)
+    ``"default"`` is the principled reading above. ``"votenrank"``
+    reproduces the numbers published with Vote'n'Rank (Rofin et al. 2023) and
+    changes five conventions at once (see :data:`PRESETS`): ties as the
+    ``votenrank`` tie convention; ``weighted`` divides an own weight by the
+    *number of columns* of its group (every column of the group counted,
+    a half-weight ``a/b`` column and a weight-0 column included), so a group
+    with split columns carries less than its group weight; the optimality
+    gap's ``gamma`` is 0.95 of the score scale (95 on a 0-100 scale) instead of
+    1; the geometric mean of a model with a score <= 0 on a criterion of
+    positive weight is 0 (the authors' ``scipy.stats.gmean`` gives exactly 0
+    for a zero score, NaN for a negative one, which sorts last: both end at
+    the bottom) instead of an error; prospective systems
+    (:mod:`ranking.prospective`) search weights over every column, weight-0
+    diagnostics included. An explicit ``ties=`` or rule parameter (e.g.
+    ``gamma=``) overrides the preset's value.
+
 Group weights default to 1 for every group when none are given; given ones
 must name every group with a criterion of non-zero weight (a group left out is
 an error, not a silent 1), be finite and >= 0, and are only meaningful for ``weighted`` and ``two-step``
@@ -39,7 +56,7 @@ an error, not a silent 1), be finite and >= 0, and are only meaningful for ``wei
 weight needs a group in these two settings.
 
 >>> from ranking.rules import worked_example
->>> from dataclasses import replace
+>>> from dataclasses import dataclass, replace
 >>> t = worked_example()
 >>> t = t.with_criteria([replace(c, group="x" if c.name in ("c1", "c2") else "y") for c in t.criteria])
 >>> rank(t, "borda", setting="weighted", group_weights={"x": 3, "y": 1}).scores.round(4).tolist()
@@ -54,17 +71,67 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ranking.errors import UserError
 from ranking.result import RuleResult
-from ranking.rules import get_rule
+from ranking.rules import HUGE, get_rule, safe_weights
 from ranking.table import Criterion, ScoreTable
 
 SETTINGS = ("basic", "weighted", "two-step")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A bundle of conventions (module docstring, "Presets")."""
+
+    name: str
+    ties: str
+    weighted_divisor: str  # "total_weight" | "columns": what an own weight is divided by in `weighted`
+    og_gamma: float  # optimality_gap's gamma on the normalised (0-1) scale
+    gm_nonpositive: str  # geometric_mean with a score <= 0: "error" | "zero"
+    prospective_zero_weight: bool  # prospective LP may put weight on weight-0 columns
+
+
+PRESETS: dict[str, Preset] = {
+    "default": Preset("default", "default", "total_weight", 1.0, "error", False),
+    "votenrank": Preset("votenrank", "votenrank", "columns", 0.95, "zero", True),
+}
+
+
+def get_preset(name: str | None) -> Preset:
+    """The preset ``name`` (None: ``default``); a :class:`UserError` for an unknown one.
+
+    >>> get_preset("votenrank").og_gamma
+    0.95
+    >>> get_preset("paper")
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: unknown preset 'paper' (choose one of: default, votenrank)
+    """
+    key = "default" if name is None else name
+    if key not in PRESETS:
+        raise UserError(f"unknown preset {name!r} (choose one of: {', '.join(PRESETS)})")
+    return PRESETS[key]
+
+
+def preset_params(rule: str, preset: Preset, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with the preset's rule parameters filled in where not given explicitly.
+
+    >>> preset_params("optimality_gap", get_preset("votenrank"), {})
+    {'gamma': 0.95}
+    >>> preset_params("optimality_gap", get_preset("votenrank"), {"gamma": 0.9})
+    {'gamma': 0.9}
+    """
+    out = dict(params)
+    if rule == "optimality_gap":
+        out.setdefault("gamma", preset.og_gamma)
+    elif rule == "geometric_mean":
+        out.setdefault("nonpositive", preset.gm_nonpositive)
+    return out
 
 
 def rank(
@@ -73,10 +140,13 @@ def rank(
     *,
     setting: str = "basic",
     group_weights: Mapping[str, float] | None = None,
-    ties: str = "default",
+    ties: str | None = None,
+    preset: str | None = None,
     **params: Any,
 ) -> RuleResult:
-    """Run ``rule`` on ``table`` under ``setting`` (see the module docstring).
+    """Run ``rule`` on ``table`` under ``setting`` and ``preset`` (see the module docstring).
+
+    ``ties`` (default: the preset's) and explicit rule ``params`` override the preset.
 
     >>> from ranking.rules import worked_example
     >>> rank(worked_example(), "copeland").winners
@@ -84,18 +154,24 @@ def rank(
     """
     spec = get_rule(rule)
     check_params(rule, params)
+    conv = get_preset(preset)
+    ties = conv.ties if ties is None else ties
+    params = preset_params(rule, conv, params)
     if setting not in SETTINGS:
         raise UserError(f"unknown setting {setting!r} (choose one of: {', '.join(SETTINGS)})")
     if setting == "basic":
         if group_weights:
             raise UserError("group weights only apply to the 'weighted' and 'two-step' settings, not 'basic'")
         result = spec(table, ties=ties, **params)
-        return replace(result, params={**result.params, "setting": setting})
+        return replace(result, params={**result.params, "setting": setting, "preset": conv.name})
     gw = resolve_group_weights(table, group_weights)
     if setting == "weighted":
-        result = spec(weighted_table(table, gw), ties=ties, **params)
-        return replace(result, params={**result.params, "setting": setting, "group_weights": gw})
-    return two_step(table, rule, gw, ties=ties, **params)
+        result = spec(weighted_table(table, gw, divisor=conv.weighted_divisor), ties=ties, **params)
+        return replace(
+            result, params={**result.params, "setting": setting, "group_weights": gw, "preset": conv.name}
+        )
+    result = two_step(table, rule, gw, ties=ties, **params)
+    return replace(result, params={**result.params, "preset": conv.name})
 
 
 def check_params(rule: str, params: Mapping[str, Any]) -> None:
@@ -167,25 +243,43 @@ def resolve_group_weights(table: ScoreTable, group_weights: Mapping[str, float] 
     return out
 
 
-def weighted_table(table: ScoreTable, group_weights: Mapping[str, float]) -> ScoreTable:
-    """The table with each criterion's weight = own × group weight / total own weight of its group.
+def weighted_table(
+    table: ScoreTable, group_weights: Mapping[str, float], *, divisor: str = "total_weight"
+) -> ScoreTable:
+    """The table with each criterion's weight = own × group weight / its group's size.
+
+    The size is the group's total own weight (``divisor="total_weight"``, the
+    default) or its number of columns (``"columns"``, the ``votenrank`` preset).
 
     >>> from ranking.rules import worked_example
     >>> t = worked_example()
     >>> t = t.with_criteria([replace(c, group="x" if c.name == "c1" else "y") for c in t.criteria])
     >>> weighted_table(t, {"x": 1.0, "y": 2.0}).weights.tolist()
     [1.0, 0.5, 0.5, 0.5, 0.5]
+    >>> t = t.with_weights({"c2": 0.5, "c3": 0.5})
+    >>> weighted_table(t, {"x": 1.0, "y": 2.0}).weights.tolist()          # y: 2 / (0.5+0.5+1+1)
+    [1.0, 0.3333333333333333, 0.3333333333333333, 0.6666666666666666, 0.6666666666666666]
+    >>> weighted_table(t, {"x": 1.0, "y": 2.0}, divisor="columns").weights.tolist()   # y: 2 / 4
+    [1.0, 0.25, 0.25, 0.5, 0.5]
     """
+    if divisor not in ("total_weight", "columns"):
+        raise ValueError(f"unknown divisor {divisor!r}")
+    # huge own or group weights (1e308) are divided by their largest first: rules depend on ratios only,
+    # and their sums and products must stay finite
+    own = safe_weights(table.weights)
+    gmax = max(group_weights.values(), default=0.0)
+    gscale = gmax if gmax > HUGE else 1.0
     totals: dict[str, float] = {}
-    for c in table.criteria:
+    for c, w in zip(table.criteria, own):
         if c.group is not None:
-            totals[c.group] = totals.get(c.group, 0.0) + c.weight
+            size = 1.0 if divisor == "columns" else w
+            totals[c.group] = totals.get(c.group, 0.0) + size
     crits = []
-    for c in table.criteria:
-        if c.group is None or totals[c.group] == 0:
+    for c, w in zip(table.criteria, own):
+        if c.group is None or totals[c.group] == 0 or c.weight == 0:
             crits.append(c)  # weight 0 (checked in resolve_group_weights)
         else:
-            crits.append(replace(c, weight=c.weight * group_weights[c.group] / totals[c.group]))
+            crits.append(replace(c, weight=w * (group_weights[c.group] / gscale) / totals[c.group]))
     if not any(c.weight > 0 for c in crits):
         raise UserError("every criterion gets weight 0 under these group weights")
     return table.with_criteria(crits)
@@ -206,10 +300,11 @@ def interim_scores(result: RuleResult) -> np.ndarray:
 
 
 def two_step(
-    table: ScoreTable, rule: str, group_weights: Mapping[str, float], *, ties: str = "default", **params: Any
+    table: ScoreTable, rule: str, group_weights: Mapping[str, float], *, ties: str | None = None, **params: Any
 ) -> RuleResult:
     """The ``two-step`` setting (module docstring); ``group_weights`` as from :func:`resolve_group_weights`."""
     spec = get_rule(rule)
+    ties = "default" if ties is None else ties
     active = [g for g in table.group_names if group_weights.get(g, 1.0) > 0]
     interim = np.full((table.n_models, len(active)), np.nan)
     for k, g in enumerate(active):

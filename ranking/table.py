@@ -70,10 +70,12 @@ class Criterion:
 def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criterion:
     if not isinstance(c.name, str) or not c.name.strip():
         raise UserError(f"criterion name {c.name!r} is empty: give every column a name")
-    if c.direction not in DIRECTIONS:
+    if not isinstance(c.direction, str) or c.direction not in DIRECTIONS:
         raise UserError(
             f"criterion {c.name!r}: direction {c.direction!r} is not one of {', '.join(DIRECTIONS)}"
         )
+    if isinstance(c.weight, bool):
+        raise UserError(f"criterion {c.name!r}: weight {c.weight!r} is not a number")
     try:
         weight = float(c.weight)
     except (TypeError, ValueError):
@@ -86,7 +88,24 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
         raise UserError(
             f"criterion {c.name!r}: unknown group {c.group!r} (known groups: {', '.join(known_groups)})"
         )
-    return replace(c, weight=weight)
+    return c if type(c.weight) is float else replace(c, weight=weight)
+
+
+def check_criterion(c: Criterion, known_groups: Sequence[str] | None = None) -> Criterion:
+    """The criterion with its weight as a float, or a :class:`UserError` saying what is wrong with it.
+
+    The one validation point of a criterion, whatever it came from (sidecar, leaderboard spec, scenario, API).
+
+    >>> check_criterion(Criterion("acc", direction="up"))
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: criterion 'acc': direction 'up' is not one of higher, lower
+    >>> check_criterion(Criterion("acc", weight=float("nan")))
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: criterion 'acc': weight nan is not finite
+    """
+    return _check_criterion(c, known_groups)
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,7 +119,8 @@ class ScoreTable:
 
     def __post_init__(self) -> None:
         models = tuple(str(m) for m in self.models)
-        criteria = tuple(self.criteria)
+        # every entry (sidecar, leaderboard spec, scenario, Python API) gets the same criterion checks
+        criteria = tuple(_check_criterion(c, None) for c in self.criteria)
         object.__setattr__(self, "models", models)
         object.__setattr__(self, "criteria", criteria)
         where = f" in {self.source}" if self.source else ""
@@ -209,7 +229,7 @@ class ScoreTable:
         not pandas, so ``vnr rank`` does not pay for importing pandas.)
         """
         path = Path(path)
-        header, rows = _read_csv_rows(path)
+        header, rows, lines = _read_csv_rows(path)
         _no_duplicates([h.strip() for h in header], "column", f" in {path}")
         if sidecar is None:
             sidecar = find_sidecar(path)
@@ -220,6 +240,7 @@ class ScoreTable:
         if model_column is None or model_column not in header:
             raise UserError(f"{path}: model column {model_column!r} not found (columns: {', '.join(header)})")
         m = header.index(model_column)
+        _no_blank_names(header, rows, lines, m, str(path))
         columns = [h for k, h in enumerate(header) if k != m]
         described = [_criterion_from_mapping(str(n), a, sidecar) for n, a in (spec.get("criteria") or {}).items()]
         where = f" in {path}"
@@ -411,8 +432,36 @@ def _no_duplicates(names: Sequence[str], what: str, where: str) -> None:
         seen.add(n)
 
 
-def _read_csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of a CSV; blank lines skipped, short rows padded with empty cells, long rows refused."""
+def _no_blank_names(
+    header: Sequence[str], rows: Sequence[Sequence[str]], lines: Sequence[int], m: int, where: str
+) -> None:
+    """A :class:`UserError` for a blank criterion header or an empty model cell (column ``m`` is the models').
+
+    A blank header is fine on the model column (pandas writes its index that way). ``lines`` are the
+    file's line numbers of ``rows``.
+    """
+    for j, name in enumerate(header):
+        if j != m and not name.strip():
+            raise UserError(f"{where}: column {j + 1} of the header is blank: give every criterion a name")
+    for row, line in zip(rows, lines):
+        if not row[m].strip():
+            raise UserError(f"{where}: line {line} has no model name in column {header[m]!r}: name every model")
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The CSV's header cells as written (a reader that renames a repeated name would hide the duplicate)."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            return [c.strip() for c in next(csv.reader(fh), [])]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+
+
+def _read_csv_rows(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+    """(header, rows, line numbers of the rows) of a CSV; blank lines skipped, short rows padded with
+    empty cells, long rows refused."""
     import csv
 
     try:
@@ -427,11 +476,13 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
         raise UserError(f"cannot read {path}: the file is empty (no header row)")
     header = lines[0][1]
     rows = []
+    numbers = []
     for number, row in lines[1:]:
         if len(row) > len(header):
             raise UserError(f"cannot read {path}: line {number} has {len(row)} fields, the header {len(header)}")
         rows.append(row + [""] * (len(header) - len(row)))
-    return header, rows
+        numbers.append(number)
+    return header, rows, numbers
 
 
 _NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)", re.IGNORECASE)

@@ -125,7 +125,7 @@ def test_rank_settings(capsys, grouped_csv):
     doc = json.loads(out)
     assert doc["borda"]["scores"] == {"A": 4.0, "B": 4.5, "C": 0.5}
     assert doc["settings"] == {
-        "setting": "two-step", "ties": "default",
+        "setting": "two-step", "preset": "default", "ties": "default",
         "directions": {"p1": "higher", "p2": "higher", "e1": "lower"},
         "criterion_weights": {"p1": 1.0, "p2": 1.0, "e1": 1.0},
         "groups": {"p1": "perf", "p2": "perf", "e1": "eff"},
@@ -135,6 +135,21 @@ def test_rank_settings(capsys, grouped_csv):
     assert code == 0 and json.loads(out)["borda"]["winners"] == ["A"]
     # each group carries weight 1: perf's two criteria 1/2 each, eff's one criterion 1
     assert json.loads(out)["settings"]["effective_weights"] == {"p1": 0.5, "p2": 0.5, "e1": 1.0}
+    # the votenrank preset is recorded, with its ties and its effective weights (own / number of columns)
+    code, out, _ = vnr(capsys, "rank", grouped_csv, "--rule", "borda", "--setting", "weighted",
+                       "--preset", "votenrank", "--format", "json")
+    settings = json.loads(out)["settings"]
+    assert code == 0 and (settings["preset"], settings["ties"]) == ("votenrank", "votenrank")
+    assert "og_gamma" not in settings  # stated only when the optimality gap is ranked
+    assert settings["effective_weights"] == {"p1": 0.5, "p2": 0.5, "e1": 1.0}
+    code, out, _ = vnr(capsys, "rank", grouped_csv, "--rule", "optimality_gap", "--preset", "votenrank",
+                       "--higher", "e1", "--format", "json")
+    assert code == 0 and json.loads(out)["settings"]["og_gamma"] == 0.95
+    code, out, _ = vnr(capsys, "rank", grouped_csv, "--rule", "optimality_gap", "--preset", "votenrank",
+                       "--higher", "e1", "--og-gamma", "0.9")
+    assert code == 0 and out.splitlines()[0] == (
+        "setting: basic · preset: votenrank · ties: votenrank · optimality gap gamma: 0.9"
+    )
 
 
 def test_rank_drop_incomplete(capsys, tmp_path):

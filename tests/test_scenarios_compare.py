@@ -26,9 +26,13 @@ def paper(data_root):
     return sc, table, compare(sc, table)
 
 
-def _direct_weighted(table: ScoreTable, group_weights: dict[str, float]) -> ScoreTable:
-    """Each criterion gets own × group weight / (total own weight of its group): = gw/|g| for unit own weights."""
-    totals = {g: sum(c.weight for c in table.criteria if c.group == g) for g in table.group_names}
+def _direct_weighted(table: ScoreTable, group_weights: dict[str, float], per_column: bool = False) -> ScoreTable:
+    """Each criterion gets own × group weight / (total own weight of its group): = gw/|g| for unit own weights.
+
+    ``per_column``: / (number of columns of its group), the votenrank preset's reading.
+    """
+    totals = {g: sum(1.0 if per_column else c.weight for c in table.criteria if c.group == g)
+              for g in table.group_names}
     return table.with_weights([c.weight * group_weights[c.group] / totals[c.group] for c in table.criteria])
 
 
@@ -52,7 +56,9 @@ def test_paper_columns_equal_direct_rule_calls(paper):
         np.testing.assert_allclose(cmp.results[f"borda_{g}"].scores, borda(table.group(g), ties="votenrank").scores)
     equal = {g: 1.0 for g in table.group_names}
     np.testing.assert_allclose(
-        cmp.results["borda_weighted"].scores, borda(_direct_weighted(table, equal), ties="votenrank").scores
+        # the paper scenario uses the votenrank preset: own weight / number of columns of the group
+        cmp.results["borda_weighted"].scores,
+        borda(_direct_weighted(table, equal, per_column=True), ties="votenrank").scores,
     )
     paper_w = {"performance": 0.4, "efficiency": 0.3, "fairness": 0.3}
     np.testing.assert_allclose(

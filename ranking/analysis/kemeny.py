@@ -36,7 +36,10 @@ from ranking.errors import UserError
 from ranking.table import ScoreTable
 
 MAX_EXACT = 20
+#: Hard limit of the exact solver: 2^22 states take ~40 s and ~0.8 GB; 25 would take minutes and ~6 GB.
+EXACT_LIMIT = 22
 _REL_TOL = 1e-9
+_BLOCK = 4_000_000  # pairwise comparisons held in memory at once by the blocked cost
 
 
 @dataclass(frozen=True)
@@ -99,8 +102,10 @@ def kemeny_dp(d: np.ndarray) -> tuple[list[int], float, int]:
     n = d.shape[0]
     if n == 0:
         return [], 0.0, 1
-    if n > 25:
-        raise UserError(f"exact Kemeny over {n} systems needs 2^{n} states: use at most {MAX_EXACT} (Borda beyond)")
+    if n > EXACT_LIMIT:
+        raise UserError(f"exact Kemeny over {n} systems needs 2^{n} states: at most {EXACT_LIMIT} (Borda beyond)")
+    if not np.isfinite(d).all():
+        raise UserError("the Kemeny disagreement matrix is not finite (check the weights and --tie-cost)")
     size = 1 << n
     masks = np.arange(size, dtype=np.int64)
     pop = np.zeros(size, dtype=np.int8)
@@ -147,6 +152,8 @@ def kemeny_dp(d: np.ndarray) -> tuple[list[int], float, int]:
                 rev.append(v)
                 mask = prev
                 break
+        else:  # cannot happen with finite costs; never loop forever
+            raise RuntimeError("Kemeny backtracking found no optimal predecessor")
     return rev[::-1], float(f[full]), int(cnt[full])
 
 
@@ -182,18 +189,57 @@ def borda_order(values: np.ndarray, weights: np.ndarray | None = None) -> np.nda
     return np.argsort(mean_rank, kind="stable")
 
 
+def blocked_ranking_cost(order: np.ndarray, values: np.ndarray, weights: np.ndarray, tie_cost: float = 0.0) -> float:
+    """:func:`ranking_cost` of ``order`` without the n × n matrix (for many systems): blocks of rows.
+
+    >>> x = np.array([[3.0, 1.0], [2.0, 3.0], [1.0, 2.0]])
+    >>> d = disagreement_matrix(x, np.ones(2))
+    >>> blocked_ranking_cost(np.array([1, 0, 2]), x, np.ones(2)) == ranking_cost([1, 0, 2], d)
+    True
+    """
+    xs = np.asarray(values, dtype=float)[np.asarray(order, dtype=int)]
+    n, m = xs.shape
+    rows = max(1, _BLOCK // max(n, 1))
+    later = np.arange(n)
+    total = 0.0
+    for j in range(m):
+        col = xs[:, j]
+        for lo in range(0, n, rows):
+            a = col[lo : lo + rows, None]
+            after = later[None, :] > np.arange(lo, min(n, lo + rows))[:, None]  # b placed after a
+            total += weights[j] * float(np.count_nonzero((col[None, :] > a) & after))  # NaN compares False
+            if tie_cost:
+                total += tie_cost * weights[j] * float(np.count_nonzero((col[None, :] == a) & after))
+    return float(total)
+
+
 def kemeny(
     table: ScoreTable, *, max_exact: int = MAX_EXACT, tie_cost: float = 0.0, use_weights: bool = True
 ) -> KemenyResult:
-    """Kemeny consensus of a table's criteria: exact (DP) up to ``max_exact`` models, else Borda."""
-    if max_exact > 25:
-        raise UserError(f"--max-exact {max_exact}: the exact solver is limited to 25 systems (memory 2^n)")
+    """Kemeny consensus of a table's criteria: exact (DP) up to ``max_exact`` models, else Borda.
+
+    ``max_exact`` is at most :data:`EXACT_LIMIT`; ``tie_cost`` must be finite and >= 0. Beyond
+    ``max_exact`` nothing of size n × n is held in memory (the Borda order's cost is counted in blocks).
+    """
+    if isinstance(max_exact, bool) or not isinstance(max_exact, (int, np.integer)) or not 0 <= max_exact <= EXACT_LIMIT:
+        raise UserError(
+            f"--max-exact {max_exact}: the exact solver takes 0 to {EXACT_LIMIT} systems (time and memory grow as 2^n)"
+        )
+    try:
+        tie_cost = float(tie_cost)
+    except (TypeError, ValueError):
+        raise UserError(f"--tie-cost {tie_cost!r} is not a number") from None
+    if not np.isfinite(tie_cost) or tie_cost < 0:
+        raise UserError(f"--tie-cost {tie_cost}: must be a finite number >= 0")
+    from ranking.rules import safe_weights
+
     w = table.weights if use_weights else (table.weights > 0).astype(float)
     keep = w > 0
-    x, w = table.oriented[:, keep], w[keep]
-    d = disagreement_matrix(x, w, tie_cost)
+    x, w = table.oriented[:, keep], safe_weights(w[keep])
     if table.n_models <= max_exact:
+        d = disagreement_matrix(x, w, tie_cost)
         order, cost, count = kemeny_dp(d)
         return KemenyResult([table.models[i] for i in order], cost, count, True, "dp")
     order = borda_order(x, w)
-    return KemenyResult([table.models[i] for i in order], ranking_cost(order, d), 0, False, "borda")
+    cost = blocked_ranking_cost(order, x, w, tie_cost)
+    return KemenyResult([table.models[i] for i in order], cost, 0, False, "borda")

@@ -133,6 +133,11 @@ def cardinal_sensitivity(
     names = [c for c, k in zip(table.names, keep) if k]
     eps = default_epsilon(x) if epsilon is None else float(epsilon)
     if not 0 < eps <= 1:
+        if epsilon is None:
+            raise UserError(
+                f"the default epsilon, min(0.01, smallest / largest criterion spread), is {eps:g}, outside (0, 1] "
+                "(the criteria's spreads differ too much or overflow): pass --epsilon in (0, 1]"
+            )
         raise UserError(f"--epsilon {epsilon}: must be in (0, 1]")
     rng = np.random.default_rng(seed)
     n, m = x.shape

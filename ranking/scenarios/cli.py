@@ -18,10 +18,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ranking.cli_types import non_negative_int, positive_int, rule_help
+from ranking.cli_types import int_in_range, non_negative_int, rule_help
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
+
+#: Largest weight-simplex resolution (as a scenario's report.simplex_resolution): 400 gives 80 601 grid points.
+MAX_RESOLUTION = 400
 
 
 # ---------------------------------------------------------------------- shared steps
@@ -188,8 +191,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
                    help="seed-bootstrap resamples for rank probabilities (needs seeds.csv)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap")
-    p.add_argument("--resolution", type=positive_int, default=None, metavar="R",
-                   help="grid steps per side of the weight simplex (default: the scenario's, else 30)")
+    p.add_argument("--resolution", type=int_in_range(1, MAX_RESOLUTION), default=None, metavar="R",
+                   help=f"grid steps per side of the weight simplex, 1 to {MAX_RESOLUTION} "
+                   "(default: the scenario's, else 30)")
     p.set_defaults(func=run_report)
 
     w = subparsers.add_parser(
@@ -202,7 +206,7 @@ def register(subparsers: Any) -> None:
     w.add_argument("--model", required=True, help="the model that should win")
     w.add_argument("--rule", help=rule_help("rule (default: each weighted / two-step column of the scenario)"))
     w.add_argument("--setting", help="weighted or two-step")
-    w.add_argument("--resolution", type=positive_int, default=60, metavar="R",
-                   help="grid steps per side for rules not linear in the weights (default 60)")
+    w.add_argument("--resolution", type=int_in_range(1, MAX_RESOLUTION), default=60, metavar="R",
+                   help=f"grid steps per side for rules not linear in the weights, 1 to {MAX_RESOLUTION} (default 60)")
     w.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
     w.set_defaults(func=run_whatif)

@@ -7,7 +7,10 @@ A scenario is a YAML mapping (see ``configs/scenarios/*.yaml``)::
     table:                               # optional: where the scores come from
       importer: votenrank_case_study     #   a named importer (reads the data root), or
       # path: results/my_grid            #   a results dir (matrix.csv + criteria.yaml) or a CSV
-    ties: votenrank                      # optional: default | votenrank (tie convention of every column)
+    preset: votenrank                    # optional: default | votenrank (the paper's conventions, see
+                                         #   ranking.settings; sets ties, weighted divisor, OG gamma, GM)
+    og_gamma: 0.95                       # optional: optimality_gap's gamma (0-1 scale; default: the preset's)
+    ties: votenrank                      # optional: default | votenrank (default: the preset's)
     groups:                              # optional: criteria groups, in order
       performance:
         criteria: ["*.eval_*"]           # names, glob patterns (fnmatch) or "re:<regex>"
@@ -73,7 +76,9 @@ log = logging.getLogger(__name__)
 
 SETTINGS = ("basic", "weighted", "two-step")
 TIES = ("default", "votenrank")
-_TOP_KEYS = {"name", "description", "table", "ties", "groups", "directions", "reference", "columns", "report"}
+_TOP_KEYS = {
+    "name", "description", "table", "ties", "preset", "og_gamma", "groups", "directions", "reference", "columns", "report",
+}
 _GROUP_KEYS = {"criteria", "table_group", "weights", "direction", "description"}
 _COLUMN_KEYS = {"name", "rule", "setting", "group_weights", "group", "params", "ties", "description"}
 _REPORT_KEYS = {"simplex_columns", "simplex_resolution"}
@@ -192,13 +197,15 @@ class Scenario:
             raise UserError(f"{where} must be a mapping with 'columns' (and usually 'groups')")
         _no_unknown(doc, _TOP_KEYS, where)
         name = str(doc.get("name") or (Path(path).stem if path else "scenario"))
-        ties = str(doc.get("ties", "default"))
+        preset, og_gamma = _parse_preset(doc, where)
+        ties = str(doc.get("ties", "default" if preset is None else preset.ties))
         if ties not in TIES:
             raise UserError(f"{where}: ties {ties!r} is not one of {', '.join(TIES)}")
         groups = _parse_groups(doc.get("groups"), where)
         group_names = [g.name for g in groups]
         directions = _parse_directions(doc.get("directions"), f"{where}: directions")
         columns = _parse_columns(doc.get("columns"), group_names, where)
+        columns = tuple(_with_preset(c, preset, og_gamma) for c in columns)
         names = [c.name for c in columns]
         reference = doc.get("reference", names[0])
         if reference not in names:
@@ -488,6 +495,34 @@ def _parse_groups(raw: Any, where: str) -> tuple[GroupSpec, ...]:
     return tuple(out)
 
 
+def _parse_preset(doc: Mapping[str, Any], where: str) -> tuple[Any, float | None]:
+    """The scenario's ``preset`` (a :class:`ranking.settings.Preset`, or None) and ``og_gamma`` (or None)."""
+    from ranking.settings import get_preset
+
+    preset = None
+    if doc.get("preset") is not None:
+        try:
+            preset = get_preset(str(doc["preset"]))
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
+    og_gamma = doc.get("og_gamma")
+    if og_gamma is not None:
+        if isinstance(og_gamma, bool) or not isinstance(og_gamma, (int, float)) or not math.isfinite(og_gamma) or og_gamma <= 0:
+            raise UserError(f"{where}: og_gamma must be a finite number > 0 (0.95 = 95 on a 0-100 scale), got {og_gamma!r}")
+        og_gamma = float(og_gamma)
+    return preset, og_gamma
+
+
+def _with_preset(column: Column, preset: Any, og_gamma: float | None) -> Column:
+    """The column with the scenario's preset and ``og_gamma`` in its params (its own params win)."""
+    params = dict(column.params)
+    if preset is not None:
+        params.setdefault("preset", preset.name)
+    if og_gamma is not None and column.rule == "optimality_gap":
+        params.setdefault("gamma", og_gamma)
+    return replace(column, params=params) if params != column.params else column
+
+
 def _parse_directions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
     if raw is None:
         return ()
@@ -526,6 +561,7 @@ def _parse_columns(raw: Any, group_names: Sequence[str], where: str) -> tuple[Co
             raise UserError(f"{what}: setting {setting!r} is not one of {', '.join(SETTINGS)}")
         group = spec.get("group")
         if group is not None:
+            group = str(group)
             if group not in group_names:
                 raise UserError(f"{what}: unknown group {group!r} (groups: {', '.join(group_names) or 'none'})")
             if setting != "basic":
@@ -538,7 +574,7 @@ def _parse_columns(raw: Any, group_names: Sequence[str], where: str) -> tuple[Co
             if not isinstance(gw_raw, Mapping):
                 raise UserError(f"{what}: group_weights must map group names to weights")
             for g in gw_raw:
-                if g not in group_names:
+                if str(g) not in group_names:
                     raise UserError(
                         f"{what}: group_weights names unknown group {g!r} (groups: {', '.join(group_names) or 'none'})"
                     )

@@ -180,14 +180,15 @@ def what_if(
                 answer.winners_at_weights = tuple(t for t, b in zip(table.models, mask[p]) if b)
                 break
     if column.rule == "condorcet":
-        answer.prospective = _prospective(table, model)
+        # the votenrank preset's LP may also weight the weight-0 columns
+        answer.prospective = _prospective(table, model, column.params.get("preset") == "votenrank")
     return answer
 
 
-def _prospective(table: ScoreTable, model: str) -> dict[str, Any]:
+def _prospective(table: ScoreTable, model: str, zero_weight_columns: bool = False) -> dict[str, Any]:
     from ranking.prospective import prospective
 
-    res = prospective(table)[model]
+    res = prospective(table, zero_weight_columns=zero_weight_columns)[model]
     margin = getattr(res, "margin", None)
     out: dict[str, Any] = {
         "prospective": bool(res.prospective),
