@@ -244,6 +244,24 @@ class RunStore:
             return None  # cannot happen with atomic writes; treat as missing so it is redone
         return rec if isinstance(rec, dict) else None
 
+    def unreadable(self, rid: str) -> str | None:
+        """Why a result file that exists is not a record (:meth:`get` treats it as missing), else None.
+
+        >>> import tempfile
+        >>> store = RunStore(tempfile.mkdtemp())
+        >>> store.result_path("r").parent.mkdir(parents=True)
+        >>> _ = store.result_path("r").write_text("[]")
+        >>> store.unreadable("r"), store.unreadable("absent")
+        ('its result file is not a JSON object', None)
+        """
+        try:
+            rec = json.loads(self.result_path(rid).read_text())
+        except FileNotFoundError:
+            return None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return "its result file is not valid JSON"
+        return None if isinstance(rec, dict) else "its result file is not a JSON object"
+
     def is_done(self, rid: str) -> bool:
         rec = self.get(rid)
         return rec is not None and rec.get("status") == STATUS_OK

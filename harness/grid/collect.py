@@ -177,7 +177,10 @@ def classify_runs(
     for spec in exp.specs:
         rid = spec.run_id()
         rec = store.get(rid)
-        if rec is None or (isinstance(rec, dict) and rec.get("status") != STATUS_OK):
+        if rec is None and store.unreadable(rid):
+            unusable[rid] = "the record is not a JSON object"
+            continue
+        if rec is None or rec.get("status") != STATUS_OK:
             missing.append(rid)
             continue
         problem = usable_problem(rec, spec, epoch)

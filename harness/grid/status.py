@@ -86,9 +86,7 @@ def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squ
     for spec in specs if specs is not None else exp.specs:
         rid = spec.run_id()
         rec = store.get(rid)
-        broken = rec is not None and not isinstance(rec, dict)
-        if broken:
-            rec = None
+        broken = store.unreadable(rid) if rec is None else None
         if rec is not None and rec.get("status") == STATUS_OK:
             problem = usable_problem(rec, spec)
             wall = rec.get("wall_time_s")
@@ -124,7 +122,7 @@ def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squ
             continue
         detail = "stale running marker (process gone)" if info is not None else ""
         if broken:
-            detail = "its result file is not a JSON object" + (f"; {detail}" if detail else "")
+            detail = broken + (f"; {detail}" if detail else "")
         out.append(SpecStatus(spec, rid, "missing", detail))
     return out
 
