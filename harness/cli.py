@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "harness.finetune.cli",  # finetune
     "harness.bias.cli",  # bias
     "harness.grid.cli",  # run, status, collect
+    "harness.prefetch",  # prefetch
 )
 
 

@@ -277,7 +277,7 @@ def evaluate(scorer: Any, dataset: str, examples: Any) -> Evaluation:
 
 def validate_spec(spec: Any) -> None:
     from harness.bias.scoring import PRECISIONS
-    from harness.models import resolve_model
+    from harness.models import check_head, resolve_model, scoring_head
 
     if spec.dataset not in DATASETS:
         raise UserError(f"unknown bias dataset {spec.dataset!r}: use one of {', '.join(DATASETS)}")
@@ -285,7 +285,8 @@ def validate_spec(spec: Any) -> None:
         raise UserError(f"limit must be a positive integer, not {spec.limit!r}")
     if spec.precision not in PRECISIONS:
         raise UserError(f"unknown precision {spec.precision!r}: use one of {', '.join(PRECISIONS)}")
-    resolve_model(spec.model)
+    info = resolve_model(spec.model, spec.model_args)
+    check_head(info, scoring_head(info))  # no LM head / no trained MLM head / encoder-decoder: refused now
 
 
 def _finite(metrics: dict[str, Any]) -> dict[str, float]:
@@ -307,6 +308,7 @@ def run_bias(
     ``data_root`` None means ``$VNR_DATA_ROOT``, else the public sources.
     """
     from harness.environment import environment_info
+    from harness.models import ModelError
     from ranking.paths import resolve_data_root
 
     store = RunStore(output)
@@ -320,18 +322,20 @@ def run_bias(
     store.ensure_writable()
     base = {"run_id": rid, "kind": "bias", "model": spec.model, "dataset": spec.dataset, "limit": spec.limit,
             "precision": spec.precision, "identity": spec.identity()}
+    if spec.model_args:
+        base["model_args"] = dict(spec.model_args)
     start = time.perf_counter()
     store.mark_running(rid)
     try:
         from harness.bias.data import tokenizer_texts
         from harness.bias.scoring import make_scorer
-        from harness.models import load_model, resolve_model
+        from harness.models import load_model, resolve_model, scoring_head
 
-        info = resolve_model(spec.model)
+        info = resolve_model(spec.model, spec.model_args)
         examples = load_examples(spec.dataset, root, spec.limit)
         texts = tokenizer_texts(spec.dataset, root) if info.is_tiny else None
-        head = "masked_lm" if info.lm_kind == "masked" else "causal_lm"
-        model, tokenizer, info = load_model(spec.model, head, texts=texts, seed=0)
+        model, tokenizer, info = load_model(spec.model, scoring_head(info), texts=texts, seed=0,
+                                            model_args=spec.model_args)
         scorer = make_scorer(model, tokenizer, info.lm_kind, precision=spec.precision,
                              batch_tokens=batch_tokens, progress=progress)
         score_start = time.perf_counter()
@@ -348,6 +352,8 @@ def run_bias(
                 "method": SCORING_METHOD[info.lm_kind],
                 "device": str(scorer.device),
                 "dtype": str(scorer.dtype).replace("torch.", ""),
+                "precision": spec.precision,
+                "tf32": scorer.tf32,
                 "batch_tokens": scorer.batch_tokens,
                 "scoring_time_s": score_time,
                 "tokens_per_s": scorer.stats["real_tokens"] / score_time if score_time > 0 else None,
@@ -362,6 +368,8 @@ def run_bias(
         }
         store.write(record)
         return record
+    except ModelError:
+        raise  # the model never loaded: the run never started, nothing is recorded
     except Exception as exc:
         store.write({**base, "metrics": {}, "skipped": {}, "environment": environment_info(), "status": "failed",
                      "error": f"{type(exc).__name__}: {exc}", "wall_time_s": time.perf_counter() - start,

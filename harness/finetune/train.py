@@ -259,11 +259,13 @@ def run_finetune(
         log.info("%s is done: %s", rid, store.result_path(rid))
         return stored
     # Bad input fails here, before anything is recorded.
-    from harness.models import resolve_model
+    from harness.models import ModelError, check_head, resolve_model
+    from ranking.paths import resolve_data_root
 
     task = get_task(spec.task)
-    resolve_model(spec.model)
+    check_head(resolve_model(spec.model, spec.model_args), "sequence_classification")
     _check_spec(spec)
+    data_root = resolve_data_root(data_root)  # None: $VNR_DATA_ROOT, else the public source (as run_bias)
     if save_steps is not None and save_steps <= 0:
         raise UserError(f"save_steps must be a positive integer (got {save_steps!r})")
     if track_efficiency:
@@ -276,7 +278,7 @@ def run_finetune(
     run_dir = store.checkpoint_dir(rid)
     resume = latest_checkpoint(run_dir)
     _drop_incomplete_checkpoints(run_dir, resume)
-    hyper = {k: v for k, v in asdict(spec).items() if k not in _NAMING}
+    hyper = {k: v for k, v in asdict(spec).items() if k not in (*_NAMING, "model_args")}
     base: dict[str, Any] = {
         "run_id": rid,
         "kind": "finetune",
@@ -285,6 +287,7 @@ def run_finetune(
         "seed": spec.seed,
         "hyperparameters": hyper,
         "identity": spec.identity(),
+        **({"model_args": dict(spec.model_args)} if spec.model_args else {}),
         "resumed_from": None,
     }
     store.mark_running(rid)
@@ -309,6 +312,8 @@ def run_finetune(
             "wall_time_s": time.time() - started,
         }
         path = store.write(record)
+    except ModelError:
+        raise  # the model never loaded: the run never started, nothing is recorded
     except Exception as exc:
         failed = {
             **base,
@@ -366,7 +371,7 @@ def _train(
     transformers.set_seed(spec.seed)
     data = load_task(task, data_root, max_train_samples=spec.max_train_samples,
                      max_eval_samples=spec.max_eval_samples)
-    info = resolve_model(spec.model)
+    info = resolve_model(spec.model, spec.model_args)
     tokenizer = None
     if resume is not None and info.is_tiny:
         # A tiny model's vocabulary was trained at the start: reuse the checkpoint's, never retrain it.
@@ -377,6 +382,7 @@ def _train(
         spec.model, "sequence_classification",
         texts=data.train.texts()[:TINY_TOKENIZER_TEXTS] if info.is_tiny else None,
         num_labels=task.num_labels, problem_type=task.problem_type, seed=spec.seed, tokenizer=tokenizer,
+        model_args=spec.model_args,
     )
     if not task.is_regression:
         model.config.id2label = dict(enumerate(task.label_names))
