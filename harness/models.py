@@ -394,8 +394,8 @@ def check_head(info: ModelInfo, head: str) -> None:
         if info.lm_kind == "causal":
             raise ModelError(f"{info.name} is a causal LM: score it with its causal LM head")
         scoring_head(info)
-    if head == "sequence_classification" and not info.is_tiny and info.hub_id not in (None,) \
-            and info.name not in REGISTRY and not dict(info.model_args).get("trust_remote_code"):
+    custom = dict(info.model_args).get("trust_remote_code")  # remote code brings its own classes
+    if head == "sequence_classification" and not info.is_tiny and info.name not in REGISTRY and not custom:
         from transformers.models.auto import modeling_auto as auto
 
         if info.family not in auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
