@@ -13,6 +13,10 @@ extracts the checkpoint directory, and
 * checks that masked-LM bias scoring is refused before any work (the checkpoint has no trained MLM head).
 
 Skipped, with the reason, only where the package cannot be downloaded.
+
+Measured on the 2-core CPU machine (lr 2e-4, batch 16, 63 steps): harness 0.7947, plain Trainer 0.7947
+(identical predictions); at lr 5e-5 both gave 0.7213 (under-trained in 63 steps), hence lr 2e-4.
+About 5 minutes.
 """
 
 from __future__ import annotations
