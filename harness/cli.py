@@ -35,10 +35,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("harness.grid.cli", "run an experiment grid (local GPU or SLURM), skipping finished runs"),
     "status": ("harness.grid.cli", "done / running / failed / missing per run of an experiment grid"),
     "collect": ("harness.grid.cli", "collect a grid's runs into matrix.csv + criteria.yaml for ranking"),
+    "prefetch": ("harness.prefetch", "download a grid's models and data into the caches (before going offline)"),
 }
 
 #: commands that train or score models: they need the ``harness`` extra.
-HARNESS_EXTRA = {"finetune", "bias", "run"}
+HARNESS_EXTRA = {"finetune", "bias", "run", "prefetch"}
 EXTRA_MODULES = ("torch", "transformers", "codecarbon")
 INSTALL_EXTRA = "pip install 'vnr-harness[harness]'"
 

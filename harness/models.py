@@ -1,32 +1,50 @@
-"""Model registry: the paper's seven models (plus gpt2-medium) and offline ``tiny:<family>`` models.
+"""Models: any hub id or local checkpoint directory, the paper's models as short aliases, and ``tiny:<family>``.
 
-Every model is loaded through :func:`load_model`, which returns a model with
-the requested head and its tokenizer, with each family's quirks handled:
+A model is named three ways and every name resolves through :func:`resolve_model`:
 
-* GPT-2 has no pad token: the tokenizer pads with EOS and the model's
-  ``pad_token_id`` is set to ``eos_token_id`` (needed for batched
-  classification, where the last non-pad token is pooled).
-* RoBERTa-style byte-level BPE tokenizers get ``add_prefix_space`` only
-  where a caller passes pre-split words (not needed here).
-* microsoft/deberta-base ships no trained MLM head: loading it for masked-LM
-  scoring warns (the paper's released DeBERTa bias numbers have the same
-  caveat, see the data README).
+* a **short alias** of the paper's models (``bert-base-uncased``, ``roberta-base``, ...); its hub id
+  (``FacebookAI/roberta-base``) is the same model and gives the same run id;
+* **any hub id** (``bert-large-cased``, ``google/electra-small-discriminator``, ``distilgpt2``) or a
+  **local checkpoint directory** (``./my_checkpoint``, ``/abs/path``; anything with a path separator
+  that exists, or starting with ``./``, ``../``, ``/`` or ``~``): its family and LM kind come from its
+  own config (``AutoConfig``: ``model_type``, ``is_decoder``, ``is_encoder_decoder``, ``architectures``);
+* ``tiny:<family>`` (bert, roberta, albert, deberta, distilbert, gpt2): a small randomly initialised
+  model of that family built from its config, with a tokenizer trained on the caller's text (WordPiece
+  for the BERT-like families, byte-level BPE for RoBERTa and GPT-2); after that it goes through exactly
+  the same code as a hub model. Nothing here touches the network unless a hub id is given.
 
-``tiny:<family>`` (bert, roberta, albert, deberta, distilbert, gpt2) builds a
-small randomly initialised model of that family from its config, with a
-tokenizer trained on the caller's text (WordPiece for the BERT-like families,
-byte-level BPE for RoBERTa and GPT-2), wrapped as a regular transformers fast
-tokenizer; after loading it goes through exactly the same code as a hub model.
-Nothing here touches the network unless a hub id is given.
+``model_args`` (``--model-args revision=...,dtype=bfloat16``; ``model_args:`` in configs) go to
+``from_pretrained``: see :data:`MODEL_ARGS` and :func:`parse_model_args`. They are part of the run id.
+
+Family quirks are keyed by ``model_type`` (:data:`QUIRKS`), never by a model's name:
+
+* no pad token (GPT-2 style): the tokenizer pads with EOS and the model's ``pad_token_id`` is set to it
+  (needed for batched classification, where the last non-pad token is pooled);
+* byte-level BPE (RoBERTa, GPT-2): words are tokenised after a space, so a continuation gets one;
+* DeBERTa ships no trained MLM head on the hub: masked-LM scoring warns (the paper's released DeBERTa
+  bias numbers share the caveat). Any other checkpoint without a trained MLM head (a bare ``BertModel``,
+  an ELECTRA discriminator) is refused for masked scoring before any work;
+* encoder-decoder models (T5, BART, ...) are refused up front: neither head this harness uses applies.
+
+Errors (a typo'd id, a gated or private repo, weights missing offline, a directory without
+``config.json``, corrupted weights) are :class:`ModelError`, a :class:`~ranking.errors.UserError`: one
+line naming the model and what to do.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import logging
-from collections.abc import Iterable
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from harness.store import RunNotStarted
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -34,59 +52,401 @@ log = logging.getLogger(__name__)
 HEADS = ("sequence_classification", "masked_lm", "causal_lm")
 
 
+class ModelError(RunNotStarted):
+    """A model that cannot be resolved or loaded: bad name, missing offline, gated, corrupted, wrong head."""
+
+
 @dataclass(frozen=True)
 class ModelInfo:
-    name: str  # what the user wrote / what results are keyed by
-    hub_id: str | None  # None for tiny models
-    family: str  # bert | roberta | albert | deberta | distilbert | gpt2
-    lm_kind: str  # masked | causal
+    name: str  # canonical name: what results are keyed by (alias, hub id, absolute path or tiny:<family>)
+    hub_id: str | None  # where from_pretrained loads it: a hub id or the absolute directory; None for tiny models
+    family: str  # the config's model_type (bert, roberta, electra, gpt2, ...)
+    lm_kind: str | None  # masked | causal | None (no LM head at all: fine-tuning only)
+    local: bool = False  # a local checkpoint directory
+    mlm_head: str = "trained"  # trained | untrained (the checkpoint ships none) | none (no MLM class)
+    model_args: tuple[tuple[str, Any], ...] = ()
 
     @property
     def is_tiny(self) -> bool:
         return self.hub_id is None
 
+    @property
+    def quirks(self) -> dict[str, Any]:
+        return QUIRKS.get(self.family, {})
 
-_FAMILY_KIND = {
-    "bert": "masked",
-    "roberta": "masked",
-    "albert": "masked",
-    "deberta": "masked",
-    "distilbert": "masked",
-    "gpt2": "causal",
-}
 
-REGISTRY: dict[str, ModelInfo] = {
-    m.name: m
-    for m in (
-        ModelInfo("bert-base-uncased", "bert-base-uncased", "bert", "masked"),
-        ModelInfo("roberta-base", "FacebookAI/roberta-base", "roberta", "masked"),
-        ModelInfo("albert-base-v2", "albert/albert-base-v2", "albert", "masked"),
-        ModelInfo("microsoft/deberta-base", "microsoft/deberta-base", "deberta", "masked"),
-        ModelInfo("distilbert-base-uncased", "distilbert/distilbert-base-uncased", "distilbert", "masked"),
-        ModelInfo("distilroberta-base", "distilbert/distilroberta-base", "roberta", "masked"),
-        # The authors' released results use gpt2; their paper text says gpt2-medium.
-        ModelInfo("gpt2", "openai-community/gpt2", "gpt2", "causal"),
-        ModelInfo("gpt2-medium", "openai-community/gpt2-medium", "gpt2", "causal"),
-    )
+@dataclass(frozen=True)
+class _Known:
+    hub_id: str
+    family: str
+    lm_kind: str
+    mlm_head: str = "trained"
+
+
+# The paper's models (plus gpt2-medium): short alias -> hub id. Their family is known without any download.
+REGISTRY: dict[str, _Known] = {
+    "bert-base-uncased": _Known("bert-base-uncased", "bert", "masked"),
+    "roberta-base": _Known("FacebookAI/roberta-base", "roberta", "masked"),
+    "albert-base-v2": _Known("albert/albert-base-v2", "albert", "masked"),
+    "microsoft/deberta-base": _Known("microsoft/deberta-base", "deberta", "masked", "untrained"),
+    "distilbert-base-uncased": _Known("distilbert/distilbert-base-uncased", "distilbert", "masked"),
+    "distilroberta-base": _Known("distilbert/distilroberta-base", "roberta", "masked"),
+    # The authors' released results use gpt2; their paper text says gpt2-medium.
+    "gpt2": _Known("openai-community/gpt2", "gpt2", "causal"),
+    "gpt2-medium": _Known("openai-community/gpt2-medium", "gpt2", "causal"),
 }
-ALIASES = {"deberta-base": "microsoft/deberta-base", "bert-base": "bert-base-uncased"}
+ALIASES = {"deberta-base": "microsoft/deberta-base", "bert-base": "bert-base-uncased",
+           "google-bert/bert-base-uncased": "bert-base-uncased",
+           **{k.hub_id: alias for alias, k in REGISTRY.items() if k.hub_id != alias}}
 TINY_PREFIX = "tiny:"
+_FAMILY_KIND = {"bert": "masked", "roberta": "masked", "albert": "masked", "deberta": "masked",
+                "distilbert": "masked", "gpt2": "causal"}
+
+# Family quirks keyed by the config's model_type.
+QUIRKS: dict[str, dict[str, Any]] = {
+    "gpt2": {"pad_with_eos": True, "byte_level_bpe": True},
+    "gpt_neo": {"pad_with_eos": True, "byte_level_bpe": True},
+    "gpt_neox": {"pad_with_eos": True, "byte_level_bpe": True},
+    "gptj": {"pad_with_eos": True, "byte_level_bpe": True},
+    "opt": {"byte_level_bpe": True},
+    "llama": {"pad_with_eos": True},
+    "mistral": {"pad_with_eos": True},
+    "qwen2": {"pad_with_eos": True},
+    "roberta": {"byte_level_bpe": True},
+    "xlm-roberta": {},
+    "deberta": {"untrained_mlm_head": "warn"},
+    "deberta-v2": {"untrained_mlm_head": "warn"},
+    "electra": {"pretraining_head_is_not_mlm": True},  # ElectraForPreTraining is the discriminator
+}
+
+# model_args accepted by --model-args / configs' model_args: -> how a value is checked.
+MODEL_ARGS = ("revision", "dtype", "attn_implementation", "trust_remote_code", "subfolder")
+_ARG_ALIASES = {"torch_dtype": "dtype"}
+_DTYPES = {"auto": "auto", "float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16",
+           "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16"}
+_TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".ckpt")
 
 
-def resolve_model(name: str) -> ModelInfo:
-    """The registry entry for ``name`` (a registered id, an alias, or ``tiny:<family>``)."""
+# ---------------------------------------------------------------------- model_args
+def parse_model_args(text: str | Mapping[str, Any] | Iterable[Any] | None, where: str = "--model-args"
+                     ) -> tuple[tuple[str, Any], ...]:
+    """``"k=v,k2=v2"`` (or a mapping, or pairs) as a sorted tuple of checked ``(key, value)`` pairs.
+
+    Values are canonical, so equal settings give equal run ids: ``dtype`` is one of float32, float16,
+    bfloat16, auto (``bf16``/``fp16``/``fp32``/``torch_dtype=`` accepted); ``trust_remote_code`` a bool.
+
+    >>> parse_model_args("revision=v1.0,dtype=bf16")
+    (('dtype', 'bfloat16'), ('revision', 'v1.0'))
+    >>> parse_model_args({"trust_remote_code": "yes"})
+    (('trust_remote_code', True),)
+    >>> parse_model_args("")
+    ()
+    """
+    if text is None:
+        return ()
+    if isinstance(text, str):
+        pairs: list[tuple[str, Any]] = []
+        for item in (p.strip() for p in text.split(",")):
+            if not item:
+                continue
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise UserError(f"{where}: {item!r} is not key=value (e.g. revision=main,dtype=bfloat16)")
+            pairs.append((key.strip(), value.strip()))
+    elif isinstance(text, Mapping):
+        pairs = list(text.items())
+    else:
+        try:
+            pairs = [(k, v) for k, v in text]
+        except (TypeError, ValueError):
+            raise UserError(f"{where}: expected key=value pairs, not {text!r}") from None
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        key = _ARG_ALIASES.get(str(key), str(key))
+        if key not in MODEL_ARGS:
+            raise UserError(f"{where}: unknown model argument {key!r} (allowed: {', '.join(MODEL_ARGS)})")
+        if key in out:
+            raise UserError(f"{where}: {key} given twice")
+        out[key] = _check_arg(key, value, where)
+    return tuple(sorted(out.items()))
+
+
+def _check_arg(key: str, value: Any, where: str) -> Any:
+    if key == "trust_remote_code":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE | _FALSE:
+            return text in _TRUE
+        raise UserError(f"{where}: trust_remote_code must be true or false, not {value!r}")
+    text = str(value).strip()
+    if key == "dtype":
+        if text.lower().removeprefix("torch.") not in _DTYPES:
+            raise UserError(f"{where}: dtype {value!r}: use one of float32, float16, bfloat16, auto")
+        return _DTYPES[text.lower().removeprefix("torch.")]
+    if not text:
+        raise UserError(f"{where}: {key} needs a value")
+    return text
+
+
+def _config_kwargs(args: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: args[k] for k in ("revision", "subfolder", "trust_remote_code") if k in args}
+
+
+# ---------------------------------------------------------------------- names
+def _looks_like_path(name: str) -> bool:
+    """A directory name rather than a hub id: explicit path syntax, or an existing directory (as
+    ``from_pretrained`` decides)."""
+    if name.startswith(("./", "../", "/", "~", ".\\")) or name in (".", ".."):
+        return True
+    return Path(name).expanduser().is_dir() or name.count("/") > 1
+
+
+def canonical_model(name: str) -> str:
+    """The name a model's results are keyed by, computed offline.
+
+    An alias and its hub id are one name; a local directory is its absolute path.
+
+    >>> canonical_model("FacebookAI/roberta-base")
+    'roberta-base'
+    >>> canonical_model("tiny:bert")
+    'tiny:bert'
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ModelError(f"model name must be a non-empty string, not {name!r}")
+    name = name.strip()
     if name.startswith(TINY_PREFIX):
-        family = name[len(TINY_PREFIX) :]
+        family = name[len(TINY_PREFIX):]
         if family not in _FAMILY_KIND:
-            raise UserError(
-                f"unknown tiny model {name!r}: use one of {', '.join(TINY_PREFIX + f for f in _FAMILY_KIND)}"
-            )
-        return ModelInfo(name, None, family, _FAMILY_KIND[family])
-    key = ALIASES.get(name, name)
-    if key not in REGISTRY:
-        known = ", ".join([*REGISTRY, *(TINY_PREFIX + f for f in _FAMILY_KIND)])
-        raise UserError(f"unknown model {name!r} (known: {known})")
-    return REGISTRY[key]
+            raise ModelError(
+                f"unknown tiny model {name!r}: use one of {', '.join(TINY_PREFIX + f for f in _FAMILY_KIND)}")
+        return name
+    if name in REGISTRY or name in ALIASES:
+        return ALIASES.get(name, name)
+    if _looks_like_path(name):
+        return str(_local_dir(name))
+    if not _HUB_ID.match(name):
+        raise ModelError(f"model {name!r} is neither a hub id (owner/name) nor an existing directory")
+    return name
+
+
+def _local_dir(name: str) -> Path:
+    path = Path(name).expanduser()
+    if not path.exists():
+        raise ModelError(f"model directory {name} does not exist: give an existing checkpoint directory or a hub id")
+    if not path.is_dir():
+        raise ModelError(f"model {name} is a file: give its checkpoint directory (with config.json)")
+    return path.resolve()
+
+
+def is_local(name: str) -> bool:
+    """True when the canonical ``name`` is a local checkpoint directory."""
+    return os.path.isabs(name)
+
+
+def local_fingerprint(directory: str | Path, subfolder: str | None = None) -> str:
+    """A content fingerprint of a checkpoint directory: config.json's bytes + each weight file's
+    name, size and modification time. A re-trained checkpoint at the same path gets a new one."""
+    root = Path(directory) / (subfolder or "")
+    h = hashlib.sha256()
+    config = root / "config.json"
+    with contextlib.suppress(OSError):
+        h.update(config.read_bytes())
+    if root.is_dir():
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and (p.name.endswith(_WEIGHT_SUFFIXES)
+                                                                          or p.name.endswith(".index.json"))):
+            st = path.stat()
+            h.update(f"{path.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------- resolution
+def resolve_model(name: str, model_args: Any = None) -> ModelInfo:
+    """The :class:`ModelInfo` of ``name`` (alias, hub id, local directory or ``tiny:<family>``).
+
+    The paper's aliases and tiny models resolve offline; any other model's config is read
+    (``AutoConfig``, from the directory, the HF cache or the hub), with ``model_args``' revision,
+    subfolder and trust_remote_code. Raises :class:`ModelError` with one line on any failure.
+    """
+    return _resolve(canonical_model(name), parse_model_args(model_args))
+
+
+@functools.lru_cache(maxsize=256)
+def _resolve(name: str, args: tuple[tuple[str, Any], ...]) -> ModelInfo:
+    if name.startswith(TINY_PREFIX):
+        family = name[len(TINY_PREFIX):]
+        return ModelInfo(name, None, family, _FAMILY_KIND[family], model_args=args)
+    if name in REGISTRY:
+        k = REGISTRY[name]
+        return ModelInfo(name, k.hub_id, k.family, k.lm_kind, mlm_head=k.mlm_head, model_args=args)
+    kwargs = dict(args)
+    local = is_local(name)
+    if local:
+        folder = Path(name) / kwargs.get("subfolder", "")
+        if not (folder / "config.json").is_file():
+            raise ModelError(f"model directory {folder} has no config.json: save the model with "
+                             "save_pretrained(DIR) or point --model at the folder that holds config.json")
+    config = load_config(name, args)
+    family = str(getattr(config, "model_type", "") or "")
+    if getattr(config, "is_encoder_decoder", False):
+        raise ModelError(f"{name} is an encoder-decoder model ({family}): only encoder (masked-LM) and "
+                         "decoder (causal-LM) models can be fine-tuned and bias-scored here")
+    lm_kind, mlm_head = lm_kind_from_config(config)
+    return ModelInfo(name, name, family, lm_kind, local=local, mlm_head=mlm_head, model_args=args)
+
+
+# ---------------------------------------------------------------------- offline
+HUB_PROBE_TIMEOUT_S = 3.0
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+@functools.lru_cache(maxsize=1)
+def _hub_reachable() -> bool:
+    """One TCP connect to the hub's endpoint (``HUB_PROBE_TIMEOUT_S``), once per process."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    url = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((url.hostname or "huggingface.co", url.port or 443), timeout=HUB_PROBE_TIMEOUT_S).close()
+        return True
+    except OSError:
+        return False
+
+
+def hub_offline() -> bool:
+    """True when the hub must not be contacted: ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` is set, or the hub
+    cannot be reached (then offline mode is switched on for this process and its children, so loading
+    reads the cache at once instead of spending a minute in retries)."""
+    from huggingface_hub import constants
+
+    offline = _env_true("HF_HUB_OFFLINE") or _env_true("TRANSFORMERS_OFFLINE") or constants.HF_HUB_OFFLINE
+    if not offline and not _hub_reachable():
+        log.warning("the Hugging Face hub cannot be reached: working offline (from the local cache)")
+        offline = True
+    if offline:
+        constants.HF_HUB_OFFLINE = True
+        os.environ["HF_HUB_OFFLINE"] = "1"
+    return offline
+
+
+def load_config(name: str, args: tuple[tuple[str, Any], ...] = ()) -> Any:
+    """``AutoConfig`` of a hub id or local directory, failures as one-line :class:`ModelError`."""
+    from transformers import AutoConfig
+
+    if not is_local(name):
+        hub_offline()
+    with hub_errors(name):
+        return AutoConfig.from_pretrained(name, **_config_kwargs(dict(args)))
+
+
+def lm_kind_from_config(config: Any) -> tuple[str | None, str]:
+    """(LM kind, MLM head state) from a config: decoder or not, its architectures, its model_type.
+
+    ``masked`` for encoders with a masked-LM class, ``causal`` for decoders; ``mlm_head`` says whether
+    the checkpoint's own architectures include a trained masked-LM head.
+    """
+    from transformers.models.auto import modeling_auto as auto
+
+    family = str(getattr(config, "model_type", "") or "")
+    archs = [str(a) for a in (getattr(config, "architectures", None) or [])]
+    quirks = QUIRKS.get(family, {})
+    causal_arch = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs)
+    mlm_arch = any(a.endswith("ForMaskedLM") or a.endswith("WithLMHead") for a in archs) or any(
+        a.endswith("ForPreTraining") for a in archs) and not quirks.get("pretraining_head_is_not_mlm")
+    has_mlm_class = family in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    if getattr(config, "is_decoder", False) or (causal_arch and not mlm_arch):
+        return "causal", "none"
+    if has_mlm_class:
+        return "masked", "trained" if (mlm_arch or not archs) else "untrained"
+    if family in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal", "none"
+    return None, "none"
+
+
+def scoring_head(info: ModelInfo) -> str:
+    """The LM head bias scoring uses for ``info`` (``masked_lm`` / ``causal_lm``), or :class:`ModelError`."""
+    if info.lm_kind is None:
+        raise ModelError(f"{info.name} ({info.family}) has neither a masked- nor a causal-LM head: it can be "
+                         "fine-tuned but not bias-scored")
+    if info.lm_kind == "causal":
+        return "causal_lm"
+    if info.mlm_head == "untrained" and info.quirks.get("untrained_mlm_head") != "warn":
+        raise ModelError(f"{info.name} ships no trained masked-LM head ({info.family} checkpoint without one): its "
+                         "bias scores would come from a random head; use a checkpoint saved with its MLM head")
+    return "masked_lm"
+
+
+def check_head(info: ModelInfo, head: str) -> None:
+    """Refuse up front a head the model's architecture does not have (one line, before any work)."""
+    if head not in HEADS:
+        raise ValueError(f"unknown head {head!r}; use one of {HEADS}")
+    if head == "causal_lm" and info.lm_kind != "causal":
+        raise ModelError(f"{info.name} is {'a masked LM' if info.lm_kind else 'not a language model'}: "
+                         "it has no causal LM head")
+    if head == "masked_lm":
+        if info.lm_kind == "causal":
+            raise ModelError(f"{info.name} is a causal LM: score it with its causal LM head")
+        scoring_head(info)
+    custom = dict(info.model_args).get("trust_remote_code")  # remote code brings its own classes
+    if head == "sequence_classification" and not info.is_tiny and info.name not in REGISTRY and not custom:
+        from transformers.models.auto import modeling_auto as auto
+
+        if info.family not in auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
+            raise ModelError(f"{info.name} ({info.family}) has no sequence-classification class in transformers: "
+                             "it cannot be fine-tuned on GLUE")
+
+
+@contextlib.contextmanager
+def hub_errors(name: str, what: str = "model") -> Iterator[None]:
+    """Turn the hub's and transformers' loading errors about ``name`` into one-line :class:`ModelError`."""
+    try:
+        yield
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every loading failure becomes one line naming the model
+        raise ModelError(describe_load_error(name, exc, what)) from exc
+
+
+def describe_load_error(name: str, exc: BaseException, what: str = "model") -> str:
+    """One line: which model, what went wrong, what to do."""
+    from huggingface_hub import errors as hf
+
+    chain: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    text = " ".join(str(c) for c in chain).lower()
+
+    def has(*types: type) -> bool:
+        return any(isinstance(c, types) for c in chain)
+
+    if has(hf.GatedRepoError) or "gated repo" in text:
+        return (f"{what} {name} is gated: accept its terms on its hub page and log in "
+                "(`hf auth login` or HF_TOKEN)")
+    if has(hf.RevisionNotFoundError) or "invalid git identifier" in text or "revision" in text and "not found" in text:
+        return f"{what} {name}: revision not found; check model_args revision="
+    if has(hf.LocalEntryNotFoundError, hf.OfflineModeIsEnabled) or "offline" in text or "couldn't connect" in text \
+            or "cannot find the requested files in the local cache" in text:
+        return (f"{what} {name} is not in the local Hugging Face cache and the hub cannot be reached: run "
+                f"`vnr prefetch CONFIG` (or `hf download {name}`) on a machine with internet, then retry")
+    if has(hf.RepositoryNotFoundError) or "not a valid model identifier" in text or "repository not found" in text:
+        return (f"{what} {name} was not found on the hub: check the id for a typo, or, for a private repo, "
+                "log in (`hf auth login` or HF_TOKEN)")
+    if "safetensor" in text or "unpickl" in text or "deserializ" in text or "unable to load weights" in text \
+            or "invalid load key" in text or "pytorch_model" in text and "error" in text:
+        return (f"{what} {name}: its weights could not be read ({type(exc).__name__}); the weight file looks "
+                "corrupted or truncated: re-save or re-download it")
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"cannot load {what} {name}: {type(exc).__name__}: {first[:300]}"
 
 
 # ---------------------------------------------------------------------- tiny models
@@ -229,9 +589,17 @@ def _auto_class(head: str) -> Any:
     }[head]
 
 
-def load_tokenizer(name: str, *, texts: Iterable[str] | None = None) -> Any:
+def _apply_pad_quirk(info: ModelInfo, tokenizer: Any) -> None:
+    """No pad token (GPT-2 style): pad with EOS."""
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        if not info.quirks.get("pad_with_eos") and not info.is_tiny:
+            log.info("%s: the tokenizer has no pad token; padding with its EOS token", info.name)
+        tokenizer.pad_token = tokenizer.eos_token
+
+
+def load_tokenizer(name: str, *, texts: Iterable[str] | None = None, model_args: Any = None) -> Any:
     """The tokenizer for ``name``; tiny models train one on ``texts``."""
-    info = resolve_model(name)
+    info = resolve_model(name, model_args)
     if info.is_tiny:
         if texts is None:
             raise ValueError(f"{name} needs texts to train its tokenizer on")
@@ -239,9 +607,18 @@ def load_tokenizer(name: str, *, texts: Iterable[str] | None = None) -> Any:
     else:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(info.hub_id)
-    if info.family == "gpt2" and tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+        if not info.local:
+            hub_offline()
+        args = dict(info.model_args)
+        kwargs = {k: args[k] for k in ("revision", "trust_remote_code") if k in args}
+        with hub_errors(info.name, "tokenizer of"):
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(info.hub_id, subfolder=args.get("subfolder", ""), **kwargs)
+            except (OSError, ValueError):
+                if not args.get("subfolder"):
+                    raise
+                tokenizer = AutoTokenizer.from_pretrained(info.hub_id, **kwargs)  # tokenizer at the repo root
+    _apply_pad_quirk(info, tokenizer)
     return tokenizer
 
 
@@ -254,6 +631,7 @@ def load_model(
     problem_type: str | None = None,
     seed: int = 0,
     tokenizer: Any = None,
+    model_args: Any = None,
     **from_pretrained_kwargs: Any,
 ) -> tuple[Any, Any, ModelInfo]:
     """(model, tokenizer, info) for ``name`` with the given head.
@@ -261,19 +639,18 @@ def load_model(
     ``texts`` trains a tiny model's tokenizer (ignored for hub models);
     ``num_labels`` / ``problem_type`` configure a classification head
     (``num_labels=1`` with ``problem_type="regression"`` for STS-B); ``seed``
-    seeds the random initialisation (tiny models and fresh heads).
+    seeds the random initialisation (tiny models and fresh heads);
+    ``model_args`` (see :func:`parse_model_args`) go to ``from_pretrained``.
+    Every loading failure is a one-line :class:`ModelError` naming the model.
     """
     if head not in HEADS:
         raise ValueError(f"unknown head {head!r}; use one of {HEADS}")
-    info = resolve_model(name)
-    if head == "causal_lm" and info.lm_kind != "causal":
-        raise UserError(f"{name} is a masked LM: it has no causal LM head")
-    if head == "masked_lm" and info.lm_kind != "masked":
-        raise UserError(f"{name} is a causal LM: score it with its causal LM head")
+    info = resolve_model(name, model_args)
+    check_head(info, head)
     import torch
 
     if tokenizer is None:
-        tokenizer = load_tokenizer(name, texts=texts)
+        tokenizer = load_tokenizer(info.name, texts=texts, model_args=info.model_args)
     head_kwargs: dict[str, Any] = {}
     if head == "sequence_classification":
         if num_labels is None:
@@ -289,13 +666,19 @@ def load_model(
             setattr(config, key, value)
         model = cls.from_config(config)
     else:
-        if info.family == "deberta" and head == "masked_lm":
+        if head == "masked_lm" and info.mlm_head == "untrained":
             log.warning(
-                "%s has no trained masked-LM head on the hub: its MLM scores come from a randomly "
-                "initialised head (the paper's released numbers share this caveat)",
-                name,
+                "%s has no trained masked-LM head: its MLM scores come from a randomly "
+                "initialised head (the paper's released DeBERTa numbers share this caveat)",
+                info.name,
             )
-        model = cls.from_pretrained(info.hub_id, **head_kwargs, **from_pretrained_kwargs)
-    if info.family == "gpt2":
+        kwargs = {**dict(info.model_args), **head_kwargs, **from_pretrained_kwargs}
+        if not info.local:
+            hub_offline()
+        with hub_errors(info.name):
+            model = cls.from_pretrained(info.hub_id, **kwargs)
+    if getattr(model.config, "pad_token_id", None) is None and tokenizer.pad_token_id is not None:
+        model.config.pad_token_id = tokenizer.pad_token_id
+    if info.quirks.get("pad_with_eos"):
         model.config.pad_token_id = tokenizer.pad_token_id
     return model, tokenizer, info

@@ -40,22 +40,22 @@ class FinetuneSpec:
     max_eval_samples: int | None = None
     precision: str = "auto"  # auto (bf16 where supported, else fp16 on GPU; fp32 on CPU) | fp32 | fp16 | bf16
     group_by_length: bool = False
+    model_args: tuple[tuple[str, Any], ...] = ()  # from_pretrained options (revision, dtype, ...), sorted pairs
 
     kind = "finetune"
 
     def __post_init__(self) -> None:
         # One run id per run: "RTE", "rte" and "deberta-base" / "microsoft/deberta-base" are the same run.
         from harness.finetune.tasks import get_task
-        from harness.models import resolve_model
 
         object.__setattr__(self, "task", get_task(self.task).name)
-        object.__setattr__(self, "model", resolve_model(self.model).name)
+        _canonical_model(self)
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": self.kind, "code_version": FINETUNE_CODE_VERSION, **asdict(self)}
+        return _identity(self, FINETUNE_CODE_VERSION)
 
     def run_id(self) -> str:
-        return run_id(self.identity())
+        return _run_id(self)
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any], where: str = "config") -> FinetuneSpec:
@@ -69,24 +69,59 @@ class BiasSpec:
     model: str
     dataset: str  # crows_pairs | stereoset | winobias
     limit: int | None = None
-    precision: str = "auto"  # auto (bf16/fp16 on GPU, fp32 on CPU) | fp32 | fp16 | bf16
+    precision: str = "fp32"  # fp32 (exact, the default) | bf16 | fp16 | auto (bf16, else fp16, on a GPU)
+    model_args: tuple[tuple[str, Any], ...] = ()
 
     kind = "bias"
 
     def __post_init__(self) -> None:
-        from harness.models import resolve_model
-
-        object.__setattr__(self, "model", resolve_model(self.model).name)
+        _canonical_model(self)
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": self.kind, "code_version": BIAS_CODE_VERSION, **asdict(self)}
+        return _identity(self, BIAS_CODE_VERSION)
 
     def run_id(self) -> str:
-        return run_id(self.identity())
+        return _run_id(self)
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any], where: str = "config") -> BiasSpec:
         return _from_mapping(cls, data, where)
+
+
+def _canonical_model(spec: Any) -> None:
+    """The model's canonical name (offline), its ``model_args`` as sorted pairs, and for a local
+    directory its content fingerprint (taken once, when the spec is made)."""
+    from harness.models import canonical_model, is_local, local_fingerprint, parse_model_args
+
+    model = canonical_model(spec.model)
+    object.__setattr__(spec, "model", model)
+    args = parse_model_args(spec.model_args, where=f"model_args of {model}")
+    object.__setattr__(spec, "model_args", args)
+    if is_local(model):
+        object.__setattr__(spec, "_fingerprint", local_fingerprint(model, dict(args).get("subfolder")))
+
+
+def _identity(spec: Any, code_version: int) -> dict[str, Any]:
+    """What the run id hashes. ``model_args`` and the local fingerprint appear only when set, so the run
+    ids of plain hub and tiny models are those of earlier versions."""
+    out = {"kind": spec.kind, "code_version": code_version, **asdict(spec)}
+    if not spec.model_args:
+        del out["model_args"]
+    else:
+        out["model_args"] = {k: v for k, v in spec.model_args}
+    fingerprint = getattr(spec, "_fingerprint", None)
+    if fingerprint:
+        out["model_fingerprint"] = fingerprint
+    return out
+
+
+def _run_id(spec: Any) -> str:
+    identity = spec.identity()
+    if getattr(spec, "_fingerprint", None):  # a local directory: a short readable prefix, the path in the hash
+        from pathlib import Path
+
+        identity = {**identity, "model": Path(spec.model).name or "model", "model_path": spec.model}
+    return run_id(identity)
 
 
 def _from_mapping(cls: type, data: dict[str, Any], where: str) -> Any:

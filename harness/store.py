@@ -61,6 +61,14 @@ ATTEMPT_ENV = "VNR_RUN_ATTEMPT"  # set by the isolated runner for its child: the
 _LOCK_TRIES = 5
 
 
+class RunNotStarted(UserError):
+    """Bad input found before a run did any work (e.g. a model that cannot be loaded).
+
+    The lifecycle records nothing for it: the run stays missing, with no failed
+    record, and the user gets one line saying what to fix.
+    """
+
+
 def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
@@ -528,9 +536,12 @@ class Run:
         return self.store.get(self.run_id) or record
 
     def fail(self, exc: BaseException, result: Mapping[str, Any] | None = None) -> None:
-        """Store a ``failed`` record for ``exc`` (never raises: the original error matters more)."""
+        """Store a ``failed`` record for ``exc`` (never raises: the original error matters more);
+        nothing for :class:`RunNotStarted`."""
         import logging
 
+        if isinstance(exc, RunNotStarted):
+            return  # the run never started: nothing to record
         tb = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))[-8000:]
         try:
             self.finish(result or {}, error=f"{type(exc).__name__}: {exc}", traceback=tb)

@@ -105,7 +105,7 @@ def test_cli_runs_a_tiny_model(tmp_path, data_root, capsys):
     (["--model", "tiny:bert", "--dataset", "winogender"], "invalid choice"),
     (["--model", "tiny:bert", "--dataset", "winobias", "--limit", "0"], "must be at least 1"),
     (["--model", "tiny:bert", "--dataset", "winobias", "--batch-tokens", "x"], "is not an integer"),
-    (["--model", "bert-huge", "--dataset", "winobias"], "unknown model"),
+    (["--model", "bert-huge", "--dataset", "winobias"], "model bert-huge is not in the local Hugging Face cache"),
     (["--model", "tiny:bert", "--dataset", "winobias", "--data-root", "/no/such/dir"], "not a directory"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(argv, message, tmp_path, capsys):

@@ -26,15 +26,21 @@ def register(subparsers: Any) -> None:
         "pseudo-log-likelihood; causal LMs: log-probability), batched, and store the metrics under "
         "OUTPUT/runs/<run_id>.json with the per-example scores beside it as parquet. A finished run is skipped.",
     )
-    p.add_argument("--model", required=True, help="registered model id or tiny:<family> (e.g. bert-base-uncased)")
+    p.add_argument("--model", required=True,
+                   help="any hub id (bert-large-cased, FacebookAI/roberta-base), a local checkpoint directory (./ckpt), "
+                   "a paper alias (bert-base-uncased, gpt2, ...) or tiny:<family>")
+    p.add_argument("--model-args", default="", metavar="K=V,...",
+                   help="from_pretrained options, part of the run id: revision, dtype, attn_implementation, "
+                   "trust_remote_code, subfolder (e.g. revision=main,dtype=bfloat16)")
     p.add_argument("--dataset", required=True, choices=DATASETS, help="benchmark to score")
     p.add_argument("--data-root", help="data root with bias/<dataset>/ (default: $VNR_DATA_ROOT, else the public files)")
     p.add_argument("--output", default="results/bias", help="result store (default: %(default)s)")
     p.add_argument("--limit", type=positive_int, help="first N examples only (per StereoSet section / WinoBias file)")
     p.add_argument("--batch-tokens", type=positive_int,
                    help="padded tokens per forward pass (default 4096 on CPU, 65536 on GPU)")
-    p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto",
-                   help="default auto: bf16 (else fp16) on GPU, fp32 on CPU")
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16", "auto"), default="fp32",
+                   help="default fp32 (exact: no TF32) on CPU and GPU alike; bf16/fp16, or auto (bf16, else "
+                   "fp16, on a GPU), trade exactness for speed")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -47,21 +53,23 @@ def summary_line(record: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.bias.run import run_bias
+    from harness.api import score_bias
+    from harness.models import parse_model_args
     from harness.specs import BiasSpec
     from harness.store import RunStore
     from harness.validate import check_spec
 
     spec = BiasSpec.from_mapping(
-        {"model": args.model, "dataset": args.dataset, "limit": args.limit, "precision": args.precision},
+        {"model": args.model, "dataset": args.dataset, "limit": args.limit, "precision": args.precision,
+         "model_args": parse_model_args(args.model_args or "")},
         where="vnr bias",
     )
     check_spec(spec, where=lambda field: f"--{field.replace('_', '-')}")
     output = Path(args.output)
     if output.exists() and not output.is_dir():
         raise UserError(f"--output {output} is a file; give a directory")
-    record = run_bias(spec, output, data_root=args.data_root, batch_tokens=args.batch_tokens,
-                      progress=not args.no_progress)
+    record = score_bias(spec, output=output, data_root=args.data_root, batch_tokens=args.batch_tokens,
+                        progress=not args.no_progress)
     print(f"{RunStore(output).result_path(record['run_id'])}")
     print(summary_line(record))
     for what, why in (record.get("skipped") or {}).items():

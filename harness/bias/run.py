@@ -46,7 +46,7 @@ def evaluate(scorer: Any, dataset: str, examples: Any) -> Evaluation:
 
 def validate_spec(spec: Any) -> None:
     from harness.bias.scoring import PRECISIONS
-    from harness.models import resolve_model
+    from harness.models import check_head, resolve_model, scoring_head
 
     if spec.dataset not in DATASETS:
         raise UserError(f"unknown bias dataset {spec.dataset!r}: use one of {', '.join(DATASETS)}")
@@ -54,7 +54,8 @@ def validate_spec(spec: Any) -> None:
         raise UserError(f"limit must be a positive integer, not {spec.limit!r}")
     if spec.precision not in PRECISIONS:
         raise UserError(f"unknown precision {spec.precision!r}: use one of {', '.join(PRECISIONS)}")
-    resolve_model(spec.model)
+    info = resolve_model(spec.model, spec.model_args)
+    check_head(info, scoring_head(info))  # no LM head / no trained MLM head / encoder-decoder: refused now
 
 
 def _finite(metrics: dict[str, Any]) -> dict[str, float]:
@@ -95,16 +96,18 @@ def run_bias(
             raise UserError(f"{rid} is being run by another process (lock {store.lock_path(rid)}); "
                             "leave it or wait for it")
         base = {"limit": spec.limit, "precision": spec.precision, "metrics": {}, "skipped": {}, "n_examples": 0}
+        if spec.model_args:
+            base["model_args"] = dict(spec.model_args)
         try:
             from harness.bias.data import tokenizer_texts
             from harness.bias.scoring import make_scorer
-            from harness.models import load_model, resolve_model
+            from harness.models import load_model, resolve_model, scoring_head
 
-            info = resolve_model(spec.model)
+            info = resolve_model(spec.model, spec.model_args)
             examples = load_examples(spec.dataset, root, spec.limit)
             texts = tokenizer_texts(spec.dataset, root) if info.is_tiny else None
-            head = "masked_lm" if info.lm_kind == "masked" else "causal_lm"
-            model, tokenizer, info = load_model(spec.model, head, texts=texts, seed=0)
+            model, tokenizer, info = load_model(spec.model, scoring_head(info), texts=texts, seed=0,
+                                                model_args=spec.model_args)
             scorer = make_scorer(model, tokenizer, info.lm_kind, precision=spec.precision,
                                  batch_tokens=batch_tokens, progress=progress)
             score_start = time.perf_counter()
@@ -124,6 +127,8 @@ def run_bias(
                 "method": get_dataset(spec.dataset).scoring_method(info.lm_kind),
                 "device": str(scorer.device),
                 "dtype": str(scorer.dtype).replace("torch.", ""),
+                "precision": spec.precision,
+                "tf32": scorer.tf32,
                 "batch_tokens": scorer.batch_tokens,
                 "scoring_time_s": score_time,
                 "tokens_per_s": scorer.stats["real_tokens"] / score_time if score_time > 0 else None,

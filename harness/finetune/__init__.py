@@ -10,7 +10,24 @@ this package (e.g. for the CLI) stays cheap.
 
 from __future__ import annotations
 
+import sys
+import types
+from typing import Any
+
 from harness.finetune.tasks import TASKS, GlueTask, get_task, load_task
 from harness.finetune.train import run_finetune
 
 __all__ = ["TASKS", "GlueTask", "get_task", "load_task", "run_finetune"]
+
+
+class _CallablePackage(types.ModuleType):
+    """``harness.finetune(model, task, seed, **hp)`` is the API function :func:`harness.api.finetune`,
+    while ``harness.finetune`` stays this package (``harness.finetune.run_finetune``, ...)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from harness.api import finetune
+
+        return finetune(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

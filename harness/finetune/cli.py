@@ -25,7 +25,12 @@ def register(subparsers: Any) -> None:
         "lr 2e-5, weight decay 0.01, dev evaluation every epoch), track its efficiency and store the "
         "result under OUTPUT/runs/. A finished run is skipped; an interrupted one resumes from its last checkpoint.",
     )
-    p.add_argument("--model", required=True, help="registered model id or tiny:<family> (e.g. bert-base-uncased)")
+    p.add_argument("--model", required=True,
+                   help="any hub id (bert-large-cased, FacebookAI/roberta-base), a local checkpoint directory (./ckpt), "
+                   "a paper alias (bert-base-uncased, gpt2, ...) or tiny:<family>")
+    p.add_argument("--model-args", default="", metavar="K=V,...",
+                   help="from_pretrained options, part of the run id: revision, dtype, attn_implementation, "
+                   "trust_remote_code, subfolder (e.g. revision=main,dtype=bfloat16)")
     p.add_argument("--task", required=True, help="GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--data-root", help="data root with glue/<Task>/*.tsv (default: $VNR_DATA_ROOT, else the hub)")
@@ -72,8 +77,11 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     from harness.validate import check_spec
 
     values = {field: getattr(args, opt) for opt, field in _OVERRIDES.items() if getattr(args, opt) is not None}
-    spec = FinetuneSpec.from_mapping({"model": args.model, "task": args.task, "seed": args.seed, **values},
-                                     where="vnr finetune")
+    from harness.models import parse_model_args
+
+    model_args = parse_model_args(getattr(args, "model_args", "") or "")
+    spec = FinetuneSpec.from_mapping({"model": args.model, "task": args.task, "seed": args.seed,
+                                      "model_args": model_args, **values}, where="vnr finetune")
     flags = {field: f"--{opt.replace('_', '-')}" for opt, field in _OVERRIDES.items()}
     return check_spec(spec, where=lambda field: flags.get(field, f"--{field.replace('_', '-')}"))
 
@@ -96,32 +104,27 @@ def summary_line(record: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.api import finetune
     from harness.finetune.tasks import get_task
-    from harness.models import resolve_model
     from harness.store import RunStore
-    from ranking.paths import resolve_data_root
 
     get_task(args.task)
-    resolve_model(args.model)
     for name in ("max_steps", "max_train_samples", "max_eval_samples", "batch_size", "save_steps"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise UserError(f"--{name.replace('_', '-')} must be a positive integer (got {value})")
     spec = spec_from_args(args)
-    data_root = resolve_data_root(args.data_root)
     output = Path(args.output)
     store = RunStore(output)
     store.ensure_writable()
     already = store.is_done(spec.run_id())
-
-    from harness.finetune.train import run_finetune
     from harness.store import RunFailed
 
     try:
-        record = run_finetune(
-            spec, output, data_root=data_root, keep_checkpoints=args.keep_checkpoints, progress=not args.no_progress,
-            save_steps=args.save_steps, country_iso_code=args.country, region=args.region,
-            allow_nonfinite=args.allow_nonfinite,
+        record = finetune(
+            spec, output=output, data_root=args.data_root, keep_checkpoints=args.keep_checkpoints,
+            progress=not args.no_progress, save_steps=args.save_steps, country_iso_code=args.country,
+            region=args.region, allow_nonfinite=args.allow_nonfinite,
         )
     except RunFailed as exc:  # recorded as failed, with the reason
         print(f"vnr finetune: run failed: {exc}; record: {store.result_path(spec.run_id())}", file=sys.stderr)

@@ -194,11 +194,13 @@ def run_finetune(
         log.info("%s is done: %s", rid, store.result_path(rid))
         return stored
     # Bad input fails here, before anything is recorded.
-    from harness.models import resolve_model
+    from harness.models import check_head, resolve_model
+    from ranking.paths import resolve_data_root
 
     task = get_task(spec.task)
-    resolve_model(spec.model)
+    check_head(resolve_model(spec.model, spec.model_args), "sequence_classification")
     _check_spec(spec)
+    data_root = resolve_data_root(data_root)  # None: $VNR_DATA_ROOT, else the public source (as run_bias)
     if save_steps is not None and save_steps <= 0:
         raise UserError(f"save_steps must be a positive integer (got {save_steps!r})")
     if track_efficiency:
@@ -220,7 +222,8 @@ def run_finetune(
         _drop_incomplete_checkpoints(run_dir, resume)
         base: dict[str, Any] = {
             "task": task.name,
-            "hyperparameters": {k: v for k, v in asdict(spec).items() if k not in _NAMING},
+            "hyperparameters": {k: v for k, v in asdict(spec).items() if k not in (*_NAMING, "model_args")},
+            **({"model_args": dict(spec.model_args)} if spec.model_args else {}),
             "resumed_from": None,
             "environment": environment_info(),
         }
@@ -291,7 +294,7 @@ def _train(
     transformers.set_seed(spec.seed)
     data = load_task(task, data_root, max_train_samples=spec.max_train_samples,
                      max_eval_samples=spec.max_eval_samples)
-    info = resolve_model(spec.model)
+    info = resolve_model(spec.model, spec.model_args)
     tokenizer = None
     if resume is not None and info.is_tiny:
         # A tiny model's vocabulary was trained at the start: reuse the checkpoint's, never retrain it.
@@ -302,6 +305,7 @@ def _train(
         spec.model, "sequence_classification",
         texts=data.train.texts()[:TINY_TOKENIZER_TEXTS] if info.is_tiny else None,
         num_labels=task.num_labels, problem_type=task.problem_type, seed=spec.seed, tokenizer=tokenizer,
+        model_args=spec.model_args,
     )
     if not task.is_regression:
         model.config.id2label = dict(enumerate(task.label_names))

@@ -178,6 +178,10 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"{i}\t{st.run_id}\t{st.state}")
         return 0
     data_root = resolve_data_root(args.data_root)
+    if not args.dry_run:
+        from harness.prefetch import check_available
+
+        check_available(exp, specs=specs, data_root=data_root, config=args.config)  # offline: all on disk?
     for kind, options in exp.run_options.items():
         check_run_options(kind, options, f"{exp.source}: {kind}.run_options")
     store = RunStore(exp.output)
@@ -322,8 +326,11 @@ def sbatch_args(settings, exp, n_specs: int) -> list[str]:
 
 def status_command(args: argparse.Namespace) -> int:
     from harness.grid.status import format_table, grid_status, totals, totals_line
+    from harness.prefetch import check_available
+    from ranking.paths import resolve_data_root
 
     exp, specs = _load(args)
+    check_available(exp, specs=specs, data_root=resolve_data_root(None), config=args.config)
     statuses = grid_status(exp, specs)
     shown = [s for s in statuses if args.state is None or s.state in args.state]
     if args.json:

@@ -1,0 +1,137 @@
+"""The Python API: the functions the ``vnr`` CLI calls, for notebooks and scripts.
+
+::
+
+    import harness
+    rec = harness.finetune("tiny:bert", "rte", seed=0, output="results/nb", max_steps=20)
+    rec["metrics"]                                   # {'accuracy': ...}
+    bias = harness.score_bias("tiny:gpt2", "crows_pairs", output="results/nb", limit=50)
+    outcomes = harness.run_grid("configs/experiments/smoke.yaml")
+
+Every function returns the run's record (the dict stored in ``<output>/runs/<run_id>.json``), or for a
+grid one outcome per spec. ``data_root=None`` means the same everywhere: ``$VNR_DATA_ROOT`` if set, else
+the public source; it is resolved here, once, by :func:`ranking.paths.resolve_data_root`. Bad input raises
+:class:`ranking.errors.UserError` (the CLI turns it into one line and exit 2). Nothing heavy is imported
+until a function runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ranking.errors import UserError
+
+
+def finetune(
+    model: Any,
+    task: str | None = None,
+    seed: int = 0,
+    *,
+    output: str | Path = "results/finetune",
+    data_root: str | Path | None = None,
+    model_args: Any = None,
+    progress: bool = False,
+    keep_checkpoints: bool = False,
+    save_steps: int | None = None,
+    country_iso_code: str | None = None,
+    region: str | None = None,
+    track_efficiency: bool = True,
+    allow_nonfinite: bool = False,
+    **hyperparameters: Any,
+) -> dict[str, Any]:
+    """Fine-tune ``model`` on GLUE ``task`` with ``seed`` and return the run's record.
+
+    ``model`` is a hub id, a local checkpoint directory, a paper alias or ``tiny:<family>`` (or a
+    ready :class:`~harness.specs.FinetuneSpec`, then ``task``/``seed``/hyper-parameters are not given);
+    ``hyperparameters`` are :class:`~harness.specs.FinetuneSpec` fields (``epochs``, ``batch_size``,
+    ``learning_rate``, ``max_length``, ``max_steps``, ``max_train_samples``, ``precision``, ...).
+    A finished run is returned from the store; an interrupted one resumes.
+    """
+    from harness.finetune.train import run_finetune
+    from harness.specs import FinetuneSpec
+    from ranking.paths import resolve_data_root
+
+    if isinstance(model, FinetuneSpec):
+        if task is not None or hyperparameters or model_args is not None:
+            raise UserError("finetune(spec): give either a FinetuneSpec or model, task, seed and options")
+        spec = model
+    else:
+        if task is None:
+            raise UserError("finetune: which GLUE task? e.g. harness.finetune('bert-base-uncased', 'rte', seed=0)")
+        spec = FinetuneSpec.from_mapping({"model": model, "task": task, "seed": seed,
+                                          "model_args": model_args or (), **hyperparameters}, where="finetune")
+    return run_finetune(
+        spec, Path(output), data_root=resolve_data_root(data_root), keep_checkpoints=keep_checkpoints,
+        progress=progress, save_steps=save_steps, country_iso_code=country_iso_code, region=region,
+        track_efficiency=track_efficiency, allow_nonfinite=allow_nonfinite,
+    )
+
+
+def score_bias(
+    model: Any,
+    dataset: str | None = None,
+    *,
+    output: str | Path = "results/bias",
+    data_root: str | Path | None = None,
+    limit: int | None = None,
+    precision: str = "fp32",
+    model_args: Any = None,
+    batch_tokens: int | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Score ``model`` zero-shot on a bias benchmark (``crows_pairs``, ``stereoset``, ``winobias``).
+
+    Returns the run's record (metrics overall and per bias type, the scoring precision); the per-example
+    scores are saved beside it (``runs/<run_id>.examples.parquet``). ``precision`` is fp32 (exact) unless
+    you ask for ``bf16``/``fp16``/``auto``. ``model`` may also be a ready :class:`~harness.specs.BiasSpec`.
+    """
+    from harness.bias.run import run_bias
+    from harness.specs import BiasSpec
+    from ranking.paths import resolve_data_root
+
+    if isinstance(model, BiasSpec):
+        if dataset is not None or limit is not None or model_args is not None:
+            raise UserError("score_bias(spec): give either a BiasSpec or model, dataset and options")
+        spec = model
+    else:
+        if dataset is None:
+            raise UserError("score_bias: which dataset? crows_pairs, stereoset or winobias")
+        spec = BiasSpec.from_mapping({"model": model, "dataset": dataset, "limit": limit, "precision": precision,
+                                      "model_args": model_args or ()}, where="score_bias")
+    return run_bias(spec, Path(output), data_root=resolve_data_root(data_root), batch_tokens=batch_tokens,
+                    progress=progress)
+
+
+def run_grid(
+    config: str | Path,
+    *,
+    output: str | Path | None = None,
+    data_root: str | Path | None = None,
+    only: Sequence[str] | None = None,
+    progress: bool = False,
+    isolate: bool = False,
+    check: bool = True,
+) -> list[Any]:
+    """Run an experiment config's grid locally (finished runs skipped) and return one outcome per spec.
+
+    Each outcome has ``run_id``, ``status`` and ``error``; read the results with
+    :class:`harness.store.RunStore` on the experiment's output. ``check`` first makes sure, when the hub
+    cannot be reached, that every model and dataset the grid needs is on disk
+    (:func:`harness.prefetch.check_available`).
+    """
+    from harness.grid.config import load_experiment, select_specs
+    from harness.grid.local import check_run_options, execute
+    from ranking.paths import resolve_data_root
+
+    exp = load_experiment(config, output=output)
+    specs = select_specs(exp.specs, list(only) if only else None)
+    root = resolve_data_root(data_root)
+    for kind, options in exp.run_options.items():
+        check_run_options(kind, options, f"{exp.source}: {kind}.run_options")
+    if check:
+        from harness.prefetch import check_available
+
+        check_available(exp, specs=specs, data_root=root, config=str(config))
+    return execute(specs, exp.output, data_root=root, progress=progress, options=exp.options_for, isolate=isolate)

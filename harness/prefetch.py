@@ -1,0 +1,274 @@
+"""``vnr prefetch CONFIG``: put every model and dataset a grid needs on disk, for nodes without internet.
+
+::
+
+    vnr prefetch configs/experiments/paper.yaml          # on a login node with internet
+    HF_HUB_OFFLINE=1 vnr run configs/experiments/paper.yaml --executor slurm ...
+
+Models (with their ``model_args``: revision, subfolder, ...) go to the Hugging Face cache
+(``$HF_HUB_CACHE``, default ``~/.cache/huggingface/hub``): the config, tokenizer files and one set of
+weights (safetensors where the repo has them, else the PyTorch ``.bin``). GLUE tasks that the data root
+does not hold go to the ``datasets`` cache; bias benchmarks that it does not hold go to the download
+cache of :mod:`harness.bias.data` (``$VNR_CACHE_DIR``, default ``~/.cache/vnr``). Tiny models and local
+checkpoint directories need nothing.
+
+:func:`check_available` is the up-front check ``vnr run`` / ``vnr status`` make: when the hub cannot be
+reached (``HF_HUB_OFFLINE``, or a 3 s connection probe fails), anything the grid needs that is not on
+disk is named in one :class:`~ranking.errors.UserError` with the prefetch command, before any work,
+with no download attempts and no retries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ranking.errors import UserError
+
+log = logging.getLogger(__name__)
+
+# Files a model needs besides its weights (config, tokenizer, remote code); weights are chosen per repo.
+SUPPORT_PATTERNS = ("*.json", "*.txt", "*.model", "*.py", "*.tiktoken", "*.spm")
+WEIGHT_FILES = {
+    "safetensors": ("model.safetensors", "model.safetensors.index.json"),
+    "pytorch": ("pytorch_model.bin", "pytorch_model.bin.index.json"),
+}
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a grid reads: hub models (name, model_args), GLUE tasks and bias datasets."""
+
+    models: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
+    tasks: tuple[str, ...]
+    bias_datasets: tuple[str, ...]
+
+
+def needs(specs: Iterable[Any]) -> Needs:
+    """The hub models, GLUE tasks and bias datasets ``specs`` read (tiny and local models need no download)."""
+    from harness.models import TINY_PREFIX, is_local
+
+    models: dict[tuple[str, tuple], None] = {}
+    tasks: dict[str, None] = {}
+    datasets: dict[str, None] = {}
+    for spec in specs:
+        model_args = tuple(getattr(spec, "model_args", ()) or ())
+        if not spec.model.startswith(TINY_PREFIX) and not is_local(spec.model):
+            models[(spec.model, model_args)] = None
+        if spec.kind == "finetune":
+            tasks[spec.task] = None
+        else:
+            datasets[spec.dataset] = None
+    return Needs(tuple(models), tuple(tasks), tuple(datasets))
+
+
+# ---------------------------------------------------------------------- models
+def _hub_id(name: str, model_args: Sequence[tuple[str, Any]]) -> str:
+    from harness.models import REGISTRY
+
+    return REGISTRY[name].hub_id if name in REGISTRY else name
+
+
+def _weight_patterns(repo_files: Sequence[str], subfolder: str) -> list[str]:
+    """Weight file patterns: safetensors where the repo has them, else PyTorch .bin (never both)."""
+    prefix = f"{subfolder.strip('/')}/" if subfolder else ""
+    names = {f[len(prefix):] for f in repo_files if f.startswith(prefix)}
+    if any(n.endswith(".safetensors") and "/" not in n for n in names):
+        return [f"{prefix}*.safetensors", f"{prefix}*.safetensors.index.json"]
+    if any(n.endswith(".bin") and "/" not in n for n in names):
+        return [f"{prefix}pytorch_model*.bin", f"{prefix}*.bin.index.json"]
+    return [f"{prefix}*.safetensors", f"{prefix}*.bin"]
+
+
+def prefetch_model(name: str, model_args: Sequence[tuple[str, Any]] = ()) -> Path:
+    """Download ``name``'s config, tokenizer and weights (at ``model_args``' revision) into the HF cache.
+
+    Returns the snapshot folder. Errors (typo, gated, no network) are one-line ``ModelError``.
+    """
+    from huggingface_hub import HfApi, snapshot_download
+
+    from harness.models import hub_errors, resolve_model
+
+    args = dict(model_args)
+    hub_id = _hub_id(name, model_args)
+    revision = args.get("revision")
+    with hub_errors(name):
+        files = HfApi().list_repo_files(hub_id, revision=revision)
+        patterns = [*SUPPORT_PATTERNS, *_weight_patterns(files, args.get("subfolder", ""))]
+        folder = snapshot_download(hub_id, revision=revision, allow_patterns=patterns)
+    resolve_model(name, model_args)  # the config reads from the cache now: family and LM kind known
+    return Path(folder)
+
+
+def model_cached(name: str, model_args: Sequence[tuple[str, Any]] = ()) -> bool:
+    """True when the HF cache holds ``name``'s config and a full set of weights (no network)."""
+    import json
+
+    from huggingface_hub import try_to_load_from_cache
+
+    args = dict(model_args)
+    hub_id = _hub_id(name, model_args)
+    revision = args.get("revision")
+    sub = f"{args['subfolder'].strip('/')}/" if args.get("subfolder") else ""
+
+    def cached(filename: str) -> str | None:
+        path = try_to_load_from_cache(hub_id, sub + filename, revision=revision)
+        return path if isinstance(path, str) else None
+
+    if cached("config.json") is None:
+        return False
+    for single, index in WEIGHT_FILES.values():
+        if cached(single):
+            return True
+        index_path = cached(index)
+        if index_path:
+            try:
+                shards = set(json.loads(Path(index_path).read_text())["weight_map"].values())
+            except (OSError, ValueError, KeyError):
+                continue
+            if shards and all(cached(s) for s in shards):
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------- datasets
+def _glue_in_root(task: str, data_root: Path | None) -> bool:
+    from harness.finetune.tasks import get_task, glue_dir
+
+    if data_root is None:
+        return False
+    try:
+        return (glue_dir(Path(data_root)) / get_task(task).dir_name / "train.tsv").is_file()
+    except UserError:
+        return False
+
+
+def _glue_cache_dir(task: str) -> Path:
+    import datasets
+
+    from harness.finetune.tasks import HUB_DATASET
+
+    return Path(datasets.config.HF_DATASETS_CACHE) / HUB_DATASET.replace("/", "___") / task
+
+
+def glue_available(task: str, data_root: Path | None) -> bool:
+    """True when ``task`` is in the data root or already in the ``datasets`` cache."""
+    if _glue_in_root(task, data_root):
+        return True
+    folder = _glue_cache_dir(task)
+    return folder.is_dir() and any(folder.rglob("*.arrow"))
+
+
+def bias_available(dataset: str, data_root: Path | None) -> bool:
+    """True when every file of ``dataset`` is in the data root, or (no data root) in the download cache."""
+    from harness.bias.data import SOURCES, cache_dir
+
+    root = Path(data_root) if data_root is not None else cache_dir()
+    return all((root / rel).is_file() for rel in SOURCES if rel.startswith(f"bias/{dataset}/"))
+
+
+def prefetch_glue(task: str, data_root: Path | None) -> str:
+    """Make ``task`` available offline; returns where it is."""
+    if _glue_in_root(task, data_root):
+        return f"in the data root {data_root}"
+    import datasets
+
+    from harness.finetune.tasks import HUB_DATASET
+
+    try:
+        datasets.load_dataset(HUB_DATASET, task)
+    except Exception as exc:  # noqa: BLE001 - one line for any hub failure
+        raise UserError(f"cannot download {HUB_DATASET}/{task} ({type(exc).__name__}: {exc})") from None
+    return str(_glue_cache_dir(task))
+
+
+def prefetch_bias(dataset: str, data_root: Path | None) -> str:
+    from harness.bias.data import resolve_files
+
+    return str(resolve_files(dataset, data_root) / "bias" / dataset)
+
+
+# ---------------------------------------------------------------------- the check
+def missing(specs: Iterable[Any], data_root: Path | None) -> list[str]:
+    """What ``specs`` need that is not on disk (read from disk only, no network)."""
+    need = needs(specs)
+    out = [f"model {m}" + (f" ({', '.join(f'{k}={v}' for k, v in a)})" if a else "")
+           for m, a in need.models if not model_cached(m, a)]
+    out += [f"GLUE task {t}" for t in need.tasks if not glue_available(t, data_root)]
+    out += [f"bias set {d}" for d in need.bias_datasets if not bias_available(d, data_root)]
+    return out
+
+
+def check_available(exp: Any, *, specs: Sequence[Any] | None = None, data_root: Path | None = None,
+                    config: str | None = None) -> None:
+    """Offline (``HF_HUB_OFFLINE`` or the hub unreachable): raise one ``UserError`` naming every missing
+    model and dataset and the ``vnr prefetch`` command. Online: nothing to check (loading downloads)."""
+    from harness.models import hub_offline
+
+    if not hub_offline():
+        return
+    gone = missing(exp.specs if specs is None else specs, data_root)
+    if gone:
+        shown = ", ".join(gone[:6]) + (f" and {len(gone) - 6} more" if len(gone) > 6 else "")
+        where = config or getattr(exp, "source", "CONFIG")
+        raise UserError(f"offline and not on disk: {shown}; run `vnr prefetch {where}` on a machine with "
+                        "internet (same HF_HOME / VNR_CACHE_DIR), then retry")
+
+
+# ---------------------------------------------------------------------- the command
+def prefetch(config: str | Path, *, data_root: Path | None = None, only: Sequence[str] | None = None,
+             echo: Any = print) -> Needs:
+    """Download everything ``config``'s grid needs; ``echo`` gets one line per item saying where it is."""
+    from harness.grid.config import load_experiment, select_specs
+
+    exp = load_experiment(config)
+    specs = select_specs(exp.specs, list(only) if only else None)
+    need = needs(specs)
+    for model, model_args in need.models:
+        folder = prefetch_model(model, model_args)
+        suffix = f" ({', '.join(f'{k}={v}' for k, v in model_args)})" if model_args else ""
+        echo(f"model {model}{suffix}: {folder}")
+    for task in need.tasks:
+        echo(f"GLUE task {task}: {prefetch_glue(task, data_root)}")
+    for dataset in need.bias_datasets:
+        echo(f"bias set {dataset}: {prefetch_bias(dataset, data_root)}")
+    skipped = sorted({s.model for s in specs} - {m for m, _ in need.models})
+    if skipped:
+        echo(f"nothing to fetch for {', '.join(skipped)} (tiny or local)")
+    return need
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "prefetch",
+        help="download every model and dataset a grid needs (for compute nodes without internet)",
+        description="Download every model (with its model_args) and dataset CONFIG's grid needs into the "
+        "Hugging Face cache (and the benchmark download cache), and say where each went. Run it on a "
+        "machine with internet that shares HF_HOME / VNR_CACHE_DIR with the compute nodes; there, "
+        "HF_HUB_OFFLINE=1 vnr run CONFIG then needs no network.",
+    )
+    p.add_argument("config", help="experiment config, e.g. configs/experiments/paper.yaml")
+    p.add_argument("--data-root", default=None,
+                   help="data root: tasks and bias sets in it are not downloaded (default: $VNR_DATA_ROOT)")
+    p.add_argument("--only", action="append", default=None, metavar="PATTERN",
+                   help="only the specs matching this glob (as in vnr run)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from huggingface_hub import constants
+
+    from harness.models import hub_offline
+    from ranking.paths import resolve_data_root
+
+    root = resolve_data_root(args.data_root)
+    if hub_offline():
+        raise UserError("vnr prefetch needs the hub, but it is offline (HF_HUB_OFFLINE is set or the hub cannot "
+                        "be reached): run it on a machine with internet")
+    prefetch(args.config, data_root=root, only=args.only)
+    print(f"HF cache: {constants.HF_HUB_CACHE}")
+    return 0
