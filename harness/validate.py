@@ -150,9 +150,10 @@ def check_run_options(options: Mapping[str, Any], kind: str, *, where: Callable[
 
 
 def _model_args(value: Any, where: str) -> Any:
-    if value is not None and not isinstance(value, Mapping):
-        raise UserError(f"{where}: model_args must be a mapping of from_pretrained keyword arguments")
-    return value
+    """``from_pretrained`` options: checked by :func:`harness.models.parse_model_args` (a mapping or pairs)."""
+    from harness.models import parse_model_args
+
+    return parse_model_args(value, where=where)
 
 
 def check_spec_values(values: Mapping[str, Any], kind: str, *, where: Callable[[str], str] | None = None) -> None:

@@ -15,19 +15,25 @@ import types
 from typing import Any
 
 from harness.finetune.tasks import TASKS, GlueTask, get_task, load_task
-from harness.finetune.train import run_finetune
 
 __all__ = ["TASKS", "GlueTask", "get_task", "load_task", "run_finetune"]
 
 
 class _CallablePackage(types.ModuleType):
-    """``harness.finetune(model, task, seed, **hp)`` is the API function :func:`harness.api.finetune`,
+    """``harness.finetune(model, task, seed, **hp)`` is the API function :func:`harness.finetune.api.finetune`,
     while ``harness.finetune`` stays this package (``harness.finetune.run_finetune``, ...)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from harness.api import finetune
+        from harness.finetune.api import finetune
 
         return finetune(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "run_finetune":  # lazy: training imports numpy, torch and transformers
+            from harness.finetune.train import run_finetune
+
+            return run_finetune
+        raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
 
 
 sys.modules[__name__].__class__ = _CallablePackage

@@ -1,0 +1,57 @@
+"""``harness.finetune(model, task, seed, **hp)``: one fine-tuning run from Python (the API behind ``vnr finetune``).
+
+Lives in the package it serves so that ``harness.finetune`` (the package, callable) needs no
+import of :mod:`harness.api`; :mod:`harness.api` re-exports it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ranking.errors import UserError
+
+
+def finetune(
+    model: Any,
+    task: str | None = None,
+    seed: int = 0,
+    *,
+    output: str | Path = "results/finetune",
+    data_root: str | Path | None = None,
+    model_args: Any = None,
+    progress: bool = False,
+    keep_checkpoints: bool = False,
+    save_steps: int | None = None,
+    country_iso_code: str | None = None,
+    region: str | None = None,
+    track_efficiency: bool = True,
+    allow_nonfinite: bool = False,
+    **hyperparameters: Any,
+) -> dict[str, Any]:
+    """Fine-tune ``model`` on GLUE ``task`` with ``seed`` and return the run's record.
+
+    ``model`` is a hub id, a local checkpoint directory, a paper alias or ``tiny:<family>`` (or a
+    ready :class:`~harness.specs.FinetuneSpec`, then ``task``/``seed``/hyper-parameters are not given);
+    ``hyperparameters`` are :class:`~harness.specs.FinetuneSpec` fields (``epochs``, ``batch_size``,
+    ``learning_rate``, ``max_length``, ``max_steps``, ``max_train_samples``, ``precision``, ...).
+    A finished run is returned from the store; an interrupted one resumes.
+    """
+    from harness.finetune.train import run_finetune
+    from harness.specs import FinetuneSpec
+    from ranking.paths import resolve_data_root
+
+    if isinstance(model, FinetuneSpec):
+        if task is not None or hyperparameters or model_args is not None:
+            raise UserError("finetune(spec): give either a FinetuneSpec or model, task, seed and options")
+        spec = model
+    else:
+        if task is None:
+            raise UserError("finetune: which GLUE task? e.g. harness.finetune('bert-base-uncased', 'rte', seed=0)")
+        spec = FinetuneSpec.from_mapping({"model": model, "task": task, "seed": seed,
+                                          "model_args": model_args or (), **hyperparameters}, where="finetune")
+    return run_finetune(
+        spec, Path(output), data_root=resolve_data_root(data_root), keep_checkpoints=keep_checkpoints,
+        progress=progress, save_steps=save_steps, country_iso_code=country_iso_code, region=region,
+        track_efficiency=track_efficiency, allow_nonfinite=allow_nonfinite,
+    )
