@@ -146,7 +146,12 @@ def test_an_isolated_child_dies_with_its_parent_and_holds_the_lock_until_gone(tm
     finally:
         if parent.poll() is None:
             parent.kill()
-    assert not store.is_locked(spec.run_id())
+    # A multi-threaded child's leader shows as a zombie while its other threads still exit and hold the
+    # lock's file: the lock goes with the last of them, within moments.
+    deadline = time.time() + 10
+    while store.is_locked(spec.run_id()):
+        assert time.time() < deadline, "the lock outlived the child"
+        time.sleep(0.02)
     assert store.get(spec.run_id()) is None  # killed: no result, so the next `vnr run` does it (once)
 
 
