@@ -387,8 +387,15 @@ class RunStore:
         """The attempt this process is running for ``rid`` in this store, if any."""
         return _ACTIVE.get(_key(self.root, rid))
 
+    def _busy(self, spec: Any, is_error: bool) -> Run:
+        if is_error:
+            rid = spec.run_id()
+            raise UserError(f"{rid} is being run by another process (lock {self.lock_path(rid)}); "
+                            "leave it or wait for it")
+        return Run(self, spec, "busy")
+
     @contextlib.contextmanager
-    def run(self, spec: Any) -> Iterator[Run]:
+    def run(self, spec: Any, *, busy_is_error: bool = False) -> Iterator[Run]:
         """The one run lifecycle. ``spec`` has ``run_id()``, ``identity()`` and ``kind``.
 
         Yields a :class:`Run` whose ``state`` is ``"done"`` (``run.record`` is the stored
@@ -397,12 +404,15 @@ class RunStore:
         block stores a ``failed`` record (error, traceback) unless this attempt already
         stored one, and propagates. Entered again for the same run in the same process
         (or in the isolated child), it joins the running attempt.
+
+        ``busy_is_error``: a run held by another process raises a :class:`UserError` instead
+        (for the single-run commands, which have nothing else to do).
         """
         rid = spec.run_id()
         key = _key(self.root, rid)
         joined = _ACTIVE.get(key)
         if joined is not None and joined.thread != threading.get_ident():
-            yield Run(self, spec, "busy")  # another thread of this process runs it
+            yield self._busy(spec, busy_is_error)  # another thread of this process runs it
             return
         if joined is None:
             joined = _inherited_attempt(self, spec)
@@ -424,7 +434,7 @@ class RunStore:
         self.ensure_writable()
         with self.lock(rid) as fd:
             if fd is None:
-                yield Run(self, spec, "busy")
+                yield self._busy(spec, busy_is_error)
                 return
             stored = self.get(rid)
             if stored is not None and stored.get("status") == STATUS_OK:  # finished while we waited

@@ -93,34 +93,31 @@ def table_from_args(args: argparse.Namespace, source: str | None = None):
     )
 
 
-def finite_positive_float(text: str) -> float:
-    """An argparse type: a finite number > 0 (``nan``/``inf`` refused).
+def finite_float(minimum: float, *, strict: bool):
+    """An argparse type: a finite number ``> minimum`` (``strict``) or ``>= minimum`` (``nan``/``inf`` refused).
 
-    >>> finite_positive_float("0.95")
+    >>> finite_float(0, strict=True)("0.95")
     0.95
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
-    return value
-
-
-def finite_non_negative_float(text: str) -> float:
-    """An argparse type: a finite number >= 0 (``nan``/``inf`` refused).
-
-    >>> finite_non_negative_float("0")
+    >>> finite_float(0, strict=False)("0")
     0.0
     """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
-    return value
+    relation = ">" if strict else ">="
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or (value <= minimum if strict else value < minimum):
+            raise argparse.ArgumentTypeError(f"{text} must be a finite number {relation} {minimum:g}")
+        return value
+
+    parse.__name__ = f"finite number {relation} {minimum:g}"
+    return parse
+
+
+finite_positive_float = finite_float(0, strict=True)
+finite_non_negative_float = finite_float(0, strict=False)
 
 
 def int_in_range(minimum: int, maximum: int):

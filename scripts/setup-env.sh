@@ -13,5 +13,10 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
-pip install -q --disable-pip-version-check torch==2.13.0
-pip install -q --disable-pip-version-check -e '.[harness,dev]'
+# pip's output (and this machine's index warnings) go to .venv/setup.log; shown only if an install fails
+if ! { pip install -q --disable-pip-version-check torch==2.13.0 \
+       && pip install -q --disable-pip-version-check -e '.[harness,dev]'; } > .venv/setup.log 2>&1; then
+  cat .venv/setup.log >&2
+  echo "setup failed: see the pip output above (also in .venv/setup.log)" >&2
+  return 1 2>/dev/null || exit 1
+fi

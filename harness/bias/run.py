@@ -89,12 +89,9 @@ def run_bias(
         raise UserError(f"--batch-tokens must be a positive integer, not {batch_tokens!r}")
     root = resolve_data_root(data_root)
     store.ensure_writable()
-    with store.run(spec) as run:
+    with store.run(spec, busy_is_error=True) as run:
         if run.state == "done":
             return run.record  # type: ignore[return-value]
-        if run.state == "busy":
-            raise UserError(f"{rid} is being run by another process (lock {store.lock_path(rid)}); "
-                            "leave it or wait for it")
         base = {"limit": spec.limit, "precision": spec.precision, "metrics": {}, "skipped": {}, "n_examples": 0}
         if spec.model_args:
             base["model_args"] = dict(spec.model_args)

@@ -209,12 +209,9 @@ def run_finetune(
         grid_intensity(country_iso_code, region)  # unknown country -> UserError now, not after training
     store.ensure_writable()
 
-    with store.run(spec) as run:
+    with store.run(spec, busy_is_error=True) as run:
         if run.state == "done":
             return run.record  # type: ignore[return-value]
-        if run.state == "busy":
-            raise UserError(f"{rid} is being run by another process (lock {store.lock_path(rid)}); "
-                            "leave it or wait for it")
         from harness.environment import environment_info
 
         run_dir = store.checkpoint_dir(rid)
