@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
                    help="from_pretrained options, part of the run id: revision, dtype, attn_implementation, "
                    "trust_remote_code, subfolder (e.g. revision=main,dtype=bfloat16)")
     p.add_argument("--task", required=True, help="GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=int, required=True, help="random seed (the paper uses 0-4); part of the run id")
     p.add_argument("--data-root", help="data root with glue/<Task>/*.tsv (default: $VNR_DATA_ROOT, else the hub)")
     p.add_argument("--output", default="results/finetune", help="result store (default: %(default)s)")
     p.add_argument("--epochs", type=float, help="training epochs (default 5)")
