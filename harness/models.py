@@ -130,6 +130,16 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".
 
 
 # ---------------------------------------------------------------------- model_args
+def add_model_arguments(parser: Any) -> None:
+    """``--model`` and ``--model-args``: how every command that loads a model names it."""
+    parser.add_argument("--model", required=True,
+                        help="any hub id (bert-large-cased, FacebookAI/roberta-base), a local checkpoint directory "
+                        "(./ckpt), a paper alias (bert-base-uncased, gpt2, ...) or tiny:<family>")
+    parser.add_argument("--model-args", default="", metavar="K=V,...",
+                        help="from_pretrained options, part of the run id: revision, dtype, attn_implementation, "
+                        "trust_remote_code, subfolder (e.g. revision=main,dtype=bfloat16)")
+
+
 def parse_model_args(text: str | Mapping[str, Any] | Iterable[Any] | None, where: str = "--model-args"
                      ) -> tuple[tuple[str, Any], ...]:
     """``"k=v,k2=v2"`` (or a mapping, or pairs) as a sorted tuple of checked ``(key, value)`` pairs.

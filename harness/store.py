@@ -43,7 +43,7 @@ import threading
 import time
 import traceback as traceback_module
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -108,15 +108,16 @@ def _umask_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one."""
+def _atomic_replace(path: str | Path, write: Callable[[str], None]) -> None:
+    """``write(tmp)`` fills a temporary file beside ``path``, which is then given the umask's mode,
+    fsync'ed and renamed over ``path``: readers see the old file or the whole new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
+        write(tmp)
+        with open(tmp, "rb") as fh:
             os.fchmod(fh.fileno(), _umask_mode())
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -125,6 +126,11 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`_atomic_replace`)."""
+    _atomic_replace(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
 def strict_json(obj: Any, found: dict[str, str] | None = None, where: str = "") -> Any:
@@ -169,22 +175,8 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
 
 
 def atomic_write_parquet(path: str | Path, frame: Any) -> None:
-    """Write a DataFrame as parquet, atomically (temp file + rename), with the umask's mode."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        frame.to_parquet(tmp, index=False)
-        with open(tmp, "rb") as fh:
-            os.fchmod(fh.fileno(), _umask_mode())
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
+    """Write a DataFrame as parquet, atomically (see :func:`_atomic_replace`)."""
+    _atomic_replace(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def _json_default(obj: Any) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bias.data import DATASETS, REGISTRY
+from harness.models import add_model_arguments
 from ranking.cli_types import positive_int
 from ranking.errors import UserError
 
@@ -26,12 +27,7 @@ def register(subparsers: Any) -> None:
         "pseudo-log-likelihood; causal LMs: log-probability), batched, and store the metrics under "
         "OUTPUT/runs/<run_id>.json with the per-example scores beside it as parquet. A finished run is skipped.",
     )
-    p.add_argument("--model", required=True,
-                   help="any hub id (bert-large-cased, FacebookAI/roberta-base), a local checkpoint directory (./ckpt), "
-                   "a paper alias (bert-base-uncased, gpt2, ...) or tiny:<family>")
-    p.add_argument("--model-args", default="", metavar="K=V,...",
-                   help="from_pretrained options, part of the run id: revision, dtype, attn_implementation, "
-                   "trust_remote_code, subfolder (e.g. revision=main,dtype=bfloat16)")
+    add_model_arguments(p)
     p.add_argument("--dataset", required=True, choices=DATASETS, help="benchmark to score")
     p.add_argument("--data-root", help="data root with bias/<dataset>/ (default: $VNR_DATA_ROOT, else the public files)")
     p.add_argument("--output", default="results/bias", help="result store (default: %(default)s)")

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.models import add_model_arguments
 from ranking.errors import UserError
 
 
@@ -25,12 +26,7 @@ def register(subparsers: Any) -> None:
         "lr 2e-5, weight decay 0.01, dev evaluation every epoch), track its efficiency and store the "
         "result under OUTPUT/runs/. A finished run is skipped; an interrupted one resumes from its last checkpoint.",
     )
-    p.add_argument("--model", required=True,
-                   help="any hub id (bert-large-cased, FacebookAI/roberta-base), a local checkpoint directory (./ckpt), "
-                   "a paper alias (bert-base-uncased, gpt2, ...) or tiny:<family>")
-    p.add_argument("--model-args", default="", metavar="K=V,...",
-                   help="from_pretrained options, part of the run id: revision, dtype, attn_implementation, "
-                   "trust_remote_code, subfolder (e.g. revision=main,dtype=bfloat16)")
+    add_model_arguments(p)
     p.add_argument("--task", required=True, help="GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI")
     p.add_argument("--seed", type=int, required=True, help="random seed (the paper uses 0-4); part of the run id")
     p.add_argument("--data-root", help="data root with glue/<Task>/*.tsv (default: $VNR_DATA_ROOT, else the hub)")
