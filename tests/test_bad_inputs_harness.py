@@ -65,7 +65,7 @@ CASES = [
     ("finetune-epochs-0", None, "finetune --model tiny:bert --task rte --seed 0 --epochs 0 --output out",
      "--epochs: 0 must be above 0"),
     ("bias-limit", None, "bias --model tiny:bert --dataset winobias --limit -3 --output out", "--limit"),
-    ("bias-unknown-model", None, "bias --model nosuch/model-xyz --dataset winobias --output out", "nosuch/model-xyz"),
+    ("bias-unknown-model", None, "bias --model nosuch/model-xyz --dataset winobias --data-root . --output out", "nosuch/model-xyz"),
 ]
 
 
