@@ -28,7 +28,7 @@ from pathlib import Path
 
 from harness.grid.local import run_spec
 from harness.specs import FinetuneSpec
-from harness.store import RunStore
+from harness.store import SCHEMA_VERSION, RunStore
 
 
 def _record(i: int, kb: int) -> dict:
@@ -45,7 +45,7 @@ def _write_ours(root: str, ids: list[int], kb: int) -> None:
 def _write_naive(root: str, ids: list[int], kb: int) -> None:
     runs = Path(root) / "runs"
     for i in ids:
-        rec = {"schema": 1, **_record(i, kb)}
+        rec = {"schema": SCHEMA_VERSION, **_record(i, kb)}
         with open(runs / f"{rec['run_id']}.json", "w") as fh:
             fh.write(json.dumps(rec, indent=2) + "\n")
 
