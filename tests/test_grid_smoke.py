@@ -73,18 +73,25 @@ def test_smoke_grid_runs_locally_collects_and_ranks(data_root, tmp_path, capsys)
 
 def test_isolated_local_runs_record_success_and_failure(data_root, tmp_path, capsys):
     """--isolate: each spec in its own process; a failing one records its error, the next still runs."""
+    # a data root whose RTE training file is there but broken: found up front, fails only when that run reads it
+    root = tmp_path / "data"
+    (root / "glue" / "RTE").mkdir(parents=True)
+    (root / "glue" / "RTE" / "train.tsv").write_bytes(b"\x00\xff\xfe broken \x00")
+    (root / "glue" / "RTE" / "dev.tsv").write_text((data_root / "glue" / "RTE" / "dev.tsv").read_text())
+    (root / "bias").symlink_to(data_root / "bias")
     config = tmp_path / "grid.yaml"
     config.write_text(
-        "finetune: {models: [tiny:bert], tasks: [qqp], seeds: [0], hyperparameters: {max_train_samples: 8}}\n"
+        "finetune: {models: [tiny:bert], tasks: [rte], seeds: [0], hyperparameters: {max_train_samples: 8}}\n"
         "bias: {datasets: [winobias], options: {limit: 3, precision: fp32}}\n"
     )
     out = tmp_path / "out"
-    code = cli.main(["run", str(config), "--output", str(out), "--data-root", str(data_root), "--isolate",
+    code = cli.main(["run", str(config), "--output", str(out), "--data-root", str(root), "--isolate",
                      "--no-progress"])
-    assert code == 1  # QQP is not in the shared data: that run fails
-    assert "2 runs: 1 ran, 0 skipped (done), 1 failed" in capsys.readouterr().out
+    assert code == 1  # the RTE run fails; the bias run still runs
+    captured = capsys.readouterr()
+    assert "2 runs: 1 ran, 0 skipped (done), 1 failed" in captured.out + captured.err
     exp = load_experiment(config, output=out)
     ft, bias = exp.specs
     failed = RunStore(out).get(ft.run_id())
-    assert failed["status"] == "failed" and "qqp" in failed["error"].lower()
+    assert failed["status"] == "failed" and "train.tsv" in failed["error"], failed["error"]
     assert RunStore(out).get(bias.run_id())["status"] == "ok"
