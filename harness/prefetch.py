@@ -206,13 +206,14 @@ def missing(specs: Iterable[Any], data_root: Path | None) -> list[str]:
 def check_available(exp: Any, *, specs: Sequence[Any] | None = None, data_root: Path | None = None,
                     config: str | None = None) -> None:
     """Offline (``HF_HUB_OFFLINE`` or the hub unreachable): raise one ``UserError`` naming every missing
-    model and dataset and the ``vnr prefetch`` command. Online: nothing to check (loading downloads)."""
+    model and dataset and the ``vnr prefetch`` command. Online: nothing to check (loading downloads).
+
+    The disk is read first: when everything is there (the usual case on a cluster), no hub probe (up to
+    ``HUB_PROBE_TIMEOUT_S`` on a node without internet) is spent on finding out whether we are offline."""
     from harness.models import hub_offline
 
-    if not hub_offline():
-        return
     gone = missing(exp.specs if specs is None else specs, data_root)
-    if gone:
+    if gone and hub_offline():
         shown = ", ".join(gone[:6]) + (f" and {len(gone) - 6} more" if len(gone) > 6 else "")
         where = config or getattr(exp, "source", "CONFIG")
         raise UserError(f"offline and not on disk: {shown}; run `vnr prefetch {where}` on a machine with "
