@@ -137,14 +137,10 @@ def model_cached(name: str, model_args: Sequence[tuple[str, Any]] = ()) -> bool:
 
 # ---------------------------------------------------------------------- datasets
 def _glue_in_root(task: str, data_root: Path | None) -> bool:
-    from harness.finetune.tasks import get_task, glue_dir
+    """Every file of ``task`` is under the data root (the same test the task loader makes)."""
+    from harness.finetune.tasks import get_task, local_folder
 
-    if data_root is None:
-        return False
-    try:
-        return (glue_dir(Path(data_root)) / get_task(task).dir_name / "train.tsv").is_file()
-    except UserError:
-        return False
+    return local_folder(get_task(task), data_root) is not None
 
 
 def _glue_cache_dir(task: str) -> Path:
@@ -225,10 +221,14 @@ def prefetch(config: str | Path, *, data_root: Path | None = None, only: Sequenc
              echo: Any = print) -> Needs:
     """Download everything ``config``'s grid needs; ``echo`` gets one line per item saying where it is."""
     from harness.grid.config import load_experiment, select_specs
+    from harness.models import hub_offline
 
-    exp = load_experiment(config)
+    exp = load_experiment(config)  # a bad config is named before anything else
     specs = select_specs(exp.specs, list(only) if only else None)
     need = needs(specs)
+    if missing(specs, data_root) and hub_offline():  # all on disk already: no hub needed
+        raise UserError("vnr prefetch needs the hub, but it is offline (HF_HUB_OFFLINE is set or the hub cannot "
+                        "be reached): run it on a machine with internet")
     for model, model_args in need.models:
         folder = prefetch_model(model, model_args)
         suffix = f" ({', '.join(f'{k}={v}' for k, v in model_args)})" if model_args else ""
@@ -263,13 +263,9 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from huggingface_hub import constants
 
-    from harness.models import hub_offline
     from ranking.paths import resolve_data_root
 
     root = resolve_data_root(args.data_root)
-    if hub_offline():
-        raise UserError("vnr prefetch needs the hub, but it is offline (HF_HUB_OFFLINE is set or the hub cannot "
-                        "be reached): run it on a machine with internet")
     prefetch(args.config, data_root=root, only=args.only)
     print(f"HF cache: {constants.HF_HUB_CACHE}")
     return 0

@@ -16,6 +16,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = str(REPO / "configs" / "experiments" / "smoke.yaml")
+PAPER = str(REPO / "configs" / "experiments" / "paper.yaml")
 GRID = "finetune: {models: [tiny:bert], tasks: [rte], seeds: [0]}\n"
 BIAS = "bias: {models: [tiny:bert], datasets: [winobias]}\n"
 
@@ -65,6 +66,17 @@ CASES = [
     ("finetune-epochs-0", None, "finetune --model tiny:bert --task rte --seed 0 --epochs 0 --output out",
      "--epochs: 0 must be above 0"),
     ("bias-limit", None, "bias --model tiny:bert --dataset winobias --limit -3 --output out", "--limit"),
+    ("finetune-model-args-typo", None,
+     "finetune --model tiny:bert --task rte --seed 0 --model-args revison=main --output out",
+     "unknown model argument 'revison'"),
+    ("bias-model-args-dtype", None, "bias --model tiny:bert --dataset winobias --model-args dtype=fp8 --output out",
+     "dtype 'fp8'"),
+    ("run-config-model-args-typo", GRID.replace("[tiny:bert]", "[{name: tiny:bert, model_args: {revison: main}}]"),
+     "run {config} --dry-run", "unknown model argument 'revison'"),
+    ("run-offline-nothing-on-disk", None, "run {smoke} --data-root . --output out", "vnr prefetch"),  # a root without glue/
+    # vnr prefetch
+    ("prefetch-missing-config", None, "prefetch nope.yaml --data-root .", "nope.yaml"),
+    ("prefetch-offline", None, "prefetch {paper} --data-root .", "offline"),
     ("bias-unknown-model", None, "bias --model nosuch/model-xyz --dataset winobias --data-root . --output out", "nosuch/model-xyz"),
 ]
 
@@ -80,7 +92,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, config, comma
         (tmp_path / "grid.yaml").write_text(config)
     before = _tree(tmp_path)
     # split on spaces only: a case may carry a newline inside one argument
-    argv = [part.format(config="grid.yaml", smoke=SMOKE, file="a-file") for part in command.split(" ")]
+    argv = [part.format(config="grid.yaml", smoke=SMOKE, paper=PAPER, file="a-file") for part in command.split(" ")]
     env = {**os.environ, "PYTHONPATH": str(REPO), "VNR_DATA_ROOT": str(tmp_path / "no-data"),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     proc = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=tmp_path, env=env, capture_output=True,
