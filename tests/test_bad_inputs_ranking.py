@@ -60,6 +60,9 @@ FILES = {
     "broken_sidecar.csv": GOOD_CSV,
     "broken_sidecar.yaml": "criteria: [unclosed\n",
     "dup.yaml": "criteria: {acc: {direction: higher}}\n",
+    "cost.csv": "model,acc,energy_kwh\nA,0.9,2.0\nB,0.7,1.0\n",
+    "groups.csv": GOOD_CSV,
+    "groups.yaml": "criteria:\n  acc: {direction: higher, group: g}\n  f1: {direction: higher, group: h}\n",
 }
 
 CASES = {
@@ -92,7 +95,14 @@ CASES = {
     "rank scenario unknown numeric group": ["rank", "--scenario", "scenario_num_groups.yaml", "--results", "good.csv"],
     "rank broken sidecar yaml": ["rank", "broken_sidecar.csv"],
     "rank scenario with --preset": ["rank", "--scenario", "scenario.yaml", "--results", "good.csv", "--preset", "votenrank"],
+    "rank cost column without direction": ["rank", "cost.csv"],
+    "rank --lower unknown column": ["rank", "good.csv", "--lower", "nope"],
+    "rank group weights miss a group": ["rank", "groups.csv", "--setting", "weighted", "--group-weights", "g=1"],
+    # criteria init
+    "criteria init not a csv": ["criteria", "init", "scenario.yaml"],
+    "criteria init --lower unknown column": ["criteria", "init", "cost.csv", "--lower", "nope", "--print"],
     # prospective
+    "prospective --higher unknown column": ["prospective", "good.csv", "--higher", "nope"],
     "prospective missing file": ["prospective", "nope.csv"],
     "prospective infinite score": ["prospective", "inf.csv"],
     "prospective unknown preset": ["prospective", "good.csv", "--preset", "paper"],
