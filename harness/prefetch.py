@@ -160,11 +160,13 @@ def glue_available(task: str, data_root: Path | None) -> bool:
 
 
 def bias_available(dataset: str, data_root: Path | None) -> bool:
-    """True when every file of ``dataset`` is in the data root, or (no data root) in the download cache."""
-    from harness.bias.data import SOURCES, cache_dir
+    """True when every file of ``dataset`` is in the data root or in the download cache (a data root is per
+    set: one that lacks the set reads it from the cache, like :func:`harness.bias.data.resolve_files`)."""
+    from harness.bias.data import cache_dir, get_dataset
 
-    root = Path(data_root) if data_root is not None else cache_dir()
-    return all((root / rel).is_file() for rel in SOURCES if rel.startswith(f"bias/{dataset}/"))
+    files = list(get_dataset(dataset).sources)
+    roots = [Path(data_root)] if data_root is not None else []
+    return any(all((root / rel).is_file() for rel in files) for root in [*roots, cache_dir()])
 
 
 def prefetch_glue(task: str, data_root: Path | None) -> str:

@@ -467,3 +467,18 @@ def test_bias_scoring_is_exact_fp32_by_default():
         assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+def test_a_bias_set_missing_from_the_data_root_counts_as_available_from_the_cache(tmp_path, monkeypatch, data_root):
+    """The offline check reads a data root per set, like the loader: the cache serves what the root lacks."""
+    import shutil
+
+    from harness.bias.data import CACHE_ENV
+    from harness.prefetch import bias_available
+
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    shutil.copytree(data_root / "bias" / "crows_pairs", root / "bias" / "crows_pairs")
+    monkeypatch.setenv(CACHE_ENV, str(cache))
+    assert bias_available("crows_pairs", root) and not bias_available("stereoset", root)
+    shutil.copytree(data_root / "bias" / "stereoset", cache / "bias" / "stereoset")  # what vnr prefetch leaves
+    assert bias_available("stereoset", root)
