@@ -16,6 +16,7 @@ import argparse
 import importlib
 import importlib.util
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -129,13 +130,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s" if args.verbose else "%(message)s",
     )
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at interpreter exit
+        return code
     except UserError as exc:
         print(f"vnr {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"vnr {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `vnr ... | head`: the reader has gone, nothing is wrong; no traceback at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for a writer stopped by SIGPIPE
 
 
 if __name__ == "__main__":

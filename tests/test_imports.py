@@ -225,3 +225,18 @@ def test_ranking_a_csv_needs_neither_pandas_nor_scipy(tmp_path):
     out = python(code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+def test_a_reader_that_leaves_early_is_no_error(tmp_path, monkeypatch):
+    """`vnr rank ... | head`: once the reader has closed the pipe, the command ends quietly with 141."""
+    import os
+
+    from harness.cli import main
+
+    csv = tmp_path / "t.csv"
+    csv.write_text("model,acc\nA,1\nB,2\n")
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone
+    with os.fdopen(write, "w") as gone:
+        monkeypatch.setattr(sys, "stdout", gone)
+        assert main(["rank", str(csv), "--rule", "borda"]) == 141
