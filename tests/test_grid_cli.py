@@ -26,6 +26,14 @@ REPO = Path(__file__).resolve().parents[1]
 SMOKE = str(REPO / "configs" / "experiments" / "smoke.yaml")
 
 
+@pytest.fixture
+def data_on_disk(data_root, monkeypatch):
+    """`vnr run` first checks, offline, that the grid's data is on disk: these grids read RTE / STS-B from the
+    shared data root (skipped where there is none)."""
+    monkeypatch.setenv("VNR_DATA_ROOT", str(data_root))
+    return data_root
+
+
 def fake_runner(spec, output, **kw):
     rec = {"run_id": spec.run_id(), "kind": spec.kind, "model": spec.model, "status": "ok", "metrics": {}}
     RunStore(output).write(rec)
@@ -73,7 +81,7 @@ def test_count_list_and_local_dry_run(tmp_path, capsys):
     assert out.count("run   ") == 14 and "14 to run, 0 done (dry run: nothing ran)" in out
 
 
-def test_local_run_status_and_collect_commands(tmp_path, capsys, monkeypatch):
+def test_local_run_status_and_collect_commands(tmp_path, capsys, monkeypatch, data_on_disk):
     monkeypatch.setattr(local_mod, "default_runner", fake_runner)
     out = str(tmp_path)
     assert cli.main(["run", SMOKE, "--output", out, "--only", "rte", "--no-progress"]) == 0
@@ -101,7 +109,7 @@ def test_local_run_status_and_collect_commands(tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().out.count("RuntimeError: no GPU left") == 2
 
 
-def test_bad_input_is_one_line(tmp_path, capsys):
+def test_bad_input_is_one_line(tmp_path, capsys, data_on_disk):
     bad = tmp_path / "bad.yaml"
     bad.write_text("finetune: {models: [tiny:bert], tasks: [rte], run_options: {sav_steps: 3}}\n")
     assert cli.main(["run", str(bad), "--output", str(tmp_path)]) == 2
@@ -165,7 +173,7 @@ def test_sbatch_args_take_resources_and_setup_from_the_config(tmp_path, capsys):
                 if line.startswith("#SBATCH") and any(k in line for k in ("--output", "--time", "--gres", "--mem"))]
 
 
-def test_runs_per_gpu_and_gpus_reach_the_executors(tmp_path, capsys, monkeypatch):
+def test_runs_per_gpu_and_gpus_reach_the_executors(tmp_path, capsys, monkeypatch, data_on_disk):
     calls = []
 
     def spy_execute(specs, output, **kwargs):
@@ -192,7 +200,7 @@ def test_runs_per_gpu_and_gpus_reach_the_executors(tmp_path, capsys, monkeypatch
     capsys.readouterr()
 
 
-def test_wait_shows_a_live_status_line_until_the_array_has_left_the_queue(tmp_path, capsys, monkeypatch):
+def test_wait_shows_a_live_status_line_until_the_array_has_left_the_queue(tmp_path, capsys, monkeypatch, data_on_disk):
     config = _grid(tmp_path)
     exp = load_experiment(config)
     queue = {"77_0": "RUNNING", "77_1": "PENDING", "77_2": "PENDING"}
