@@ -71,6 +71,7 @@ class BiasSpec:
     limit: int | None = None
     precision: str = "fp32"  # fp32 (exact, the default) | bf16 | fp16 | auto (bf16, else fp16, on a GPU)
     model_args: tuple[tuple[str, Any], ...] = ()
+    scoring: str = "default"  # default (the harness's definitions) | reference (the published scripts')
 
     kind = "bias"
 
@@ -102,9 +103,11 @@ def _canonical_model(spec: Any) -> None:
 
 
 def _identity(spec: Any, code_version: int) -> dict[str, Any]:
-    """What the run id hashes. ``model_args`` and the local fingerprint appear only when set, so the run
-    ids of plain hub and tiny models are those of earlier versions."""
+    """What the run id hashes. ``model_args``, a bias run's non-default ``scoring`` and the local fingerprint
+    appear only when set, so the run ids of plain hub and tiny models are those of earlier versions."""
     out = {"kind": spec.kind, "code_version": code_version, **asdict(spec)}
+    if out.get("scoring") == "default":
+        del out["scoring"]
     if not spec.model_args:
         del out["model_args"]
     else:

@@ -26,6 +26,8 @@ from ranking.errors import UserError
 
 # The numeric precisions a run can be asked for (harness.finetune.train and harness.bias.scoring accept these).
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+# How a bias run scores (harness.bias.evaluators): the harness's own definitions, or the published scripts'.
+BIAS_SCORING = ("default", "reference")
 SEED_MAX = 2**32 - 1  # numpy's and torch's seed range
 
 
@@ -108,6 +110,7 @@ _BIAS_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "precision": lambda v, w: choice(v, w, PRECISIONS),
     "batch_tokens": lambda v, w: whole(v, w, minimum=1),
     "model_args": lambda v, w: _model_args(v, w),
+    "scoring": lambda v, w: choice(v, w, BIAS_SCORING),
 }
 CHECKS = {"finetune": _FINETUNE_CHECKS, "bias": _BIAS_CHECKS}
 

@@ -34,7 +34,7 @@ import os
 import re
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -363,16 +363,22 @@ class BiasDataset:
     sources: Mapping[str, str]  # file under the data root -> public URL
     load: Callable[..., Any]  # (data_root, limit) -> examples
     sentences: Callable[[Any], list[str]]  # every sentence of the examples (a tiny tokenizer trains on them)
-    evaluate: Callable[[Any, Any], Any]  # (scorer, examples) -> evaluators.Evaluation
+    evaluate: Callable[..., Any]  # (scorer, examples, scoring) -> evaluators.Evaluation
     scoring: Mapping[str, Mapping[str, str]]
     metrics: tuple[str, ...]
     headline: tuple[str, ...]
     fairness: tuple[FairnessCriterion, ...]
     notes: str = ""
+    reference: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # ``scoring: reference``, per LM kind
 
-    def scoring_method(self, lm_kind: str) -> dict[str, str]:
-        """What a run of ``lm_kind`` scores (part of the set → how): the record's ``scoring.method``."""
-        return dict(self.scoring.get(lm_kind, {}))
+    def scoring_method(self, lm_kind: str, scoring: str = "default") -> dict[str, str]:
+        """What a run of ``lm_kind`` scores (part of the set → how) under ``scoring`` (``default`` |
+        ``reference``): the record's ``scoring.method``. A part the reference mode does not redefine is
+        scored as by default."""
+        method = dict(self.scoring.get(lm_kind, {}))
+        if scoring == "reference":
+            method.update(self.reference.get(lm_kind, {}))
+        return method
 
 
 _CAUSAL_SENTENCE = "sentence log-probability, first token given BOS"

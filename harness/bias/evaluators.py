@@ -61,7 +61,7 @@ class Evaluation:
 
 
 # ---------------------------------------------------------------------- CrowS-Pairs
-def evaluate_crows_pairs(scorer: Any, pairs: list) -> Evaluation:
+def evaluate_crows_pairs(scorer: Any, pairs: list, scoring: str = "default") -> Evaluation:
     import numpy as np
     import pandas as pd
 
@@ -69,6 +69,10 @@ def evaluate_crows_pairs(scorer: Any, pairs: list) -> Evaluation:
     from harness.bias.metrics import crows_pairs_metrics
     from harness.bias.scoring import MaskQuery
 
+    if scoring == "reference":
+        from harness.bias.reference import crows_pairs_reference
+
+        return crows_pairs_reference(scorer, pairs)
     more_texts = [p.sent_more for p in pairs]
     less_texts = [p.sent_less for p in pairs]
     if scorer.lm_kind == "masked":
@@ -167,42 +171,79 @@ def _mean(pieces: list) -> list[float]:
     return [float(p.mean()) if len(p) else 0.0 for p in pieces]
 
 
-def evaluate_stereoset(scorer: Any, sections: dict[str, list]) -> Evaluation:
+@dataclass
+class SectionScores:
+    """One StereoSet section scored: per candidate row (item, gold label), the text scored and its score.
+
+    ``columns``: more per-candidate values to keep in the frame (name → one value per row);
+    ``metrics``: section metrics beyond LMS/SS/ICAT of ``scores``; ``skipped``: why the
+    section was not scored (then ``scores`` is empty).
+    """
+
+    texts: list[str]
+    scores: list[float]
+    columns: dict[str, list] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    skipped: str | None = None
+
+
+def _intrasentence_scores(scorer: Any, rows: list, scoring: str) -> SectionScores:
+    if scoring == "reference":
+        from harness.bias.reference import stereoset_intrasentence_reference
+
+        return stereoset_intrasentence_reference(scorer, rows)
+    filled = [fill_in(it.context, it.sentences[label]) for it, label in rows]
+    texts = [f[0] for f in filled]
+    if scorer.lm_kind == "masked":
+        scores = _stereoset_intra_masked(scorer, texts, [f[1] for f in filled])
+    else:
+        seqs = [[scorer.bos_id, *ids] for ids in scorer.encode(texts)]
+        scores = _mean(scorer.token_log_probs(seqs, [1] * len(seqs), desc="stereoset intrasentence"))
+    notes = {}
+    not_fitting = sum(not f[2] for f in filled)
+    if not_fitting:
+        notes["intrasentence_template"] = (f"{not_fitting} candidate(s) do not fit their context's "
+                                           "template; scored as whole sentences")
+    return SectionScores(texts, scores, notes=notes)
+
+
+def _intersentence_scores(scorer: Any, rows: list, scoring: str) -> SectionScores:
+    if scorer.lm_kind == "masked":
+        return SectionScores([], [], skipped=INTERSENTENCE_MASKED_SKIP)
+    texts = [it.sentences[label] for it, label in rows]
+    return SectionScores(texts, _mean(scorer.score_continuations([it.context for it, _ in rows], texts)))
+
+
+_SECTION_SCORES = {"intrasentence": _intrasentence_scores, "intersentence": _intersentence_scores}
+
+
+def evaluate_stereoset(scorer: Any, sections: dict[str, list], scoring: str = "default") -> Evaluation:
     import pandas as pd
 
     from harness.bias.metrics import stereoset_metrics
 
     frames, metrics, skipped, notes = [], {}, {}, {}
     for section, items in sections.items():
-        if section == "intersentence" and scorer.lm_kind == "masked":
-            skipped["intersentence"] = INTERSENTENCE_MASKED_SKIP
-            continue
         rows = [(it, label) for it in items for label in STEREOSET_LABELS]
-        if section == "intrasentence":
-            filled = [fill_in(it.context, it.sentences[label]) for it, label in rows]
-            texts = [f[0] for f in filled]
-            if scorer.lm_kind == "masked":
-                scores = _stereoset_intra_masked(scorer, texts, [f[1] for f in filled])
-            else:
-                seqs = [[scorer.bos_id, *ids] for ids in scorer.encode(texts)]
-                scores = _mean(scorer.token_log_probs(seqs, [1] * len(seqs), desc="stereoset intrasentence"))
-            not_fitting = sum(not f[2] for f in filled)
-            if not_fitting:
-                notes["intrasentence_template"] = (f"{not_fitting} candidate(s) do not fit their context's "
-                                                     "template; scored as whole sentences")
-        else:
-            texts = [it.sentences[label] for it, label in rows]
-            scores = _mean(scorer.score_continuations([it.context for it, _ in rows], texts))
+        scored = _SECTION_SCORES[section](scorer, rows, scoring)
+        if scored.skipped:
+            skipped[section] = scored.skipped
+            continue
+        notes.update(scored.notes)
         by_item: dict[str, dict[str, Any]] = {}
-        for (it, label), text, score in zip(rows, texts, scores):
+        for k, ((it, label), text, score) in enumerate(zip(rows, scored.texts, scored.scores)):
             rec = by_item.setdefault(it.id, {"section": section, "id": it.id, "target": it.target,
                                              "bias_type": it.bias_type, "context": it.context})
             col = _SECTION_LABEL_COLS[label]
             rec[f"sentence_{col}"] = text
             rec[f"score_{col}"] = float(score)
+            for name, values in scored.columns.items():
+                rec[f"{name}_{col}"] = values[k]
         frame = pd.DataFrame(list(by_item.values()))
         frames.append(frame)
         metrics.update(stereoset_metrics(frame, section))
+        metrics.update(scored.metrics)
     if len(frames) == 2:  # as the original evaluator: all items of both sections pooled
         metrics.update(stereoset_metrics(pd.concat(frames, ignore_index=True), "overall"))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -210,7 +251,9 @@ def evaluate_stereoset(scorer: Any, sections: dict[str, list]) -> Evaluation:
 
 
 # ---------------------------------------------------------------------- WinoBias
-def evaluate_winobias(scorer: Any, pairs: list) -> Evaluation:
+def evaluate_winobias(scorer: Any, pairs: list, scoring: str = "default") -> Evaluation:
+    """Both modes score alike: WinoBias has no published LM-likelihood script (the paper's metric is a
+    coreference system's accuracy gap), so ``reference`` is this same likelihood stand-in."""
     import numpy as np
     import pandas as pd
 

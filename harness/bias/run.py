@@ -39,14 +39,16 @@ def load_examples(dataset: str, data_root: Path | None, limit: int | None) -> An
     return get_dataset(dataset).load(data_root, limit)
 
 
-def evaluate(scorer: Any, dataset: str, examples: Any) -> Evaluation:
-    """Score ``examples`` of ``dataset`` with ``scorer`` (its record's evaluator): per-example frame and metrics."""
-    return get_dataset(dataset).evaluate(scorer, examples)
+def evaluate(scorer: Any, dataset: str, examples: Any, scoring: str = "default") -> Evaluation:
+    """Score ``examples`` of ``dataset`` with ``scorer`` (its record's evaluator) under ``scoring``
+    (``default`` | ``reference``): per-example frame and metrics."""
+    return get_dataset(dataset).evaluate(scorer, examples, scoring)
 
 
 def validate_spec(spec: Any) -> None:
     from harness.bias.scoring import PRECISIONS
     from harness.models import check_head, resolve_model, scoring_head
+    from harness.validate import BIAS_SCORING
 
     if spec.dataset not in DATASETS:
         raise UserError(f"unknown bias dataset {spec.dataset!r}: use one of {', '.join(DATASETS)}")
@@ -54,6 +56,8 @@ def validate_spec(spec: Any) -> None:
         raise UserError(f"limit must be a positive integer, not {spec.limit!r}")
     if spec.precision not in PRECISIONS:
         raise UserError(f"unknown precision {spec.precision!r}: use one of {', '.join(PRECISIONS)}")
+    if spec.scoring not in BIAS_SCORING:
+        raise UserError(f"unknown scoring {spec.scoring!r}: use one of {', '.join(BIAS_SCORING)}")
     info = resolve_model(spec.model, spec.model_args)
     check_head(info, scoring_head(info))  # no LM head / no trained MLM head / encoder-decoder: refused now
 
@@ -108,7 +112,7 @@ def run_bias(
             scorer = make_scorer(model, tokenizer, info.lm_kind, precision=spec.precision,
                                  batch_tokens=batch_tokens, progress=progress)
             score_start = time.perf_counter()
-            result = evaluate(scorer, spec.dataset, examples)
+            result = evaluate(scorer, spec.dataset, examples, spec.scoring)
             score_time = time.perf_counter() - score_start
             atomic_write_parquet(store.artifact_path(rid, "examples.parquet"), result.frame)
         except Exception as exc:
@@ -121,7 +125,8 @@ def run_bias(
             "notes": result.notes,
             "scoring": {
                 "lm_kind": info.lm_kind,
-                "method": get_dataset(spec.dataset).scoring_method(info.lm_kind),
+                "mode": spec.scoring,
+                "method": get_dataset(spec.dataset).scoring_method(info.lm_kind, spec.scoring),
                 "device": str(scorer.device),
                 "dtype": str(scorer.dtype).replace("torch.", ""),
                 "precision": spec.precision,
