@@ -94,11 +94,12 @@ class Preset:
     og_gamma: float  # optimality_gap's gamma on the normalised (0-1) scale
     gm_nonpositive: str  # geometric_mean with a score <= 0: "error" | "zero"
     prospective_zero_weight: bool  # prospective LP may put weight on weight-0 columns
+    bias_scoring: str = "default"  # how a grid with this preset scores bias (harness.bias: default | reference)
 
 
 PRESETS: dict[str, Preset] = {
     "default": Preset("default", "default", "total_weight", 1.0, "error", False),
-    "votenrank": Preset("votenrank", "votenrank", "columns", 0.95, "zero", True),
+    "votenrank": Preset("votenrank", "votenrank", "columns", 0.95, "zero", True, bias_scoring="reference"),
 }
 
 

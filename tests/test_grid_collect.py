@@ -93,7 +93,7 @@ def test_matrix_values_directions_and_sidecar(exp):
     assert crit["rte_energy_kwh"]["unit"] == "kWh" and crit["rte_co2_kg"]["unit"] == "kg CO2eq"
     assert crit["crows_anti_stereo_score"] == {
         "direction": "higher", "weight": 1.0, "group": "fairness", "unit": "%",
-        "source": bias_data.get_dataset("crows_pairs").fairness[0].note,
+        "source": bias_data.get_dataset("crows_pairs").fairness[0].note + "; scored with the harness's definitions",
     }
 
     # exactly what `vnr rank` reads
@@ -330,3 +330,46 @@ def test_an_output_that_is_a_file_or_read_only_is_one_line_and_writes_nothing(ex
     finally:
         exp.output.chmod(0o700)
     assert not (exp.output / "matrix.csv").exists()
+
+
+def _set_scoring(exp, modes):
+    store = RunStore(exp.output)
+    for spec in exp.specs:
+        if isinstance(spec, BiasSpec) and (spec.model, spec.dataset) in modes:
+            rec = store.get(spec.run_id())
+            store.write({**rec, "scoring": {"mode": modes[(spec.model, spec.dataset)]}})
+
+
+def test_the_bias_scoring_mode_is_stated_and_mixed_modes_are_refused(exp):
+    _fill(exp)  # records without scoring.mode were scored with the default definitions
+    side = yaml.safe_load(collect(exp).criteria_path.read_text())["criteria"]
+    assert side["crows_anti_stereo_score"]["source"].endswith("; scored with the harness's definitions")
+    _set_scoring(exp, {(m, "crows_pairs"): "reference" for m in BASE})
+    side = yaml.safe_load(collect(exp).criteria_path.read_text())["criteria"]
+    assert side["crows_anti_stereo_score"]["source"].endswith(
+        "; scored with the published scripts' definitions (scoring: reference)")
+    assert side["stereoset_intra_icat"]["source"].endswith("; scored with the harness's definitions")
+
+    _set_scoring(exp, {("tiny:gpt2", "crows_pairs"): "default"})
+    odd = _spec(exp, "tiny:gpt2", "crows_pairs")
+    with pytest.raises(UserError) as err:
+        collect(exp)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(
+        f"bias set crows_pairs: its runs were scored with different definitions (default: {odd.run_id()}; reference: ")
+    assert message.endswith("re-run them with one bias.options.scoring (default | reference)")
+
+
+def test_a_grid_preset_is_named_in_the_sidecar_and_the_summary(tmp_path):
+    from harness.grid.collect import describe
+
+    exp = parse_experiment({**DOC, "preset": "votenrank"}).with_output(tmp_path)
+    _fill(exp)
+    result = collect(exp)
+    text = result.criteria_path.read_text()
+    assert "# grid preset: votenrank (rank with --preset votenrank to follow its conventions)\n" in text
+    assert describe(result).endswith("; the grid follows preset votenrank: rank with --preset votenrank")
+    plain_exp = parse_experiment(DOC).with_output(tmp_path / "plain")
+    _fill(plain_exp)
+    plain = collect(plain_exp)
+    assert "preset" not in plain.criteria_path.read_text() and "preset" not in describe(plain)

@@ -217,6 +217,43 @@ def test_bias_options_and_resources_are_checked_at_load(doc, message):
         parse_experiment(doc, where="bad.yaml")
 
 
+def test_a_grid_preset_sets_the_default_bias_scoring():
+    bias = {"models": ["tiny:bert"], "datasets": ["crows_pairs", "winobias"]}
+    plain = parse_experiment({"name": "t", "bias": bias})
+    assert plain.preset == "default" and {s.scoring for s in plain.specs} == {"default"}
+    voted = parse_experiment({"name": "t", "preset": "votenrank", "bias": bias})
+    assert voted.preset == "votenrank" and {s.scoring for s in voted.specs} == {"reference"}
+    # the reference runs are other runs (scoring is in their identity); default runs keep their old ids
+    assert {s.run_id() for s in voted.specs}.isdisjoint(s.run_id() for s in plain.specs)
+    assert plain.specs[0].run_id() == BiasSpec("tiny:bert", "crows_pairs").run_id()
+    assert "scoring" not in plain.specs[0].identity() and voted.specs[0].identity()["scoring"] == "reference"
+    # an explicit option or override wins over the preset
+    mixed = parse_experiment({"name": "t", "preset": "votenrank", "bias": {
+        **bias, "overrides": [{"datasets": ["winobias"], "set": {"scoring": "default"}}]}})
+    assert [s.scoring for s in mixed.specs] == ["reference", "default"]
+    own = parse_experiment({"name": "t", "preset": "votenrank", "bias": {**bias, "options": {"scoring": "default"}}})
+    assert {s.scoring for s in own.specs} == {"default"}
+    # the shipped paper grid follows the published conventions
+    paper = load_experiment(PAPER)
+    assert paper.preset == "votenrank" and {s.scoring for s in paper.specs if isinstance(s, BiasSpec)} == {"reference"}
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"preset": "paper"}, "bad.yaml: preset: 'paper' is not one of default, votenrank"),
+        ({"bias": {"models": ["tiny:bert"], "options": {"scoring": "published"}}},
+         "bias.options.scoring: 'published' is not one of default, reference"),
+        ({"preset": "votenrank", "bias": {"models": ["tiny:bert"], "overrides": [{"set": {"scoring": 1}}]}},
+         "bias.overrides[0].set.scoring: 1 is not one of default, reference"),
+    ],
+)
+def test_bad_presets_and_scoring_modes_name_their_key(doc, message):
+    doc = {"name": "t", "bias": {"models": ["tiny:bert"]}, **doc}
+    with pytest.raises(UserError, match=re.escape(message)):
+        parse_experiment(doc, where="bad.yaml")
+
+
 def test_models_as_mappings_and_the_local_section():
     exp = parse_experiment({
         "finetune": {"models": [{"name": "tiny:bert"}, "tiny:gpt2"], "tasks": ["rte"]},

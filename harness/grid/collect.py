@@ -98,6 +98,7 @@ class Collected:
     missing: list[str]
     unusable: dict[str, str] = field(default_factory=dict)  # run id -> what is wrong with its record
     packing: dict[str, list[int]] = field(default_factory=dict)  # task -> packing levels of its efficiency runs
+    preset: str = "default"  # the grid's ranking preset (rank with --preset PRESET to follow it)
 
 
 def _num(value: Any) -> float | None:
@@ -369,6 +370,7 @@ def collect(
             meta[f"{task}_{suffix}"]["source"] += f"; {text}"
 
     fair_names: list[str] = []
+    scoring_modes: dict[str, dict[str, list[str]]] = {}  # dataset -> scoring mode -> run ids
     for spec in exp.specs:
         if not isinstance(spec, BiasSpec):
             continue
@@ -387,11 +389,22 @@ def collect(
         if rec is None:
             continue
         by_target.setdefault(("bias", spec.dataset), []).append(rec)
+        mode = str((rec.get("scoring") or {}).get("mode", "default"))
+        scoring_modes.setdefault(spec.dataset, {}).setdefault(mode, []).append(spec.run_id())
         metrics = rec.get("metrics") or {}
         for crit in record.fairness:
             value = _num(metrics.get(crit.metric))
             if value is not None:
                 rows[exp.label(spec.model)][crit.name] = crit.apply(value)
+    for dataset, modes in scoring_modes.items():  # one criterion, one definition: never mix scoring modes
+        if len(modes) > 1:
+            shown = "; ".join(f"{mode}: {_some(rids)}" for mode, rids in sorted(modes.items()))
+            raise UserError(f"bias set {dataset}: its runs were scored with different definitions ({shown}); "
+                            "re-run them with one bias.options.scoring (default | reference)")
+        (mode,) = modes
+        for crit in get_dataset(dataset).fairness:
+            meta[crit.name]["source"] += ("; scored with the published scripts' definitions (scoring: reference)"
+                                          if mode == "reference" else "; scored with the harness's definitions")
     for dataset in exp.bias_datasets:
         recs = by_target.get(("bias", dataset), [])
         crits = get_dataset(dataset).fairness
@@ -436,6 +449,8 @@ def collect(
         f"{len(missing)} of {len(exp.specs)} runs missing, {len(unusable)} unusable"
         + ("; a seed-dependent cell with any seed missing is empty" if missing or unusable else "") + ".\n"
         + packing_line
+        + (f"# grid preset: {exp.preset} (rank with --preset {exp.preset} to follow its conventions)\n"
+           if exp.preset != "default" else "")
     )
     buf = io.StringIO()
     frame.to_csv(buf, float_format="%.10g")
@@ -461,7 +476,7 @@ def collect(
 
     ScoreTable.load(matrix_path)  # what `vnr rank` reads must load; a failure here is a bug, not user input
     return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
-                     [*missing, *unusable], dict(unusable), packing_by_task)
+                     [*missing, *unusable], dict(unusable), packing_by_task, exp.preset)
 
 
 def describe(result: Collected) -> str:
@@ -474,4 +489,6 @@ def describe(result: Collected) -> str:
         unusable = f" ({len(result.unusable)} of them unusable records)" if result.unusable else ""
         line += (f"; {len(result.missing)} runs missing{unusable}: their cells, and every mean over seeds "
                  "lacking one, are empty")
+    if result.preset != "default":
+        line += f"; the grid follows preset {result.preset}: rank with --preset {result.preset}"
     return line

@@ -73,7 +73,7 @@ Spec = FinetuneSpec | BiasSpec
 # Grids name tasks and datasets canonically (they become matrix column names): the registries' keys.
 GLUE_TASKS = tuple(TASKS)
 BIAS_DATASETS = DATASETS
-_TOP_KEYS = ("name", "description", "output", "labels", "finetune", "bias", "slurm", "local")
+_TOP_KEYS = ("name", "description", "output", "labels", "preset", "finetune", "bias", "slurm", "local")
 _FINETUNE_KEYS = ("models", "tasks", "seeds", "hyperparameters", "overrides", "run_options")
 _BIAS_KEYS = ("models", "datasets", "options", "overrides", "run_options")
 _OVERRIDE_KEYS = ("models", "tasks", "datasets", "seeds", "set")
@@ -155,6 +155,7 @@ class Experiment:
     bias_datasets: tuple[str, ...] = ()
     models: tuple[str, ...] = ()  # all models, in order of first appearance
     labels: Mapping[str, str] = field(default_factory=dict)
+    preset: str = "default"  # ranking preset whose conventions the grid follows (bias scoring: its bias_scoring)
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
     run_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # kind -> run function kwargs
     local: LocalSettings = field(default_factory=LocalSettings)
@@ -194,6 +195,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
     labels = {single_line(k, f"{where}: labels"): single_line(v, f"{where}: labels") for k, v in labels.items()}
     if len(set(labels.values())) != len(labels):
         raise UserError(f"{where}: two models share one label in labels:")
+    preset = _preset(doc.get("preset", "default"), f"{where}: preset")
 
     specs: list[Spec] = []
     tasks: tuple[str, ...] = ()
@@ -246,10 +248,13 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
                 raise UserError(f"{bwhere}.datasets: unknown dataset {ds!r} (known: {', '.join(BIAS_DATASETS)})")
         base = _mapping(bias.get("options"), f"{bwhere}.options")
         overrides = _overrides(bias.get("overrides"), f"{bwhere}.overrides", ("models", "datasets", "set"))
+        preset_scoring = {"scoring": preset.bias_scoring} if "scoring" not in base else {}
         for model, model_args in b_models:
             for ds in datasets:
                 params, origin = _apply(base, f"{bwhere}.options", overrides, f"{bwhere}.overrides",
                                         model=model, dataset=ds)
+                params = {**preset_scoring, **params}
+                origin = {"scoring": f"{where}: preset ({preset.name})", **origin}
                 data = {**params, "model": model, "dataset": ds,
                         **_model_args_field(BiasSpec, model_args, f"{bwhere}.models")}
                 specs.append(_spec(BiasSpec, data, f"{bwhere} ({model}, {ds})", origin))
@@ -275,10 +280,21 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         bias_datasets=datasets,
         models=tuple(dict.fromkeys(models)),
         labels=labels,
+        preset=preset.name,
         slurm=parse_slurm(doc.get("slurm"), f"{where}: slurm"),
         run_options=run_options,
         local=parse_local(doc.get("local"), f"{where}: local"),
     )
+
+
+def _preset(value: Any, where: str) -> Any:
+    """The ranking preset a grid follows (``default`` | ``votenrank``); its ``bias_scoring`` is the default
+    ``scoring`` of the grid's bias runs (``votenrank``: ``reference``, the published scripts')."""
+    from ranking.settings import PRESETS, get_preset
+
+    if not isinstance(value, str) or value not in PRESETS:
+        raise UserError(f"{where}: {value!r} is not one of {', '.join(PRESETS)}")
+    return get_preset(value)
 
 
 def _apply(base: Mapping[str, Any], base_where: str, overrides: Sequence[Mapping[str, Any]], ov_where: str,
