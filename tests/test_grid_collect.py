@@ -372,4 +372,4 @@ def test_a_grid_preset_is_named_in_the_sidecar_and_the_summary(tmp_path):
     plain_exp = parse_experiment(DOC).with_output(tmp_path / "plain")
     _fill(plain_exp)
     plain = collect(plain_exp)
-    assert "preset" not in plain.criteria_path.read_text() and "preset" not in describe(plain)
+    assert "# grid preset" not in plain.criteria_path.read_text() and "follows preset" not in describe(plain)
