@@ -8,6 +8,7 @@ expected value below is worked out by hand in the comments.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -316,3 +317,42 @@ def test_superglue_with_the_preset_runs(data_root, capsys):
     raw = pd.read_csv(data_root / "leaderboards/votenrank/superglue.csv")
     assert out["arithmetic_mean"]["scores"]["ERNIE 3.0"] == pytest.approx(float(raw.loc[0, "Score"]), abs=0.05)
 
+
+LEADERBOARDS = Path(__file__).resolve().parents[1] / "configs" / "leaderboards"
+
+# The prospective systems in the outputs of the authors' notebook "case studies/CS2 - Condorcet Search.ipynb"
+# (github.com/PragmaticsLab/vote_and_rank): their LP on the complete rows of each leaderboard.
+PAPER_PROSPECTIVE = {
+    "superglue": (22, [
+        "ERNIE 3.0", "T5 + UDG, Single Model (Google Brain)", "DeBERTa / TuringNLRv4", "SuperGLUE Human Baselines",
+        "T5", "AILabs Team, Transformers", "ADAPET (ALBERT) - few-shot", "Most Frequent Class", "CBoW",
+        "WARP (ALBERT-XXL-V2) - Few-Shot (32 Examples)",
+    ]),
+    "glue": (97, [
+        "ERNIE", "StructBERT + CLEVER", "DeBERTa / TuringNLRv4", "DeBERTa + CLEVER", "MacALBERT + DKM",
+        "ALBERT + DAAF + NAS", "T5", "MT-DNN-SMART", "GLUE Human Baselines",
+    ]),
+    "value": (6, ["craig.starr", "DuKG", "HERO 1"]),
+}
+
+
+@pytest.mark.parametrize("board", sorted(PAPER_PROSPECTIVE))
+def test_preset_reproduces_the_papers_prospective_systems(data_root, board):
+    from ranking.loading import load_table
+
+    table = load_table(LEADERBOARDS / f"{board}.yaml", data_root=data_root)
+    n_examined, systems = PAPER_PROSPECTIVE[board]
+    found = prospective(table, preset="votenrank")
+    assert len(found) == n_examined
+    assert sorted(m for m, r in found.items() if r.prospective) == sorted(systems)
+
+
+def test_superglue_prospective_with_incomplete_models_kept(data_root):
+    # keeping the two incomplete rows (the default's way) adds exactly them: Outside Best (no CB, WiC, WSC,
+    # AX-b, AX-g) and Snorkel (no BoolQ, ReCoRD, AX-g) win where their missing scores skip the pairs
+    from ranking.loading import load_table
+
+    table = load_table(LEADERBOARDS / "superglue.yaml", data_root=data_root)
+    kept = prospective(table, preset="votenrank", drop_incomplete=False)
+    extra = {m for m, r in kept.items() if r.prospective} - set(PAPER_PROSPECTIVE["superglue"][1])
+    assert len(kept) == 24 and extra == {"Outside Best", "Snorkel [SuperGLUE v1.9]"}
