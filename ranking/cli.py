@@ -8,7 +8,7 @@
                    [--ties default|votenrank] [--drop-incomplete] [--format table|json|csv]
     vnr rank --scenario FILE [--results DIR] [--bootstrap N] [--seed N] ...   (scenario mode)
     vnr prospective TABLE [--data-root DIR] [--lower/--higher COL,...] [--strict] [--preset default|votenrank]
-                          [--format table|json]
+                          [--drop-incomplete | --keep-incomplete] [--format table|json]
     vnr criteria init TABLE [--lower/--higher COL,...] [--force]
 
 TABLE is anything :func:`ranking.load_table` reads (a CSV with its criteria
@@ -18,7 +18,9 @@ number|null}, "ranks": {model: int|null}, "winners": [...]}}`` for ``rank``
 (``settings``: the setting, preset, ties, directions and weights actually used, see
 :func:`ranking.api.used_settings`; the table format states them above the
 table) and ``{model: {"prospective": bool, "weights": {criterion: number}|null}}``
-for ``prospective``. With ``--rule all`` (the default), a rule that cannot
+for ``prospective`` (the models examined: with ``--drop-incomplete``, the
+``votenrank`` preset's default, models missing a score are left out, and a
+note on stderr names them). With ``--rule all`` (the default), a rule that cannot
 apply to the table (e.g. ``geometric_mean`` with a non-positive score) is
 left out with a note on stderr; a rule named explicitly fails instead.
 
@@ -101,7 +103,17 @@ def register(subparsers: Any) -> None:
     q.add_argument("--strict", action="store_true", help="require beating every rival (default: >= 0, Eq. 2)")
     q.add_argument(
         "--preset", default=None, choices=PRESETS,
-        help="votenrank: search weights over every column, weight-0 diagnostics included (as the paper)",
+        help="votenrank: search weights over every column, weight-0 diagnostics included, among the models with "
+        "every score (as the paper)",
+    )
+    incomplete = q.add_mutually_exclusive_group()
+    incomplete.add_argument(
+        "--drop-incomplete", dest="drop_incomplete", action="store_const", const=True, default=None,
+        help="leave out models missing a score on a column the LP may weight (default: the preset's; votenrank: yes)",
+    )
+    incomplete.add_argument(
+        "--keep-incomplete", dest="drop_incomplete", action="store_const", const=False,
+        help="examine every model; a missing score skips that column in its pairs (the default preset's way)",
     )
     q.add_argument("--format", default="table", choices=("table", "json"), help="output format")
     q.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
@@ -320,7 +332,11 @@ def run_prospective(args: argparse.Namespace) -> int:
     from ranking.prospective import prospective
 
     table = table_from_args(args)
-    found = prospective(table, strict=args.strict, zero_weight_columns=args.preset == "votenrank")
+    found = prospective(table, strict=args.strict, preset=args.preset, drop_incomplete=args.drop_incomplete)
+    left_out = [m for m in table.models if m not in found]
+    if left_out:
+        print(f"vnr prospective: note: left out {len(left_out)} model(s) missing a score, neither candidates nor "
+              f"rivals (--keep-incomplete keeps them): {', '.join(left_out)}", file=sys.stderr)
     if args.format == "json":
         text = json.dumps({m: r.to_dict() for m, r in found.items()}, indent=2, allow_nan=False)
     else:

@@ -10,6 +10,15 @@ is skipped, as in the majority rules). The table's own weights play no part
 otherwise or ``zero_weight_columns=True`` (the ``votenrank`` preset: the
 paper's LP searches over every column, diagnostics included).
 
+Models missing a score: by default every model is examined and a missing
+score only skips that criterion in the pairs it is part of. With
+``drop_incomplete=True`` (the ``votenrank`` preset: the authors ran their LP
+on the leaderboard's complete rows, pandas ``dropna()``) a model missing a
+score on a criterion the LP may weight (upper bound > 0) is left out: neither
+a candidate nor a rival, and absent from the result. On SuperGLUE that leaves
+out "Outside Best" and "Snorkel [SuperGLUE v1.9]", and the preset finds the
+paper's 10 prospective systems (12 without the drop).
+
 - **weak** (default, the paper's Eq. 2): ``a`` is prospective iff some ``w``
   gives every margin ``>= 0``;
 - **strict** (``strict=True``): every margin ``>= STRICT_MARGIN`` (1e-6 of
@@ -53,6 +62,7 @@ from scipy.optimize import linprog
 
 from ranking.errors import UserError
 from ranking.pairwise import criterion_signs
+from ranking.settings import get_preset
 from ranking.table import ScoreTable
 
 #: Smallest margin (as a fraction of the total weight 1) that counts as a strict win.
@@ -91,9 +101,15 @@ def prospective(
     A_ub: Any = None,
     b_ub: Any = None,
     objective: Mapping[str, float] | Sequence[float] | None = None,
-    zero_weight_columns: bool = False,
+    zero_weight_columns: bool | None = None,
+    drop_incomplete: bool | None = None,
+    preset: str | None = None,
 ) -> dict[str, ProspectiveResult]:
     """For every model: is it a (weak / strict) Condorcet winner under some admissible weights?
+
+    ``preset`` (None: ``default``) gives ``zero_weight_columns`` and
+    ``drop_incomplete`` when they are None (module docstring). With
+    ``drop_incomplete`` the result holds only the models examined.
 
     ``bounds``: criterion → ``(low, high)`` (others: ``(0, 1)``; ``(0, 0)`` if
     the table gives the criterion weight 0), or
@@ -116,9 +132,14 @@ def prospective(
             f"prospective systems solve one linear programme per model: at most {MAX_MODELS} models, "
             f"this table has {table.n_models} (select the models to examine first)"
         )
+    conv = get_preset(preset)
+    zero_weight_columns = conv.prospective_zero_weight if zero_weight_columns is None else zero_weight_columns
+    drop_incomplete = conv.prospective_drop_incomplete if drop_incomplete is None else drop_incomplete
     names = table.names
     m = len(names)
     lower, upper = _bounds(names, bounds, np.ones(m) if zero_weight_columns else table.weights)
+    if drop_incomplete:
+        table = _complete_models(table, upper > 0)
     a_extra, b_extra = _extra_constraints(names, A_ub, b_ub)
     cost = _objective(names, objective)
     _check_admissible(lower, upper, a_extra, b_extra)
@@ -147,6 +168,22 @@ def prospective(
             margin = float((d @ w).min()) if d.shape[0] else math.inf
             results[table.models[a]] = ProspectiveResult(True, {c: float(v) for c, v in zip(names, w)}, margin)
     return results
+
+
+def _complete_models(table: ScoreTable, weighable: np.ndarray) -> ScoreTable:
+    """``table`` without the models missing a score on a ``weighable`` criterion.
+
+    >>> from ranking.table import Criterion
+    >>> t = ScoreTable(("A", "B", "C"), (Criterion("c"), Criterion("d", weight=0.0)),
+    ...                np.array([[1.0, 2.0], [np.nan, 1.0], [2.0, np.nan]]))
+    >>> _complete_models(t, np.array([True, False])).models, _complete_models(t, np.array([True, True])).models
+    (('A', 'C'), ('A',))
+    """
+    bad = np.isnan(table.values[:, weighable]).any(axis=1)
+    if bad.all():
+        raise UserError("every model misses a score on a criterion the LP may weight: dropping incomplete "
+                        "models leaves none (keep them: drop_incomplete=False, --keep-incomplete)")
+    return table.drop_models([mod for mod, b in zip(table.models, bad) if b]) if bad.any() else table
 
 
 def hard_rivals(signs: np.ndarray, rows: np.ndarray, rounds: int = 100) -> list[np.ndarray]:

@@ -35,7 +35,7 @@
 Presets (``preset=``)
     ``"default"`` is the principled reading above. ``"votenrank"``
     reproduces the numbers published with Vote'n'Rank (Rofin et al. 2023) and
-    changes five conventions at once (see :data:`PRESETS`): ties as the
+    changes six conventions at once (see :data:`PRESETS`): ties as the
     ``votenrank`` tie convention; ``weighted`` divides an own weight by the
     *number of columns* of its group (every column of the group counted,
     a half-weight ``a/b`` column and a weight-0 column included), so a group
@@ -46,8 +46,12 @@ Presets (``preset=``)
     for a zero score, NaN for a negative one, which sorts last: both end at
     the bottom) instead of an error; prospective systems
     (:mod:`ranking.prospective`) search weights over every column, weight-0
-    diagnostics included. An explicit ``ties=`` or rule parameter (e.g.
-    ``gamma=``) overrides the preset's value.
+    diagnostics included, among the models with a score on every column (the
+    authors ran their LP on the leaderboard's complete rows, pandas
+    ``dropna()``: a model missing any score is neither a candidate nor a
+    rival; the default keeps it and skips the missing pairs). An explicit
+    ``ties=``, rule parameter (e.g. ``gamma=``) or ``prospective`` argument
+    (``zero_weight_columns=``, ``drop_incomplete=``) overrides the preset's value.
 
 Group weights default to 1 for every group when none are given; given ones
 must name every group with a criterion of non-zero weight (a group left out is
@@ -94,12 +98,13 @@ class Preset:
     og_gamma: float  # optimality_gap's gamma on the normalised (0-1) scale
     gm_nonpositive: str  # geometric_mean with a score <= 0: "error" | "zero"
     prospective_zero_weight: bool  # prospective LP may put weight on weight-0 columns
+    prospective_drop_incomplete: bool  # prospective LP only among models with every score it may weight
     bias_scoring: str = "default"  # how a grid with this preset scores bias (harness.bias: default | reference)
 
 
 PRESETS: dict[str, Preset] = {
-    "default": Preset("default", "default", "total_weight", 1.0, "error", False),
-    "votenrank": Preset("votenrank", "votenrank", "columns", 0.95, "zero", True, bias_scoring="reference"),
+    "default": Preset("default", "default", "total_weight", 1.0, "error", False, False),
+    "votenrank": Preset("votenrank", "votenrank", "columns", 0.95, "zero", True, True, bias_scoring="reference"),
 }
 
 

@@ -8,6 +8,7 @@ expected value below is worked out by hand in the comments.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -181,6 +182,69 @@ def test_prospective_preset_on_the_command_line(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["C"]["prospective"] is True
 
 
+@pytest.fixture
+def incomplete():
+    # t1, t2 weighted 1; D misses t1 and is best on t2.
+    nan = float("nan")
+    return _table(
+        {"A": [3.0, 1.0], "B": [1.0, 3.0], "C": [2.0, 2.0], "D": [nan, 4.0]}, [Criterion("t1"), Criterion("t2")]
+    )
+
+
+def test_prospective_preset_examines_only_models_with_every_score(incomplete):
+    # default: D stays, and a pair with D is decided on t2 alone (t1 skipped): D beats everyone by w2, so D is
+    # prospective (w2 = 1), and so is A (w1 = 1: D's win on t2 then weighs 0). B needs w2 = 1 to beat A, and C
+    # needs w1 = w2 = 1/2 to tie A and B; either way D beats them by w2 > 0: not prospective.
+    default = prospective(incomplete)
+    assert {m: r.prospective for m, r in default.items()} == {"A": True, "B": False, "C": False, "D": True}
+    # votenrank: D misses a score, so it is neither candidate nor rival (the authors' dropna()): A with w1 = 1,
+    # B with w2 = 1, and C with w1 = w2 = 1/2 (margin 0 over A and B: a weak winner) are all prospective.
+    paper = prospective(incomplete, preset="votenrank")
+    assert {m: r.prospective for m, r in paper.items()} == {"A": True, "B": True, "C": True}
+    assert paper["C"].weights == pytest.approx({"t1": 0.5, "t2": 0.5}) and paper["C"].margin == pytest.approx(0.0)
+    # the argument overrides the preset, either way
+    assert set(prospective(incomplete, preset="votenrank", drop_incomplete=False)) == {"A", "B", "C", "D"}
+    assert set(prospective(incomplete, drop_incomplete=True)) == {"A", "B", "C"}
+
+
+def test_prospective_incomplete_means_missing_a_column_the_lp_may_weight():
+    # C misses only the weight-0 diagnostic d: the votenrank LP may weight d, so C is left out there;
+    # with d held at 0 (zero_weight_columns=False) C's missing d cannot matter, and C stays.
+    crits = [Criterion("t1"), Criterion("t2"), Criterion("d", weight=0.0)]
+    t = _table({"A": [3.0, 1.0, 1.0], "B": [1.0, 3.0, 2.0], "C": [0.0, 0.0, float("nan")]}, crits)
+    assert set(prospective(t, preset="votenrank")) == {"A", "B"}
+    assert set(prospective(t, drop_incomplete=True)) == {"A", "B", "C"}
+    with pytest.raises(UserError, match="leaves none"):
+        prospective(_table({"A": [float("nan"), 1.0], "B": [1.0, float("nan")]}, crits[:2]), drop_incomplete=True)
+
+
+def test_prospective_incomplete_on_the_command_line(tmp_path, capsys):
+    csv = tmp_path / "t.csv"
+    csv.write_text("model,t1,t2\nA,3,1\nB,1,3\nC,2,2\nD,,4\n")
+    (tmp_path / "t.yaml").write_text("criteria: {t1: {direction: higher}, t2: {direction: higher}}\n")
+    assert main(["prospective", str(csv), "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert set(json.loads(out.out)) == {"A", "B", "C", "D"} and "left out" not in out.err
+    assert main(["prospective", str(csv), "--format", "json", "--preset", "votenrank"]) == 0
+    out = capsys.readouterr()
+    assert {m: v["prospective"] for m, v in json.loads(out.out).items()} == {"A": True, "B": True, "C": True}
+    assert "left out 1 model(s) missing a score" in out.err and out.err.rstrip().endswith(": D")
+    assert main(["prospective", str(csv), "--format", "json", "--preset", "votenrank", "--keep-incomplete"]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {"A", "B", "C", "D"}
+    assert main(["prospective", str(csv), "--drop-incomplete"]) == 0
+    assert "3 of 3 models are prospective" in capsys.readouterr().out
+
+
+def test_whatif_prospective_under_the_preset_says_a_model_was_left_out(incomplete):
+    from ranking.scenarios.whatif import _prospective
+
+    assert _prospective(incomplete, "D")["prospective"] is True
+    assert _prospective(incomplete, "D", "votenrank") == {
+        "prospective": False, "weights": None, "group_share": None, "margin": None, "left_out": True
+    }
+    assert _prospective(incomplete, "B", "votenrank")["prospective"] is True
+
+
 # ---------------------------------------------------------------------- one flag, one scenario key
 def test_rank_preset_flag(tmp_path, capsys):
     csv = tmp_path / "t.csv"
@@ -222,9 +286,10 @@ def test_scenario_preset_keys_are_validated(bad):
 def test_default_preset_is_the_principled_one():
     assert get_preset(None) == PRESETS["default"]
     d = PRESETS["default"]
-    assert (d.ties, d.weighted_divisor, d.og_gamma, d.gm_nonpositive, d.prospective_zero_weight) == (
-        "default", "total_weight", 1.0, "error", False
-    )
+    assert (
+        d.ties, d.weighted_divisor, d.og_gamma, d.gm_nonpositive, d.prospective_zero_weight,
+        d.prospective_drop_incomplete,
+    ) == ("default", "total_weight", 1.0, "error", False, False)
 
 
 def test_paper_case_study_uses_the_preset(data_root):
@@ -251,3 +316,43 @@ def test_superglue_with_the_preset_runs(data_root, capsys):
     # the leaderboard's own Score is the weighted mean (a/b cells half weight each, diagnostics 0)
     raw = pd.read_csv(data_root / "leaderboards/votenrank/superglue.csv")
     assert out["arithmetic_mean"]["scores"]["ERNIE 3.0"] == pytest.approx(float(raw.loc[0, "Score"]), abs=0.05)
+
+
+LEADERBOARDS = Path(__file__).resolve().parents[1] / "configs" / "leaderboards"
+
+# The prospective systems in the outputs of the authors' notebook "case studies/CS2 - Condorcet Search.ipynb"
+# (github.com/PragmaticsLab/vote_and_rank): their LP on the complete rows of each leaderboard.
+PAPER_PROSPECTIVE = {
+    "superglue": (22, [
+        "ERNIE 3.0", "T5 + UDG, Single Model (Google Brain)", "DeBERTa / TuringNLRv4", "SuperGLUE Human Baselines",
+        "T5", "AILabs Team, Transformers", "ADAPET (ALBERT) - few-shot", "Most Frequent Class", "CBoW",
+        "WARP (ALBERT-XXL-V2) - Few-Shot (32 Examples)",
+    ]),
+    "glue": (97, [
+        "ERNIE", "StructBERT + CLEVER", "DeBERTa / TuringNLRv4", "DeBERTa + CLEVER", "MacALBERT + DKM",
+        "ALBERT + DAAF + NAS", "T5", "MT-DNN-SMART", "GLUE Human Baselines",
+    ]),
+    "value": (6, ["craig.starr", "DuKG", "HERO 1"]),
+}
+
+
+@pytest.mark.parametrize("board", sorted(PAPER_PROSPECTIVE))
+def test_preset_reproduces_the_papers_prospective_systems(data_root, board):
+    from ranking.loading import load_table
+
+    table = load_table(LEADERBOARDS / f"{board}.yaml", data_root=data_root)
+    n_examined, systems = PAPER_PROSPECTIVE[board]
+    found = prospective(table, preset="votenrank")
+    assert len(found) == n_examined
+    assert sorted(m for m, r in found.items() if r.prospective) == sorted(systems)
+
+
+def test_superglue_prospective_with_incomplete_models_kept(data_root):
+    # keeping the two incomplete rows (the default's way) adds exactly them: Outside Best (no CB, WiC, WSC,
+    # AX-b, AX-g) and Snorkel (no BoolQ, ReCoRD, AX-g) win where their missing scores skip the pairs
+    from ranking.loading import load_table
+
+    table = load_table(LEADERBOARDS / "superglue.yaml", data_root=data_root)
+    kept = prospective(table, preset="votenrank", drop_incomplete=False)
+    extra = {m for m, r in kept.items() if r.prospective} - set(PAPER_PROSPECTIVE["superglue"][1])
+    assert len(kept) == 24 and extra == {"Outside Best", "Snorkel [SuperGLUE v1.9]"}

@@ -91,6 +91,9 @@ class WhatIf:
                     f"  Condorcet (prospective LP, weak): criterion weights exist that make {self.model} a Condorcet "
                     f"winner (ties allowed)" + (f"; their share per group: {gw}" if gw else "")
                 )
+            elif p.get("left_out"):
+                lines.append(f"  Condorcet (prospective LP): {self.model} misses a score, and the preset examines only "
+                             "models with every score")
             else:
                 lines.append(f"  Condorcet (prospective LP): no criterion weights make {self.model} the Condorcet winner")
         lines.extend(f"  {n}" for n in self.notes)
@@ -180,15 +183,18 @@ def what_if(
                 answer.winners_at_weights = tuple(t for t, b in zip(table.models, mask[p]) if b)
                 break
     if column.rule == "condorcet":
-        # the votenrank preset's LP may also weight the weight-0 columns
-        answer.prospective = _prospective(table, model, column.params.get("preset") == "votenrank")
+        # the LP under the column's preset (votenrank: weight-0 columns too, complete models only)
+        answer.prospective = _prospective(table, model, column.params.get("preset"))
     return answer
 
 
-def _prospective(table: ScoreTable, model: str, zero_weight_columns: bool = False) -> dict[str, Any]:
+def _prospective(table: ScoreTable, model: str, preset: str | None = None) -> dict[str, Any]:
     from ranking.prospective import prospective
 
-    res = prospective(table, zero_weight_columns=zero_weight_columns)[model]
+    found = prospective(table, preset=preset)
+    if model not in found:  # left out by the preset: it misses a score
+        return {"prospective": False, "weights": None, "group_share": None, "margin": None, "left_out": True}
+    res = found[model]
     margin = getattr(res, "margin", None)
     out: dict[str, Any] = {
         "prospective": bool(res.prospective),
