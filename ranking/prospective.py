@@ -134,7 +134,7 @@ def prospective(
         )
     conv = get_preset(preset)
     zero_weight_columns = conv.prospective_zero_weight if zero_weight_columns is None else zero_weight_columns
-    drop_incomplete = conv.prospective_drop_incomplete if drop_incomplete is None else drop_incomplete
+    drop_incomplete = conv.drop_incomplete if drop_incomplete is None else drop_incomplete
     names = table.names
     m = len(names)
     lower, upper = _bounds(names, bounds, np.ones(m) if zero_weight_columns else table.weights)

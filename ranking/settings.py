@@ -98,7 +98,7 @@ class Preset:
     og_gamma: float  # optimality_gap's gamma on the normalised (0-1) scale
     gm_nonpositive: str  # geometric_mean with a score <= 0: "error" | "zero"
     prospective_zero_weight: bool  # prospective LP may put weight on weight-0 columns
-    prospective_drop_incomplete: bool  # prospective LP only among models with every score it may weight
+    drop_incomplete: bool  # rank and search prospective systems only among models with every score (dropna)
     bias_scoring: str = "default"  # how a grid with this preset scores bias (harness.bias: default | reference)
 
 

@@ -401,6 +401,22 @@ class ScoreTable:
         bad = np.isnan(self.values[:, active]).any(axis=1)
         return [m for m, b in zip(self.models, bad) if b]
 
+    def complete_rows(self) -> tuple[ScoreTable, list[str]]:
+        """The table without the models missing any score (on any criterion, weight-0 ones included: pandas
+        ``dropna()``, as the Vote'n'Rank authors ranked), and the models left out.
+
+        >>> import pandas as pd
+        >>> t = ScoreTable.from_frame(pd.DataFrame({"a": [1.0, None, 3.0], "b": [0.0, 1.0, None]}, index=list("xyz")))
+        >>> t.complete_rows()[0].models, t.complete_rows()[1]
+        (('x',), ['y', 'z'])
+        """
+        missing = np.isnan(self.values).any(axis=1)
+        dropped = [m for m, bad in zip(self.models, missing) if bad]
+        if len(dropped) == self.n_models:
+            raise UserError("every model misses some score: dropping incomplete models (the votenrank preset) would "
+                            "leave an empty table; keep them with --keep-incomplete")
+        return (self.drop_models(set(dropped)) if dropped else self), dropped
+
     def drop_incomplete(self) -> ScoreTable:
         """Drop the models missing any criterion of non-zero weight."""
         bad = set(self.incomplete_models())

@@ -288,7 +288,7 @@ def test_default_preset_is_the_principled_one():
     d = PRESETS["default"]
     assert (
         d.ties, d.weighted_divisor, d.og_gamma, d.gm_nonpositive, d.prospective_zero_weight,
-        d.prospective_drop_incomplete,
+        d.drop_incomplete,
     ) == ("default", "total_weight", 1.0, "error", False, False)
 
 
