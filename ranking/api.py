@@ -126,6 +126,7 @@ def rank(
     ties: str | None = None,
     preset: str | None = None,
     og_gamma: float | None = None,
+    drop_incomplete: bool | None = None,
     **params: Any,
 ) -> RankResult:
     """Rank ``table`` with one rule, several, or ``"all"`` under ``setting`` and ``preset``.
@@ -134,6 +135,9 @@ def rank(
     :data:`ranking.settings.PRESETS`); ``ties`` (default: the preset's) and
     ``og_gamma`` (the optimality gap's ``gamma``, default: the preset's) override it.
     ``og_gamma`` goes to ``optimality_gap`` only, ``params`` to every rule asked for.
+    ``drop_incomplete`` (default: the preset's; ``votenrank``: yes, as the authors ranked
+    ``dropna()`` rows) ranks only the models with every score; those left out are listed under
+    ``settings["dropped_incomplete"]`` whenever dropping applies.
     A rule asked for by name that cannot rank the table raises a
     :class:`UserError`; under ``"all"`` it is left out and listed in
     ``skipped`` (e.g. the geometric mean of a table with a score <= 0).
@@ -161,8 +165,13 @@ def rank(
     gamma = None
     if "optimality_gap" in names:
         gamma = og_gamma if og_gamma is not None else params.get("gamma", conv.og_gamma)
+    dropped: list[str] | None = None
+    if conv.drop_incomplete if drop_incomplete is None else drop_incomplete:
+        table, dropped = table.complete_rows()
     # input errors once, before any rule runs
     settings = used_settings(table, setting, ties, group_weights, preset=conv.name, og_gamma=gamma)
+    if dropped is not None:
+        settings["dropped_incomplete"] = dropped
     results: dict[str, RuleResult] = {}
     skipped: dict[str, str] = {}
     for name in names:

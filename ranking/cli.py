@@ -81,8 +81,14 @@ def register(subparsers: Any) -> None:
         "--og-gamma", type=finite_positive_float, default=None, metavar="G",
         help="optimality_gap's gamma on the 0-1 scale (0.95 = 95 on a 0-100 scale; default: the preset's, 1 or 0.95)",
     )
-    p.add_argument(
-        "--drop-incomplete", action="store_true", help="drop models missing any criterion of non-zero weight"
+    incomplete = p.add_mutually_exclusive_group()
+    incomplete.add_argument(
+        "--drop-incomplete", dest="drop_incomplete", action="store_const", const=True, default=None,
+        help="rank only the models with every score (default: the preset's; votenrank: yes, as the paper)",
+    )
+    incomplete.add_argument(
+        "--keep-incomplete", dest="drop_incomplete", action="store_const", const=False,
+        help="rank every model; a missing score is skipped (the default preset's way)",
     )
     p.add_argument("--format", default="table", choices=("table", "json", "csv"), help="output format")
     p.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
@@ -162,13 +168,15 @@ def run_rank(args: argparse.Namespace) -> int:
         raise UserError("--group-weights only applies with --setting weighted or two-step")
     rules = resolve_rules(args.rule, rule_names())  # unknown names fail before the table is read
     table = table_from_args(args)
-    if args.drop_incomplete:
-        table = table.drop_incomplete()
     explicit = bool(args.rule) and "all" not in args.rule
     result = rank(table, rules if explicit else "all", setting=args.setting, group_weights=group_weights,
-                  ties=args.ties, preset=args.preset, og_gamma=args.og_gamma)
+                  ties=args.ties, preset=args.preset, og_gamma=args.og_gamma, drop_incomplete=args.drop_incomplete)
     for name, why in result.skipped.items():
         print(f"vnr rank: note: skipped {name}: {why}", file=sys.stderr)
+    if result.settings.get("dropped_incomplete"):
+        left = result.settings["dropped_incomplete"]
+        print(f"vnr rank: note: left out {len(left)} model(s) missing a score ({', '.join(left)}); "
+              "--keep-incomplete ranks them", file=sys.stderr)
     if args.format == "json":
         text = json.dumps(result.to_dict(), indent=2, allow_nan=False)
     elif args.format == "csv":
@@ -224,6 +232,8 @@ def format_settings(settings: dict[str, Any], width: int = 120) -> str:
     else:
         others = [f"{c}={w:g}" for c, w in weights.items() if w != 1]
         lines.append("criterion weights: 1 except " + listing(others, width - 30))
+    if settings.get("dropped_incomplete"):
+        lines.append("left out, missing a score: " + listing(settings["dropped_incomplete"], width - 30))
     return "\n".join(lines)
 
 

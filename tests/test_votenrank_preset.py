@@ -356,3 +356,49 @@ def test_superglue_prospective_with_incomplete_models_kept(data_root):
     kept = prospective(table, preset="votenrank", drop_incomplete=False)
     extra = {m for m, r in kept.items() if r.prospective} - set(PAPER_PROSPECTIVE["superglue"][1])
     assert len(kept) == 24 and extra == {"Outside Best", "Snorkel [SuperGLUE v1.9]"}
+
+
+def test_rank_under_the_preset_leaves_out_incomplete_models_as_the_authors_dropna(capsys, tmp_path):
+    """Borda (basic, default ties) on a table whose model D misses c2: the default ranks D on c1 alone (the
+    missing pair skipped); the preset ranks A, B, C only (the authors ranked pandas ``dropna()`` rows)."""
+    import ranking
+
+    frame = pd.DataFrame({"c1": [3.0, 2.0, 1.0, 4.0], "c2": [1.0, 3.0, 2.0, None]}, index=list("ABCD"))
+    table = ScoreTable.from_frame(frame)
+    default = ranking.rank(table, rule="borda")
+    # c1: D>A>B>C gives D 3, A 2, B 1, C 0; c2 among A, B, C: B>C>A gives B 2, C 1, A 0
+    assert default.results["borda"].scores.tolist() == [2.0, 3.0, 1.0, 3.0]
+    assert "dropped_incomplete" not in default.settings
+    voted = ranking.rank(table, rule="borda", preset="votenrank")
+    # A, B, C: c1 A>B>C gives 2, 1, 0; c2 B>C>A gives 0, 2, 1
+    assert voted.results["borda"].models == ("A", "B", "C")
+    assert voted.results["borda"].scores.tolist() == [2.0, 3.0, 1.0]
+    assert voted.settings["dropped_incomplete"] == ["D"]
+    kept = ranking.rank(table, rule="borda", preset="votenrank", drop_incomplete=False)
+    assert kept.results["borda"].models == tuple("ABCD") and "dropped_incomplete" not in kept.settings
+    assert ranking.rank(table, rule="borda", drop_incomplete=True).settings["dropped_incomplete"] == ["D"]
+
+    path = tmp_path / "holes.csv"
+    frame.rename_axis("model").to_csv(path)
+    assert main(["rank", str(path), "--rule", "borda", "--preset", "votenrank", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["borda"]["scores"] == {"A": 2.0, "B": 3.0, "C": 1.0}
+    assert err.strip().splitlines()[-1] == ("vnr rank: note: left out 1 model(s) missing a score (D); "
+                                            "--keep-incomplete ranks them")
+    assert main(["rank", str(path), "--rule", "borda", "--preset", "votenrank"]) == 0
+    assert "left out, missing a score: D" in capsys.readouterr().out.splitlines()
+    assert main(["rank", str(path), "--rule", "borda", "--preset", "votenrank", "--keep-incomplete",
+                      "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["borda"]["scores"] == {"A": 2.0, "B": 3.0, "C": 1.0, "D": 3.0} and "left out" not in err
+
+
+def test_a_scenario_under_the_preset_ranks_complete_rows_only():
+    table = ScoreTable.from_frame(pd.DataFrame({"c1": [3.0, 2.0, 1.0, 4.0], "c2": [1.0, 3.0, 2.0, None]},
+                                               index=list("ABCD")))
+    doc = {"columns": [{"name": "b", "rule": "borda"}]}
+    voted = Scenario.from_mapping({**doc, "preset": "votenrank"})
+    assert voted.build_table(table).models == ("A", "B", "C")
+    assert Scenario.from_mapping(doc).build_table(table).models == tuple("ABCD")
+    # same Borda scores as `vnr rank` under each preset (test above)
+    assert compare(voted, voted.build_table(table)).results["b"].scores.tolist() == [2.0, 3.0, 1.0]

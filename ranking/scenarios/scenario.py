@@ -188,6 +188,7 @@ class Scenario:
     simplex_columns: tuple[str, ...] | None = None
     simplex_resolution: int = 30
     path: str | None = None
+    preset: str | None = None  # the scenario's preset (None: default); votenrank ranks complete rows only
 
     # ------------------------------------------------------------------ parsing
     @classmethod
@@ -249,6 +250,7 @@ class Scenario:
             simplex_columns=simplex_columns,
             simplex_resolution=resolution,
             path=str(path) if path else None,
+            preset=preset.name if preset is not None else None,
         )
 
     # ------------------------------------------------------------------ accessors
@@ -367,6 +369,14 @@ class Scenario:
         if not keep.all():
             dropped = [m for m, k in zip(table.models, keep) if not k]
             log.warning("%s: dropping model(s) without any score on its criteria: %s", self.name, ", ".join(dropped))
+        from ranking.settings import get_preset
+
+        if self.preset is not None and get_preset(self.preset).drop_incomplete:
+            partial = keep & np.isnan(values).any(axis=1)
+            if partial.any():  # the published numbers ranked the complete rows only (pandas dropna)
+                log.warning("%s: preset %s ranks only models with every score; leaving out: %s", self.name,
+                            self.preset, ", ".join(m for m, p in zip(table.models, partial) if p))
+                keep &= ~partial
         if not keep.any():
             raise UserError(f"{self.where}: no model has a score on the scenario's criteria")
         out = ScoreTable(
