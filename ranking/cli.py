@@ -5,7 +5,7 @@
     vnr rank TABLE [--data-root DIR] [--lower COL,...] [--higher COL,...]
                    [--rule NAME ... | --rule all] [--setting basic|weighted|two-step]
                    [--group-weights g=w,...] [--preset default|votenrank] [--og-gamma G]
-                   [--ties default|votenrank] [--drop-incomplete] [--format table|json|csv]
+                   [--ties default|votenrank] [--drop-incomplete | --keep-incomplete] [--format table|json|csv]
     vnr rank --scenario FILE [--results DIR] [--bootstrap N] [--seed N] ...   (scenario mode)
     vnr prospective TABLE [--data-root DIR] [--lower/--higher COL,...] [--strict] [--preset default|votenrank]
                           [--drop-incomplete | --keep-incomplete] [--format table|json]
