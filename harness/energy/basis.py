@@ -120,5 +120,6 @@ DESCRIPTION = {
     MIXED: ("mixed: partly measured by hardware energy counters (NVML, RAPL), partly modelled by codecarbon "
             "(CPU TDP/constant and RAM models)"),
     NONE: "no energy recorded (codecarbon off or failed, and no NVML GPU): the figure is 0, not a measurement",
-    UNKNOWN: "energy basis unknown (records written before the basis was recorded)",
+    UNKNOWN: ("energy basis unknown (a record written before vnr recorded efficiency.energy_basis, "
+              "or resumed from such an attempt)"),
 }
