@@ -227,7 +227,8 @@ class ScoreTable:
               rte_kwh:  {direction: lower, group: efficiency, unit: kWh, method: estimate}
 
         ``source`` and ``method`` (how the figures were obtained) are optional text,
-        carried along and shown, never used in a ranking. Criteria absent from the sidecar keep the defaults; criteria in the
+        carried along (the HTML report shows the method beside the unit), never used
+        in a ranking. Criteria absent from the sidecar keep the defaults; criteria in the
         sidecar but not in the CSV are an error. An empty cell is a missing
         score; any other cell must be a number. (Read with the ``csv`` module,
         not pandas, so ``vnr rank`` does not pay for importing pandas.)
