@@ -52,6 +52,7 @@ class Criterion:
     group: str | None = None
     unit: str | None = None
     source: str | None = None
+    method: str | None = None  # how the figures were obtained (collect: measured | estimate | mixed | none | unknown)
 
     @property
     def sign(self) -> float:
@@ -60,7 +61,7 @@ class Criterion:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"direction": self.direction, "weight": float(self.weight)}
-        for key in ("group", "unit", "source"):
+        for key in ("group", "unit", "source", "method"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -84,6 +85,8 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
         raise UserError(f"criterion {c.name!r}: weight {c.weight!r} is not finite")
     if weight < 0:
         raise UserError(f"criterion {c.name!r}: weight {weight:g} is negative; weights must be >= 0")
+    if c.method is not None and (not isinstance(c.method, str) or not c.method.strip()):
+        raise UserError(f"criterion {c.name!r}: method {c.method!r} is not text (e.g. measured, estimate)")
     if known_groups is not None and c.group is not None and c.group not in known_groups:
         raise UserError(
             f"criterion {c.name!r}: unknown group {c.group!r} (known groups: {', '.join(known_groups)})"
@@ -221,9 +224,11 @@ class ScoreTable:
             groups: [performance, efficiency, fairness]   # optional: the allowed groups
             criteria:
               cola_mcc: {direction: higher, weight: 1, group: performance, unit: "%"}
-              rte_kwh:  {direction: lower, group: efficiency, unit: kWh}
+              rte_kwh:  {direction: lower, group: efficiency, unit: kWh, method: estimate}
 
-        Criteria absent from the sidecar keep the defaults; criteria in the
+        ``source`` and ``method`` (how the figures were obtained) are optional text,
+        carried along (the HTML report shows the method beside the unit), never used
+        in a ranking. Criteria absent from the sidecar keep the defaults; criteria in the
         sidecar but not in the CSV are an error. An empty cell is a missing
         score; any other cell must be a number. (Read with the ``csv`` module,
         not pandas, so ``vnr rank`` does not pay for importing pandas.)
@@ -567,7 +572,7 @@ def _criterion_from_mapping(name: str, attrs: Any, where: Any) -> Criterion:
     attrs = attrs or {}
     if not isinstance(attrs, dict):
         raise UserError(f"{where}: attributes of criterion {name!r} must be a mapping")
-    allowed = {"direction", "weight", "group", "unit", "source"}
+    allowed = {"direction", "weight", "group", "unit", "source", "method"}
     unknown = set(attrs) - allowed
     if unknown:
         raise UserError(f"{where}: criterion {name!r} has unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")

@@ -48,8 +48,19 @@ def _check_record(rec: dict, spec: FinetuneSpec, steps: int) -> None:
     assert eff["energy_kwh"] == pytest.approx(sum(eff["breakdown"].values()))
     assert eff["co2_kg"] == pytest.approx(eff["energy_kwh"] * eff["grid_intensity_g_per_kwh"] / 1000)
     assert eff["backend"] and eff["country_iso_code"] == "USA"
+    _check_cpu_only_basis(eff)
     env = rec["environment"]
     assert env["torch"] and env["transformers"] and env["host"]
+
+
+def _check_cpu_only_basis(eff: dict) -> None:
+    """A CPU-only run: codecarbon's CPU and RAM models, so an estimate (RAPL, where readable, measures the CPU)."""
+    parts = eff["breakdown"]
+    if eff["methods"]["cpu"].startswith("codecarbon intel_rapl"):  # pragma: no cover - not this project's machines
+        assert eff["energy_basis"] == "mixed" and eff["modelled_kwh"] == pytest.approx(parts["ram_kwh"])
+    else:
+        assert eff["energy_basis"] == "estimate" and eff["modelled_fraction"] == 1.0
+        assert eff["breakdown_basis"] == {"cpu": "modelled", "ram": "modelled", "gpu": "none"}
 
 
 def test_tiny_bert_end_to_end_then_skipped(data_root: Path, tmp_path: Path):
@@ -136,6 +147,8 @@ def test_killed_run_resumes_from_its_checkpoint(data_root: Path, tmp_path: Path)
     assert rec["train"]["global_step"] == 24
     assert [row["step"] for row in rec["history"]] == [16, 24]  # 16 steps per epoch; evaluations before the kill kept
     assert rec["efficiency"]["attempts"] == 2 and rec["efficiency"]["energy_kwh"] > 0
+    _check_cpu_only_basis(rec["efficiency"])  # both attempts' energy modelled: still an estimate, all of it
+    assert rec["efficiency"]["previous_attempts"]["energy_basis"] == rec["efficiency"]["energy_basis"]
     assert not store.checkpoint_dir(spec.run_id()).exists()
 
     # the resumed run ends where an uninterrupted one does (CPU, same seed: deterministic)
@@ -153,6 +166,7 @@ def test_cli_runs_and_prints_summary(data_root: Path, tmp_path: Path, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-2].startswith("result: ") and lines[-2].endswith(".json") and Path(lines[-2][8:]).is_file()
     assert lines[-1].startswith("tiny:bert rte seed=0 | final: accuracy=")
+    assert " kWh (estimate) co2=" in lines[-1] or " kWh (mixed: " in lines[-1]  # CPU-only: (mixed) where RAPL reads
     assert vnr(argv) == 0
     assert capsys.readouterr().out.splitlines()[-2].startswith("already done: ")
 

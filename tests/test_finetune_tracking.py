@@ -107,6 +107,53 @@ def test_codecarbon_offline_on_this_machine():
     assert eff["country_iso_code"] == "USA" and eff["grid_intensity_g_per_kwh"] > 0
 
 
+def test_a_cpu_only_run_says_its_energy_is_an_estimate():
+    with EfficiencyTracker(cuda_devices=[], measure_power_secs=1) as tracker:
+        time.sleep(0.2)
+    eff = tracker.result
+    parts = eff["breakdown"]
+    assert eff["methods"]["ram"] == "codecarbon RAM model" and parts["ram_kwh"] > 0 and parts["cpu_kwh"] > 0
+    if eff["methods"]["cpu"].startswith("codecarbon intel_rapl"):  # a machine whose RAPL counters are readable
+        assert eff["energy_basis"] == "mixed"
+        assert eff["breakdown_basis"] == {"cpu": "measured", "ram": "modelled", "gpu": "none"}
+        assert eff["modelled_fraction"] == parts["ram_kwh"] / eff["energy_kwh"]
+    else:  # this project's machines: codecarbon's CPU model (a default TDP) and its RAM model
+        assert eff["energy_basis"] == "estimate"
+        assert eff["breakdown_basis"] == {"cpu": "modelled", "ram": "modelled", "gpu": "none"}
+        assert eff["modelled_kwh"] == eff["energy_kwh"] and eff["modelled_fraction"] == 1.0
+
+
+def test_nvml_energy_alone_is_measured(fake_nvml, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with EfficiencyTracker(cuda_devices=[0], codecarbon=False) as tracker:
+        fake_nvml.counters[0] += 3_600_000
+    eff = tracker.result
+    assert eff["energy_basis"] == "measured"
+    assert eff["breakdown_basis"] == {"cpu": "none", "ram": "none", "gpu": "measured"}
+    assert eff["modelled_kwh"] == 0.0 and eff["modelled_fraction"] == 0.0
+
+
+def test_nvml_gpu_with_codecarbon_cpu_and_ram_is_mixed(fake_nvml, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with EfficiencyTracker(cuda_devices=[0, 3], measure_power_secs=1) as tracker:
+        fake_nvml.counters[0] += 3_600_000  # 0.001 kWh
+        time.sleep(0.2)
+    eff = tracker.result
+    parts = eff["breakdown"]
+    assert eff["methods"]["gpu"] == "NVML total-energy counter" and parts["gpu_kwh"] == pytest.approx(0.001)
+    assert parts["ram_kwh"] > 0
+    if eff["methods"]["cpu"].startswith("codecarbon intel_rapl"):  # pragma: no cover - readable RAPL
+        modelled = parts["ram_kwh"]
+    else:
+        modelled = parts["cpu_kwh"] + parts["ram_kwh"]
+        assert eff["breakdown_basis"]["cpu"] == ("modelled" if parts["cpu_kwh"] > 0 else "none")
+    assert eff["energy_basis"] == "mixed"
+    assert eff["breakdown_basis"]["ram"] == "modelled" and eff["breakdown_basis"]["gpu"] == "measured"
+    assert eff["modelled_kwh"] == modelled
+    assert eff["modelled_fraction"] == modelled / (parts["cpu_kwh"] + parts["ram_kwh"] + parts["gpu_kwh"])
+    assert 0 < eff["modelled_fraction"] < 1
+
+
 def test_grid_intensity_is_configurable_and_validated(monkeypatch):
     usa = grid_intensity("USA")["g_per_kwh"]
     assert grid_intensity("USA", "california")["g_per_kwh"] != usa
@@ -125,8 +172,46 @@ def test_previous_attempt_is_added(tmp_path):
     assert (out["energy_kwh"], out["duration_h"], out["gpu_hours"], out["co2_kg"]) == (3.0, 3.0, 3.0, 0.75)
     assert out["breakdown"] == {"cpu_kwh": 0.75, "ram_kwh": 0.75, "gpu_kwh": 1.5}
     assert out["attempts"] == 2
+    assert "energy_basis" not in out  # neither attempt recorded it
     (tmp_path / "efficiency.json").write_text('{"energy_kwh": 1.0')  # torn file: ignored
     assert read_checkpoint_efficiency(tmp_path) is None
+
+
+def _attempt(cpu, ram, gpu, parts):
+    energy = cpu + ram + gpu
+    modelled = sum(kwh for kwh, b in zip((cpu, ram, gpu), parts) if b == "modelled")
+    by_part = dict(zip(("cpu", "ram", "gpu"), parts))
+    from harness.energy.basis import total_basis
+
+    return {"energy_kwh": energy, "duration_s": 10.0, "duration_h": 10 / 3600, "gpu_hours": 0.0, "co2_kg": 0.0,
+            "breakdown": {"cpu_kwh": cpu, "ram_kwh": ram, "gpu_kwh": gpu}, "attempts": 1,
+            "energy_basis": total_basis(by_part), "breakdown_basis": by_part, "modelled_kwh": modelled,
+            "modelled_fraction": modelled / energy}
+
+
+def test_resumed_attempts_keep_the_weaker_basis_and_add_the_modelled_energy():
+    estimate = _attempt(0.5, 0.5, 0.0, ("modelled", "modelled", "none"))  # a CPU-only node
+    measured = _attempt(0.0, 0.0, 3.0, ("none", "none", "measured"))  # NVML only
+    assert (estimate["energy_basis"], measured["energy_basis"]) == ("estimate", "measured")
+    out = add_previous(measured, estimate)
+    assert out["energy_basis"] == "mixed"
+    assert out["breakdown_basis"] == {"cpu": "modelled", "ram": "modelled", "gpu": "measured"}
+    assert (out["modelled_kwh"], out["energy_kwh"], out["modelled_fraction"]) == (1.0, 4.0, 0.25)
+    assert out["previous_attempts"]["energy_basis"] == "estimate"
+    again = add_previous(_attempt(0.25, 0.75, 0.0, ("modelled", "modelled", "none")), estimate)
+    assert (again["energy_basis"], again["modelled_kwh"], again["modelled_fraction"]) == ("estimate", 2.0, 1.0)
+    # the same part measured in one attempt (RAPL) and modelled in the other
+    rapl = _attempt(1.0, 1.0, 0.0, ("measured", "modelled", "none"))
+    both = add_previous(rapl, estimate)
+    assert both["energy_basis"] == "mixed" and both["breakdown_basis"]["cpu"] == "mixed"
+    assert (both["modelled_kwh"], both["energy_kwh"], both["modelled_fraction"]) == (2.0, 3.0, 2.0 / 3.0)
+    # an attempt from before the basis was recorded: the sum's basis is not known
+    old = {k: v for k, v in estimate.items() if k not in ("energy_basis", "breakdown_basis", "modelled_kwh",
+                                                           "modelled_fraction")}
+    for cur, prev in ((measured, old), (old, measured)):
+        out = add_previous(cur, prev)
+        assert out["energy_basis"] == "unknown" and out["modelled_fraction"] is None and out["modelled_kwh"] is None
+        assert out["breakdown_basis"] == {"cpu": "unknown", "ram": "unknown", "gpu": "unknown"}
 
 
 def test_slurm_array_task_scope(monkeypatch):
@@ -281,6 +366,7 @@ def test_no_gpu_no_attribution():
     assert t.result["packing"] == 1
     assert t.result["attribution"] == {"method": "no GPU", "colocated": [], "share": 1.0}
     assert t.result["gpu_hours"] == 0.0
+    assert t.result["energy_basis"] == "none" and t.result["modelled_fraction"] is None  # nothing recorded energy
 
 
 def test_resumed_run_keeps_its_largest_packing_and_all_neighbours():

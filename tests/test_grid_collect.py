@@ -373,3 +373,94 @@ def test_a_grid_preset_is_named_in_the_sidecar_and_the_summary(tmp_path):
     _fill(plain_exp)
     plain = collect(plain_exp)
     assert "# grid preset" not in plain.criteria_path.read_text() and "follows preset" not in describe(plain)
+
+
+def _set_basis(exp, bases):
+    """Give the fine-tuning records an energy basis, as the tracker writes it (all-modelled: modelled kWh = energy)."""
+    store = RunStore(exp.output)
+    for spec in exp.specs:
+        if isinstance(spec, FinetuneSpec) and (spec.model, spec.task, spec.seed) in bases:
+            rec = store.get(spec.run_id())
+            how = bases[(spec.model, spec.task, spec.seed)]
+            energy = rec["efficiency"]["energy_kwh"]
+            modelled = {"estimate": energy, "measured": 0.0, "mixed": energy / 4}[how]
+            store.write({**rec, "efficiency": {**rec["efficiency"], "energy_basis": how, "modelled_kwh": modelled,
+                                               "modelled_fraction": modelled / energy}})
+
+
+ALL_RUNS = [(m, t, s) for m in BASE for t in ("rte", "mnli") for s in (0, 1)]
+
+
+def test_energy_and_carbon_criteria_state_their_method_and_say_estimate_plainly(exp, tmp_path, capsys):
+    _fill(exp)
+    _set_basis(exp, dict.fromkeys(ALL_RUNS, "estimate"))  # CPU-only runs: codecarbon's models throughout
+    result = collect(exp)
+    text = result.criteria_path.read_text()
+    side = yaml.safe_load(text)["criteria"]
+    for task in ("rte", "mnli"):
+        energy, co2 = side[f"{task}_energy_kwh"], side[f"{task}_co2_kg"]
+        assert (energy["method"], energy["unit"]) == ("estimate", "kWh")
+        assert (co2["method"], co2["unit"]) == ("estimate", "kg CO2eq")
+        for crit in (energy, co2):
+            assert ("; estimate: codecarbon's CPU model (TDP × load, or a constant; a default TDP for an unknown "
+                    "processor) and RAM model, no hardware energy counter, effectively a time proxy; measured with "
+                    "1 run(s) per GPU (packing 1)") in crit["source"]
+        assert "fixed grid carbon intensity" in co2["source"]
+        assert list(energy) == ["direction", "weight", "group", "unit", "method", "source"]
+        assert "method" not in side[f"{task}_duration_h"] and "method" not in side[f"{task}_gpu_hours"]
+    assert "method" not in side["rte_acc"]
+    assert ("# energy and carbon per task, how obtained (measured | estimate | mixed | none | unknown): "
+            "rte=estimate, mnli=estimate\n") in text
+    assert result.energy_basis == {"rte": "estimate", "mnli": "estimate"}
+    from harness.grid.collect import describe
+
+    assert describe(result).endswith("; energy and carbon not measured: estimate for rte, mnli (see criteria.yaml)")
+    # what `vnr rank` reads keeps the method, and ranks
+    table = ScoreTable.load(exp.output)
+    assert table.criterion("rte_energy_kwh").method == "estimate" and table.criterion("rte_acc").method is None
+    from harness.cli import main
+
+    assert main(["rank", str(exp.output), "--rule", "borda", "--setting", "two-step", "--format", "json"]) == 0
+    assert '"borda"' in capsys.readouterr().out
+
+
+def test_a_column_of_measured_and_estimated_runs_is_mixed_with_its_modelled_share(exp):
+    _fill(exp)
+    bases = dict.fromkeys(ALL_RUNS, "estimate")
+    bases[("tiny:gpt2", "rte", 1)] = "measured"  # energy 2.0 kWh, none of it modelled
+    _set_basis(exp, bases)
+    result = collect(exp)
+    side = yaml.safe_load(result.criteria_path.read_text())["criteria"]
+    # rte's runs: 1.0 + 2.0 (bert) + 1.0 (gpt, estimate) modelled of 1.0 + 2.0 + 1.0 + 2.0 kWh: 4 of 6
+    for name in ("rte_energy_kwh", "rte_co2_kg"):
+        assert side[name]["method"] == "mixed"
+        assert "; mixed: partly measured by hardware energy counters" in side[name]["source"]
+        assert "(66.7% of the energy of these runs modelled; runs: 3 estimate, 1 measured)" in side[name]["source"]
+    assert side["mnli_energy_kwh"]["method"] == "estimate"
+    assert result.energy_basis == {"rte": "mixed", "mnli": "estimate"}
+
+    _set_basis(exp, dict.fromkeys(ALL_RUNS, "measured"))
+    side = yaml.safe_load(collect(exp).criteria_path.read_text())["criteria"]
+    assert side["rte_energy_kwh"]["method"] == "measured" and "measured: hardware energy counters (NVML's " \
+        "total-energy counter for the GPU, RAPL for the CPU)" in side["rte_energy_kwh"]["source"]
+
+    _set_basis(exp, dict.fromkeys(ALL_RUNS, "mixed"))  # every run a quarter modelled
+    side = yaml.safe_load(collect(exp).criteria_path.read_text())["criteria"]
+    assert side["mnli_co2_kg"]["method"] == "mixed"
+    assert "(25% of the energy of these runs modelled)" in side["mnli_co2_kg"]["source"]
+
+
+def test_old_records_without_a_basis_collect_with_method_unknown(exp):
+    _fill(exp)  # records as written before efficiency.energy_basis existed
+    result = collect(exp)
+    side = yaml.safe_load(result.criteria_path.read_text())["criteria"]
+    for name in ("rte_energy_kwh", "rte_co2_kg", "mnli_energy_kwh", "mnli_co2_kg"):
+        assert side[name]["method"] == "unknown"
+        assert "; energy basis unknown (a record written before vnr recorded efficiency.energy_basis" in \
+            side[name]["source"]
+    assert ScoreTable.load(exp.output).criterion("mnli_co2_kg").method == "unknown"
+    # one new record beside old ones: the column cannot say more than unknown
+    _set_basis(exp, {("tiny:bert", "rte", 0): "estimate"})
+    side = yaml.safe_load(collect(exp).criteria_path.read_text())["criteria"]
+    assert side["rte_energy_kwh"]["method"] == "unknown"
+    assert "(runs: 1 estimate, 3 unknown)" in side["rte_energy_kwh"]["source"]

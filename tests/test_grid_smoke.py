@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from harness import cli
 from harness.grid.config import load_experiment
@@ -48,7 +49,18 @@ def test_smoke_grid_runs_locally_collects_and_ranks(data_root, tmp_path, capsys)
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("14 runs: 0 ran, 14 skipped (done)")
 
     assert cli.main(["collect", SMOKE, "--output", str(out)]) == 0
-    capsys.readouterr()
+    collected = capsys.readouterr().out
+    # CPU-only runs: codecarbon's CPU and RAM models, so energy and carbon are estimates, and say so
+    cpu_methods = {store.get(s.run_id())["efficiency"]["methods"]["cpu"] for s in exp.specs
+                   if isinstance(s, FinetuneSpec)}
+    how = "mixed" if any(m.startswith("codecarbon intel_rapl") for m in cpu_methods) else "estimate"  # readable RAPL
+    assert f"energy and carbon not measured: {how} for " in collected
+    side = yaml.safe_load((out / "criteria.yaml").read_text())["criteria"]
+    energy_based = [c for c in side if c.endswith(("_energy_kwh", "_co2_kg"))]
+    assert energy_based and all(side[c]["method"] == how for c in energy_based)
+    if how == "estimate":
+        assert all("; estimate: codecarbon's CPU model" in side[c]["source"] and
+                   "effectively a time proxy" in side[c]["source"] for c in energy_based)
     matrix = pd.read_csv(out / "matrix.csv", index_col="model")
     assert list(matrix.index) == ["tiny:bert", "tiny:gpt2"]
     for model in matrix.index:
@@ -60,6 +72,7 @@ def test_smoke_grid_runs_locally_collects_and_ranks(data_root, tmp_path, capsys)
         assert matrix.loc[model, "crows_anti_stereo_score"] == pytest.approx(crows["metrics"]["anti_stereo_score"])
     table = ScoreTable.load(out / "matrix.csv")
     assert table.group_names == ("performance", "efficiency", "fairness")
+    assert table.criterion(energy_based[0]).method == how
 
     assert cli.main(["rank", str(out / "matrix.csv"), "--rule", "borda", "--setting", "two-step",
                      "--group-weights", "performance=0.4,efficiency=0.3,fairness=0.3", "--format", "json"]) == 0

@@ -173,3 +173,15 @@ def test_no_text_overlaps_in_the_figures(which, tmp_path, request):
     for name, fig in _figures(cmp, maps):
         assert _overlapping_texts(fig) == [], name
         plt.close(fig)
+
+
+def test_raw_values_show_how_a_criterion_was_obtained():
+    import pandas as pd
+
+    from ranking.scenarios.report import raw_values_html
+    from ranking.table import Criterion, ScoreTable
+
+    table = ScoreTable.from_frame(pd.DataFrame({"acc": [0.9, 0.8], "kwh": [3.0, 1.0]}, index=["A", "B"]),
+                                  criteria=[Criterion("kwh", direction="lower", unit="kWh", method="estimate")])
+    html = raw_values_html(table, table.models)
+    assert "<td>kwh</td><td>kWh (estimate)</td>" in html and "<td>acc</td><td>–</td>" in html

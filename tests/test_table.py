@@ -73,6 +73,24 @@ def test_csv_roundtrip_with_sidecar(tmp_path):
     assert ScoreTable.load(tmp_path).models == t.models  # a results directory with matrix.csv
 
 
+def test_a_sidecar_may_say_how_a_criterion_was_obtained(tmp_path):
+    (tmp_path / "m.csv").write_text("model,acc,kwh\nA,0.9,3\nB,0.8,1\n")
+    (tmp_path / "m.yaml").write_text("criteria:\n  kwh: {direction: lower, unit: kWh, method: estimate, "
+                                     "source: codecarbon's CPU and RAM models}\n")
+    t = ScoreTable.from_csv(tmp_path / "m.csv")
+    assert t.criterion("kwh").method == "estimate" and t.criterion("acc").method is None
+    t.to_csv(tmp_path / "out.csv")
+    assert ScoreTable.load(tmp_path / "out.csv").criterion("kwh").to_dict() == {
+        "direction": "lower", "weight": 1.0, "unit": "kWh", "source": "codecarbon's CPU and RAM models",
+        "method": "estimate"}
+    (tmp_path / "m.yaml").write_text("criteria:\n  kwh: {direction: lower, method: 3}\n")
+    with pytest.raises(UserError, match=r"criterion 'kwh': method 3 is not text \(e.g. measured, estimate\)"):
+        ScoreTable.from_csv(tmp_path / "m.csv")
+    (tmp_path / "m.yaml").write_text("criteria:\n  kwh: {direction: lower, methd: estimate}\n")
+    with pytest.raises(UserError, match=r"unknown key 'methd' \(allowed: direction, group, method, source, unit, weight\)"):
+        ScoreTable.from_csv(tmp_path / "m.csv")
+
+
 def test_csv_errors(tmp_path):
     with pytest.raises(UserError, match="no such file"):
         ScoreTable.from_csv(tmp_path / "nope.csv")

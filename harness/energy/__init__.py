@@ -6,7 +6,9 @@
 * :mod:`harness.energy.ledger` — per-GPU ledger of which runs were active when, and the
   attribution of a shared GPU's measured energy to the runs that shared it;
 * :mod:`harness.energy.tracker` — :class:`~harness.energy.tracker.EfficiencyTracker`, which
-  combines them (plus codecarbon's CPU/RAM estimate) into a run's ``efficiency`` record.
+  combines them (plus codecarbon's CPU/RAM estimate) into a run's ``efficiency`` record;
+* :mod:`harness.energy.basis` — whether that energy was measured (hardware counters) or
+  modelled (an estimate), per part and in total.
 
 Importing this package imports none of them (nor torch, codecarbon or pynvml).
 """

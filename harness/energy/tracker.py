@@ -6,7 +6,7 @@ It combines, never asking the internet:
   energy (and GPU energy where NVML has no energy counter). Which CPU method it
   used (RAPL counters, a TDP table × CPU load, or a constant) is recorded in
   ``efficiency.methods``; on machines without RAPL access the CPU figure is an
-  estimate, and the record says so.
+  estimate, and the RAM figure always is (a model of the installed memory).
 * **NVML's total-energy counter** (:mod:`harness.energy.nvml`) for the GPUs the run
   used. Where present it is the GPU figure.
 * **the GPU ledger** (:mod:`harness.energy.ledger`) when given ``ledger_dir`` and
@@ -16,6 +16,15 @@ It combines, never asking the internet:
   number of runs that shared the GPU with it (1 when alone) and
   ``efficiency["attribution"]`` = ``{"method", "colocated", "share"}``.
 * the grid carbon intensity of a configured country (:mod:`harness.energy.intensity`).
+
+How the energy was obtained (:mod:`harness.energy.basis`) is in the record:
+``efficiency["energy_basis"]`` is ``measured`` (every part with energy read from a
+hardware counter: NVML for the GPU, RAPL for the CPU), ``estimate`` (every part
+modelled, as on a CPU-only machine without RAPL: then the figure is in effect a
+time proxy), ``mixed``, or ``none`` (nothing recorded energy);
+``efficiency["breakdown_basis"]`` says it per part (``measured`` / ``modelled`` /
+``none``), ``modelled_kwh`` how much of the energy was modelled and
+``modelled_fraction`` = ``modelled_kwh / energy_kwh`` (None when the energy is 0).
 
 Use it around any block of work::
 
@@ -43,6 +52,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.energy import basis
 from harness.energy.intensity import (
     codecarbon_version,
     grid_intensity,
@@ -316,6 +326,10 @@ class EfficiencyTracker:
         if slot:
             attribution["gpu_slot"] = slot
         energy = cpu + ram + gpu
+        breakdown = {"cpu_kwh": cpu, "ram_kwh": ram, "gpu_kwh": gpu}
+        part_methods = self._methods(nvml_ok)
+        by_part = basis.parts_basis(part_methods, breakdown)
+        modelled = basis.modelled_kwh(by_part, breakdown)
         sources = (["codecarbon-offline"] if cc is not None else []) + (["nvml"] if nvml_ok else [])
         out: dict[str, Any] = {
             "energy_kwh": energy,
@@ -323,12 +337,16 @@ class EfficiencyTracker:
             "duration_s": duration_s,
             "gpu_hours": gpu_hours,
             "co2_kg": energy * self.intensity["g_per_kwh"] / 1000.0,
-            "breakdown": {"cpu_kwh": cpu, "ram_kwh": ram, "gpu_kwh": gpu},
+            "breakdown": breakdown,
+            "energy_basis": basis.total_basis(by_part),
+            "breakdown_basis": by_part,
+            "modelled_kwh": modelled,
+            "modelled_fraction": modelled / energy if energy > 0 else None,
             "gpu_kwh_measured": gpu_measured,
             "packing": packing,
             "attribution": attribution,
             "backend": "+".join(sources) or "clock-only",
-            "methods": self._methods(nvml_ok),
+            "methods": part_methods,
             "grid_intensity_g_per_kwh": self.intensity["g_per_kwh"],
             "grid_source": self.intensity["source"],
             "country_iso_code": self.country_iso_code,
@@ -356,7 +374,10 @@ def add_previous(current: Mapping[str, Any], previous: Mapping[str, Any]) -> dic
     """``current`` plus the totals of an earlier attempt of the same run (before a resume).
 
     Energies, durations, GPU-hours and carbon add up; ``packing`` is the larger of the
-    two, the co-located runs the union, and the share is recomputed over both.
+    two, the co-located runs the union, and the share is recomputed over both. The
+    energy's basis (:mod:`harness.energy.basis`) is the weaker of the two, per part and
+    in total (measured with an estimate is ``mixed``; an attempt that did not record
+    its basis makes it ``unknown``), and the modelled kWh add up.
 
     >>> add_previous({"energy_kwh": 1.0, "duration_s": 10.0, "duration_h": 0.5, "gpu_hours": 0.5, "co2_kg": 0.1,
     ...               "breakdown": {"cpu_kwh": 1.0, "ram_kwh": 0.0, "gpu_kwh": 0.0}, "attempts": 1},
@@ -372,7 +393,17 @@ def add_previous(current: Mapping[str, Any], previous: Mapping[str, Any]) -> dic
         for k in _PARTS
     }
     out["attempts"] = int(current.get("attempts", 1)) + int(previous.get("attempts", 1))
-    out["previous_attempts"] = {k: previous.get(k) for k in (*_SUMMED, "backend")}
+    out["previous_attempts"] = {k: previous.get(k) for k in (*_SUMMED, "backend", "energy_basis")}
+    if "energy_basis" in current or "energy_basis" in previous:
+        out["energy_basis"] = basis.combine(current.get("energy_basis"), previous.get("energy_basis"))
+        cur, prev = current.get("breakdown_basis") or {}, previous.get("breakdown_basis") or {}
+        out["breakdown_basis"] = {p: basis.combine(cur.get(p), prev.get(p)) for p in basis.PARTS}
+        known = out["energy_basis"] != basis.UNKNOWN
+        modelled = (float(current.get("modelled_kwh") or 0.0) + float(previous.get("modelled_kwh") or 0.0)
+                    if known else None)
+        out["modelled_kwh"] = modelled
+        out["modelled_fraction"] = (modelled / out["energy_kwh"]
+                                    if modelled is not None and out["energy_kwh"] > 0 else None)
     if "packing" in current or "packing" in previous:
         out["packing"] = max(int(current.get("packing") or 1), int(previous.get("packing") or 1))
     if "gpu_kwh_measured" in current or "gpu_kwh_measured" in previous:

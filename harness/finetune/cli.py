@@ -82,6 +82,23 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     return check_spec(spec, where=lambda field: flags.get(field, f"--{field.replace('_', '-')}"))
 
 
+def energy_mark(efficiency: dict[str, Any]) -> str:
+    """How the energy was obtained, for the summary: nothing when measured (or not recorded), else its basis.
+
+    >>> energy_mark({"energy_basis": "estimate"}), energy_mark({"energy_basis": "measured"})
+    (' (estimate)', '')
+    >>> energy_mark({"energy_basis": "mixed", "modelled_fraction": 0.25})
+    ' (mixed: 25% modelled)'
+    """
+    how = efficiency.get("energy_basis")
+    if how is None or how == "measured":
+        return ""
+    fraction = efficiency.get("modelled_fraction")
+    if how == "mixed" and isinstance(fraction, float):
+        return f" (mixed: {100 * fraction:.3g}% modelled)"
+    return f" ({how})"
+
+
 def summary_line(record: dict[str, Any]) -> str:
     """One line: model, task, seed, final metrics, best metrics, energy, time."""
     def fmt(values: dict[str, Any]) -> str:
@@ -91,7 +108,7 @@ def summary_line(record: dict[str, Any]) -> str:
     parts = [f"{record['model']} {record['task']} seed={record['seed']}", f"final: {fmt(record.get('metrics', {}))}",
              f"best: {fmt(record.get('metrics_best', {}))}"]
     if eff:
-        parts.append(f"energy={eff.get('energy_kwh', 0.0):.3g} kWh co2={eff.get('co2_kg', 0.0):.3g} kg "
+        parts.append(f"energy={eff.get('energy_kwh', 0.0):.3g} kWh{energy_mark(eff)} co2={eff.get('co2_kg', 0.0):.3g} kg "
                      f"gpu_hours={eff.get('gpu_hours', 0.0):.3g}")
     parts.append(f"wall={record.get('wall_time_s', 0.0):.1f}s")
     if record.get("resumed_from") is not None:

@@ -22,7 +22,10 @@ The criteria come from the records of the tasks and bias sets, nowhere else:
   The sidecar states the packing level they were measured at (how many runs
   shared the GPU, ``efficiency.packing`` of the records, 1 when alone); runs
   measured at different levels are not mixed in one criterion unless
-  ``allow_mixed_packing``.
+  ``allow_mixed_packing``. Each energy and carbon criterion also states how its
+  energy was obtained (``method``: the runs' ``efficiency.energy_basis``,
+  :mod:`harness.energy.basis`: ``measured``, ``estimate``, ``mixed``, ``none``, or
+  ``unknown`` for a record without it), and its ``source`` says so in words.
 * **fairness** — the fairness criteria of each bias set record
   (:attr:`harness.bias.data.BiasDataset.fairness`), oriented so that the
   declared direction holds.
@@ -55,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bias.data import get_dataset
+from harness.energy import basis
 from harness.finetune.tasks import get_task
 from harness.grid.config import Experiment
 from harness.specs import BiasSpec, FinetuneSpec
@@ -82,8 +86,11 @@ EFFICIENCY_METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("energy_kwh", "energy_kwh", "kWh", "energy (GPU from NVML where available, CPU/RAM from codecarbon)"),
     ("duration_h", "duration_h", "h", "wall-clock duration of training and evaluation"),
     ("gpu_hours", "gpu_hours", "GPU-h", "GPU time attributed to the run"),
-    ("co2_kg", "co2_kg", "kg CO2eq", "energy × the configured grid's carbon intensity"),
+    ("co2_kg", "co2_kg", "kg CO2eq", "energy × the configured country's fixed grid carbon intensity "
+     "(codecarbon's bundled average, not measured)"),
 )
+#: the efficiency criteria whose figures are the energy's, so they carry its basis (carbon = energy × intensity)
+ENERGY_BASED = ("energy_kwh", "co2_kg")
 
 
 # ------------------------------------------------------------------ collection
@@ -99,6 +106,7 @@ class Collected:
     unusable: dict[str, str] = field(default_factory=dict)  # run id -> what is wrong with its record
     packing: dict[str, list[int]] = field(default_factory=dict)  # task -> packing levels of its efficiency runs
     preset: str = "default"  # the grid's ranking preset (rank with --preset PRESET to follow it)
+    energy_basis: dict[str, str] = field(default_factory=dict)  # task -> how its energy was obtained (method)
 
 
 def _num(value: Any) -> float | None:
@@ -234,6 +242,27 @@ def _keys(records: Iterable[dict[str, Any]], field_name: str) -> str:
     return ", ".join(found[:12]) + (", ..." if len(found) > 12 else "") if found else "none"
 
 
+def _basis_text(method: str, runs: Sequence[tuple[str, float | None, float | None]]) -> str:
+    """What a criterion's ``method`` means, for its ``source``: the basis in words, the modelled share, the runs'.
+
+    >>> text = _basis_text("mixed", [("estimate", 1.0, 1.0), ("measured", 3.0, 0.0)])
+    >>> text.startswith("mixed: "), text.endswith("(25% of the energy of these runs modelled; runs: 1 estimate, 1 measured)")
+    (True, True)
+    """
+    text = basis.DESCRIPTION[method]
+    notes = []
+    energy = [e for _, e, _ in runs]
+    modelled = [m for _, _, m in runs]
+    if method == basis.MIXED and None not in energy and None not in modelled and sum(energy) > 0:
+        notes.append(f"{100 * sum(modelled) / sum(energy):.3g}% of the energy of these runs modelled")
+    counts: dict[str, int] = {}
+    for b, _, _ in runs:
+        counts[b] = counts.get(b, 0) + 1
+    if len(counts) > 1:
+        notes.append("runs: " + ", ".join(f"{n} {b}" for b, n in sorted(counts.items())))
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def _packing_levels(packing: dict[tuple[str, str, int], tuple[int, str]], task: str,
                     cells: set[tuple[str, str]]) -> dict[int, list[str]]:
     """Packing level → run ids, over the efficiency runs of ``task`` behind the matrix's cells."""
@@ -271,6 +300,7 @@ def collect(
     long_rows: list[dict[str, Any]] = []  # model, criterion, seed, value (what the seed bootstrap reads)
     seeded: dict[tuple[str, str], dict[int, float]] = {}  # (model, criterion) -> seed -> value
     packing: dict[tuple[str, str, int], tuple[int, str]] = {}  # (model, task, seed) -> (level, run id)
+    bases: dict[tuple[str, str, int], tuple[str, float | None, float | None]] = {}  # -> (basis, kWh, modelled kWh)
     by_target: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (kind, task | dataset) -> usable records
 
     for spec in exp.specs:
@@ -295,6 +325,10 @@ def collect(
                 measured = True
         if measured:
             packing[(spec.model, spec.task, spec.seed)] = (int(efficiency.get("packing", 1)), rid)
+            found = efficiency.get("energy_basis")
+            bases[(spec.model, spec.task, spec.seed)] = (
+                found if found in basis.BASES else basis.UNKNOWN,
+                _num(efficiency.get("energy_kwh")), _num(efficiency.get("modelled_kwh")))
 
     for task in exp.tasks:  # a task with usable runs must yield a column: else its record and its runs disagree
         recs = by_target.get(("finetune", task), [])
@@ -349,6 +383,23 @@ def collect(
                     "n": len(values),
                 }
             )
+
+    basis_by_task: dict[str, str] = {}
+    for task in exp.tasks:
+        for key, suffix, _unit, _note in EFFICIENCY_METRICS:
+            if key not in ENERGY_BASED:
+                continue
+            name = f"{task}_{suffix}"
+            runs = [bases[(m, task, s)] for m in exp.models for s in seeds_all
+                    if (m, name) in complete and (m, task, s) in bases]
+            if not runs:
+                continue
+            method = basis.column_basis(b for b, _, _ in runs)
+            source = meta[name].pop("source")  # method beside the unit, source last
+            meta[name]["method"] = method
+            meta[name]["source"] = f"{source}; {_basis_text(method, runs)}"
+            if key == "energy_kwh":
+                basis_by_task[task] = method
 
     packing_by_task: dict[str, list[int]] = {}
     for task in exp.tasks:
@@ -443,12 +494,18 @@ def collect(
     packing_line = ("# efficiency packing (runs per GPU) per task: "
                     + ", ".join(f"{t}={'/'.join(map(str, packing_by_task[t]))}" for t in kept_tasks) + "\n"
                     if kept_tasks else "")
+    energy_columns = {t: [f"{t}_{suffix}" for key, suffix, _, _ in EFFICIENCY_METRICS if key in ENERGY_BASED]
+                      for t in basis_by_task}
+    basis_by_task = {t: b for t, b in basis_by_task.items() if any(c in frame.columns for c in energy_columns[t])}
+    basis_line = ("# energy and carbon per task, how obtained (measured | estimate | mixed | none | unknown): "
+                  + ", ".join(f"{t}={b}" for t, b in basis_by_task.items()) + "\n" if basis_by_task else "")
     header = (
         f"# Criteria of {matrix_path.name}, written by `vnr collect {exp.source} --epoch {epoch}`.\n"
         f"# {len(frame.index)} models x {len(frame.columns)} criteria; "
         f"{len(missing)} of {len(exp.specs)} runs missing, {len(unusable)} unusable"
         + ("; a seed-dependent cell with any seed missing is empty" if missing or unusable else "") + ".\n"
         + packing_line
+        + basis_line
         + (f"# grid preset: {exp.preset} (rank with --preset {exp.preset} to follow its conventions)\n"
            if exp.preset != "default" else "")
     )
@@ -476,7 +533,8 @@ def collect(
 
     ScoreTable.load(matrix_path)  # what `vnr rank` reads must load; a failure here is a bug, not user input
     return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
-                     [*missing, *unusable], dict(unusable), packing_by_task, exp.preset)
+                     [*missing, *unusable], dict(unusable), packing_by_task, preset=exp.preset,
+                     energy_basis=basis_by_task)
 
 
 def describe(result: Collected) -> str:
@@ -485,6 +543,13 @@ def describe(result: Collected) -> str:
         f"wrote {result.matrix_path} ({len(result.models)} models × {len(result.criteria)} criteria), "
         f"{result.criteria_path.name}, {result.seeds_path.name} and {result.stats_path.name}"
     )
+    unmeasured: dict[str, list[str]] = {}  # basis -> tasks
+    for task, how in result.energy_basis.items():
+        if how != basis.MEASURED:
+            unmeasured.setdefault(how, []).append(task)
+    if unmeasured:
+        line += ("; energy and carbon not measured: " + "; ".join(f"{b} for {', '.join(ts)}" for b, ts in unmeasured.items())
+                 + f" (see {result.criteria_path.name})")
     if result.missing:
         unusable = f" ({len(result.unusable)} of them unusable records)" if result.unusable else ""
         line += (f"; {len(result.missing)} runs missing{unusable}: their cells, and every mean over seeds "

@@ -194,7 +194,7 @@ def _probabilities_html(cmp: Comparison) -> str:
 
 
 def raw_values_html(table: ScoreTable, models: Sequence[str]) -> str:
-    """The raw scores: one row per criterion (by group, then name), with unit, direction and own weight."""
+    """The raw scores: one row per criterion (by group, then name), with unit (and method), direction and own weight."""
     from ranking.textable import number
 
     cols = [table.models.index(m) for m in models]
@@ -204,9 +204,10 @@ def raw_values_html(table: ScoreTable, models: Sequence[str]) -> str:
         c = table.criteria[j]
         arrow = "↑\u00a0higher" if c.direction == "higher" else "↓\u00a0lower"
         cells = "".join(f"<td class='num'>{html.escape(number(table.values[i, j]))}</td>" for i in cols)
+        unit = (c.unit or "–") + (f" ({c.method})" if c.method else "")  # e.g. "kWh (estimate)"
         rows.append(
             f"<tr><td>{html.escape(c.group or '–')}</td><td>{html.escape(c.name)}</td>"
-            f"<td>{html.escape(c.unit or '–')}</td><td>{arrow}</td><td class='num'>{html.escape(number(c.weight))}</td>"
+            f"<td>{html.escape(unit)}</td><td>{arrow}</td><td class='num'>{html.escape(number(c.weight))}</td>"
             f"{cells}</tr>"
         )
     return (
