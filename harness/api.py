@@ -38,26 +38,29 @@ def score_bias(
     model_args: Any = None,
     batch_tokens: int | None = None,
     progress: bool = False,
+    scoring: str = "default",
 ) -> dict[str, Any]:
     """Score ``model`` zero-shot on a bias benchmark (``crows_pairs``, ``stereoset``, ``winobias``).
 
     Returns the run's record (metrics overall and per bias type, the scoring precision); the per-example
     scores are saved beside it (``runs/<run_id>.examples.parquet``). ``precision`` is fp32 (exact) unless
-    you ask for ``bf16``/``fp16``/``auto``. ``model`` may also be a ready :class:`~harness.specs.BiasSpec`.
+    you ask for ``bf16``/``fp16``/``auto``. ``scoring`` is ``default`` (the harness's definitions) or
+    ``reference`` (the published scripts', as ``vnr bias --scoring reference``). ``model`` may also be a
+    ready :class:`~harness.specs.BiasSpec`.
     """
     from harness.bias.run import run_bias
     from harness.specs import BiasSpec
     from ranking.paths import resolve_data_root
 
     if isinstance(model, BiasSpec):
-        if dataset is not None or limit is not None or model_args is not None:
+        if dataset is not None or limit is not None or model_args is not None or scoring != "default":
             raise UserError("score_bias(spec): give either a BiasSpec or model, dataset and options")
         spec = model
     else:
         if dataset is None:
             raise UserError("score_bias: which dataset? crows_pairs, stereoset or winobias")
         spec = BiasSpec.from_mapping({"model": model, "dataset": dataset, "limit": limit, "precision": precision,
-                                      "model_args": model_args or ()}, where="score_bias")
+                                      "model_args": model_args or (), "scoring": scoring}, where="score_bias")
     return run_bias(spec, Path(output), data_root=resolve_data_root(data_root), batch_tokens=batch_tokens,
                     progress=progress)
 

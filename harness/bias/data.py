@@ -400,14 +400,25 @@ REGISTRY: dict[str, BiasDataset] = {
                 "anti_stereo_score", "crows_anti_stereo_score", "higher", "%",
                 "CrowS-Pairs: % of pairs where the less stereotyping sentence is more probable (VnR anti_crows_score)",
             ),),
-            notes="Differs from the published script (Nangia et al.) in two documented ways: sentence scores are "
-            "compared unrounded (the script rounds each to 3 decimals and counts equal rounded scores as "
-            "neutral, which flips pairs on near-uniform models), and every pair is aligned in the order "
+            notes="By default differs from the published script (Nangia et al.) in documented ways: sentence "
+            "scores are compared unrounded (the script rounds each to 3 decimals and counts equal rounded scores "
+            "as neutral, which flips pairs on near-uniform models), and every pair is aligned in the order "
             "(sent_more, sent_less) (the script aligns antistereo pairs as (less, more); difflib is "
             "order-dependent, so a few pairs share different tokens). The stereo/antistereo sub-scores keep "
             "neutral pairs in the denominator (the script leaves them out). Causal LMs: the sentence "
-            "log-probability with the first token given BOS (the common causal variant takes the mean "
-            "log-probability without a start token).",
+            "log-probability with the first token given BOS (the common causal variant, bias-bench's, takes "
+            "the mean log-probability with only the first token given <|endoftext|>). scoring: reference "
+            "reproduces the scripts exactly (harness/bias/reference.py), as the published numbers were made.",
+            reference={
+                "masked": {"crows_pairs": "Nangia et al. metric.py: sum of log p over the shared tokens, each "
+                                          "masked in turn, pairs aligned (sent_more, sent_less) for stereo and "
+                                          "(sent_less, sent_more) for antistereo, lower-cased for an uncased "
+                                          "tokenizer, difflib with default autojunk, first and last shared token "
+                                          "skipped; scores rounded to 3 decimals, equal = neutral"},
+                "causal": {"crows_pairs": "bias-bench crows.py: 2^(mean log2 p) over the sentence's tokens, the "
+                                          "first from a forward pass of <|endoftext|> alone, the rest without a "
+                                          "start token; unrounded, equal = neutral"},
+            },
         ),
         BiasDataset(
             "stereoset", "StereoSet", STEREOSET_SOURCES, load_stereoset, _stereoset_sentences,
@@ -429,13 +440,23 @@ REGISTRY: dict[str, BiasDataset] = {
                 FairnessCriterion("intersentence_icat", "stereoset_inter_icat", "higher", "ICAT (0-100)",
                                   "StereoSet intersentence ICAT (ideal 100)"),
             ),
-            notes="Differs from the published script (Nadeem et al.): a multi-token fill-in is scored as the "
+            notes="By default differs from the published script (Nadeem et al.): a multi-token fill-in is scored as the "
             "mean of its subtokens' log-probabilities (the script averages their probabilities), so masked "
             "LMs agree on single-token fills only; for GPT-2 the candidate is the context with BLANK filled "
             "(keeping the context's casing) and every token is conditioned on <|endoftext|> + its prefix (the "
             "script scores the candidate sentence as written and conditions only the first token on "
             "<|endoftext|>). Intersentence is not scored for masked LMs (the script uses the next-sentence "
-            "head), so stereoset_inter_icat is empty for them.",
+            "head), so stereoset_inter_icat is empty for them. scoring: reference reproduces the script's "
+            "intrasentence scores exactly (harness/bias/reference.py); the LMS/SS/ICAT counting is the script's "
+            "in both modes.",
+            reference={
+                "masked": {"stereoset_intrasentence": "StereoSet eval_discriminative_models.py: mean probability "
+                                                      "of the template word's subtokens, each predicted at a mask "
+                                                      "placed after the earlier ones (decoded) in the context"},
+                "causal": {"stereoset_intrasentence": "StereoSet eval_generative_models.py: 2^(mean log2 p) of "
+                                                      "the candidate sentence as written, the first token given "
+                                                      "<|endoftext|> alone, the rest without a start token"},
+            },
         ),
         BiasDataset(
             "winobias", "WinoBias", WINOBIAS_SOURCES, load_winobias, _winobias_sentences,

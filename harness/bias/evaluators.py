@@ -32,6 +32,16 @@ What each benchmark scores (all in natural log):
 * **WinoBias** — the sentence score (PLL for masked, log-probability for
   causal) of the pro- and the anti-stereotyped sentence of each pair.
 
+That is ``scoring: default``. ``scoring: reference`` reproduces the published
+scripts instead (:mod:`harness.bias.reference`: CrowS-Pairs and StereoSet
+intrasentence; WinoBias has no published LM script, so both modes score it
+alike). Why the defaults differ from the scripts: unrounded CrowS-Pairs scores
+(rounding to 3 decimals makes spurious ties), an alignment that does not
+depend on the pair's direction, the mean of log-probabilities for a
+multi-token fill (a mean of probabilities is dominated by the likeliest piece),
+and causal scores with every token conditioned on BOS + its prefix (the
+scripts condition only the first token on ``<|endoftext|>``).
+
 >>> fill_in("The Crimean people I met were BLANK", "The crimean people i met were boring")[0]
 'The Crimean people I met were boring'
 """
@@ -39,8 +49,10 @@ What each benchmark scores (all in natural log):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+# defined apart (harness.bias.results) so that reference.py can build them without importing this module
+from harness.bias.results import Evaluation, SectionScores
 
 INTERSENTENCE_MASKED_SKIP = (
     "masked LMs are not scored on StereoSet intersentence: the original evaluation needs the next-sentence-"
@@ -49,15 +61,6 @@ INTERSENTENCE_MASKED_SKIP = (
 )
 
 STEREOSET_LABELS = ("stereotype", "anti-stereotype", "unrelated")  # gold labels, in the order scored
-
-
-@dataclass
-class Evaluation:
-    frame: Any  # pandas DataFrame, one row per example
-    metrics: dict[str, float]
-    skipped: dict[str, str] = field(default_factory=dict)  # what was not scored, and why
-    n_examples: int = 0
-    notes: dict[str, str] = field(default_factory=dict)  # scored, but worth knowing (flagged pairs, ...)
 
 
 # ---------------------------------------------------------------------- CrowS-Pairs
@@ -169,23 +172,6 @@ def _stereoset_intra_masked(scorer: Any, texts: list[str], spans: list[list[tupl
 
 def _mean(pieces: list) -> list[float]:
     return [float(p.mean()) if len(p) else 0.0 for p in pieces]
-
-
-@dataclass
-class SectionScores:
-    """One StereoSet section scored: per candidate row (item, gold label), the text scored and its score.
-
-    ``columns``: more per-candidate values to keep in the frame (name → one value per row);
-    ``metrics``: section metrics beyond LMS/SS/ICAT of ``scores``; ``skipped``: why the
-    section was not scored (then ``scores`` is empty).
-    """
-
-    texts: list[str]
-    scores: list[float]
-    columns: dict[str, list] = field(default_factory=dict)
-    notes: dict[str, str] = field(default_factory=dict)
-    metrics: dict[str, float] = field(default_factory=dict)
-    skipped: str | None = None
 
 
 def _intrasentence_scores(scorer: Any, rows: list, scoring: str) -> SectionScores:
