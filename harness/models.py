@@ -24,7 +24,9 @@ Family quirks are keyed by ``model_type`` (:data:`QUIRKS`), never by a model's n
 * DeBERTa ships no trained MLM head on the hub: masked-LM scoring warns (the paper's released DeBERTa
   bias numbers share the caveat). Any other checkpoint without a trained MLM head (a bare ``BertModel``,
   an ELECTRA discriminator) is refused for masked scoring before any work;
-* encoder-decoder models (T5, BART, ...) are refused up front: neither head this harness uses applies.
+* encoder-decoder models (T5, BART, ...) are refused up front: neither head this harness uses applies;
+* a next-sentence-prediction head (BERT; StereoSet intersentence) is used only where the checkpoint ships
+  it trained (:func:`load_next_sentence_model` checks the loading info), never a random one.
 
 Errors (a typo'd id, a gated or private repo, weights missing offline, a directory without
 ``config.json``, corrupted weights) are :class:`ModelError`, a :class:`~ranking.errors.UserError`: one
@@ -49,7 +51,7 @@ from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
 
-HEADS = ("sequence_classification", "masked_lm", "causal_lm")
+HEADS = ("sequence_classification", "masked_lm", "causal_lm", "next_sentence")
 
 
 class ModelError(RunNotStarted):
@@ -394,6 +396,17 @@ def scoring_head(info: ModelInfo) -> str:
     return "masked_lm"
 
 
+def has_next_sentence_class(info: ModelInfo) -> bool:
+    """Whether ``info``'s family has a next-sentence-prediction class (BERT, MobileBERT, ...): the StereoSet
+    intersentence head of the published evaluation. Whether a checkpoint ships that head trained is only known
+    when it is loaded (:func:`load_next_sentence_model`)."""
+    if info.lm_kind != "masked":
+        return False
+    from transformers.models.auto import modeling_auto as auto
+
+    return info.family in auto.MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES
+
+
 def check_head(info: ModelInfo, head: str) -> None:
     """Refuse up front a head the model's architecture does not have (one line, before any work)."""
     if head not in HEADS:
@@ -405,6 +418,8 @@ def check_head(info: ModelInfo, head: str) -> None:
         if info.lm_kind == "causal":
             raise ModelError(f"{info.name} is a causal LM: score it with its causal LM head")
         scoring_head(info)
+    if head == "next_sentence" and not has_next_sentence_class(info):
+        raise ModelError(f"{info.name} ({info.family}) has no next-sentence-prediction class in transformers")
     custom = dict(info.model_args).get("trust_remote_code")  # remote code brings its own classes
     if head == "sequence_classification" and not info.is_tiny and info.name not in REGISTRY and not custom:
         from transformers.models.auto import modeling_auto as auto
@@ -596,6 +611,7 @@ def _auto_class(head: str) -> Any:
         "sequence_classification": tf.AutoModelForSequenceClassification,
         "masked_lm": tf.AutoModelForMaskedLM,
         "causal_lm": tf.AutoModelForCausalLM,
+        "next_sentence": tf.AutoModelForNextSentencePrediction,
     }[head]
 
 
@@ -692,3 +708,45 @@ def load_model(
     if info.quirks.get("pad_with_eos"):
         model.config.pad_token_id = tokenizer.pad_token_id
     return model, tokenizer, info
+
+
+def load_next_sentence_model(name: str, *, tokenizer: Any, seed: int = 0, encoder: Any = None,
+                             model_args: Any = None) -> tuple[Any, str]:
+    """``(model, "")``: ``name``'s next-sentence-prediction model (``[CLS] A [SEP] B [SEP]`` → is B next),
+    or ``(None, why)`` when the checkpoint has no trained next-sentence head.
+
+    A hub or local checkpoint has one when every parameter of that model comes from it (no missing or
+    mismatched key in ``from_pretrained``'s loading info): ``bert-base-uncased`` ships its pre-training
+    heads; a checkpoint saved from ``BertForMaskedLM`` lacks the pooler and ``cls.seq_relationship``, and
+    a random head is never scored. A tiny model is one random checkpoint built from its config: the
+    encoder is ``encoder``'s (the MLM model's base model, so both heads sit on one encoder, as in a real
+    checkpoint), the pooler and head are random from ``seed``. Loading failures (offline and not cached,
+    gated, corrupted) are one-line :class:`ModelError`, as in :func:`load_model`.
+    """
+    info = resolve_model(name, model_args)
+    check_head(info, "next_sentence")
+    import torch
+
+    cls = _auto_class("next_sentence")
+    torch.manual_seed(seed)
+    if info.is_tiny:
+        model = cls.from_config(tiny_config(info.family, tokenizer))
+        if encoder is not None:
+            loaded = model.base_model.load_state_dict(encoder.state_dict(), strict=False)
+            foreign = [k for k in loaded.missing_keys if not k.startswith("pooler.")] + list(loaded.unexpected_keys)
+            if foreign:
+                raise ValueError(f"{info.name}: the MLM encoder does not fit the next-sentence model ({foreign[:3]})")
+    else:
+        if not info.local:
+            hub_offline()
+        with hub_errors(info.name, "next-sentence model of"):
+            model, loading = cls.from_pretrained(info.hub_id, output_loading_info=True, **dict(info.model_args))
+        untrained = sorted({*loading.get("missing_keys", ()), *(k[0] if isinstance(k, tuple) else k
+                                                                 for k in loading.get("mismatched_keys", ()))})
+        if untrained:
+            shown = ", ".join(untrained[:4]) + (", ..." if len(untrained) > 4 else "")
+            return None, (f"{info.name} has no trained next-sentence head (the checkpoint lacks {shown}): "
+                          "not scored with one")
+    if getattr(model.config, "pad_token_id", None) is None and tokenizer.pad_token_id is not None:
+        model.config.pad_token_id = tokenizer.pad_token_id
+    return model, ""
