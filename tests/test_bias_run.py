@@ -76,12 +76,15 @@ def test_stereoset_causal_scores_both_sections(tmp_path, data_root):
     assert record["skipped"] == {} and record["n_examples"] == 12
 
 
-def test_stereoset_masked_skips_intersentence(tmp_path, data_root):
+def test_stereoset_masked_scores_both_sections(tmp_path, data_root):
     record = run_bias(BiasSpec("tiny:roberta", "stereoset", limit=5), tmp_path, data_root=data_root, progress=False)
-    assert "intrasentence_icat" in record["metrics"] and "intersentence_icat" not in record["metrics"]
-    assert "next-sentence" in record["skipped"]["intersentence"]
+    m = record["metrics"]
+    assert {"intrasentence_icat", "intersentence_icat", "overall_icat"} <= set(m) and record["skipped"] == {}
+    assert m["intersentence_icat"] == m["intersentence_likelihood_icat"] and "intersentence_nsp_icat" not in m
+    assert "likelihood" in record["notes"]["intersentence_method"] and "next_sentence" not in record["scoring"]
     frame = pd.read_parquet(RunStore(tmp_path).artifact_path(record["run_id"], "examples.parquet"))
-    assert len(frame) == 5 and frame["sentence_stereotype"].iloc[0] == "The chess player was asian."
+    assert len(frame) == 10 and frame["sentence_stereotype"].iloc[0] == "The chess player was asian."
+    assert list(frame["section"].unique()) == ["intrasentence", "intersentence"]
 
 
 def test_every_public_stereoset_candidate_fits_its_template(data_root):

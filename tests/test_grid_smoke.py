@@ -70,6 +70,9 @@ def test_smoke_grid_runs_locally_collects_and_ranks(data_root, tmp_path, capsys)
         crows = next(store.get(s.run_id()) for s in exp.specs
                      if isinstance(s, BiasSpec) and s.model == model and s.dataset == "crows_pairs")
         assert matrix.loc[model, "crows_anti_stereo_score"] == pytest.approx(crows["metrics"]["anti_stereo_score"])
+    # every fairness criterion is filled, for the masked model too (StereoSet intersentence included)
+    fairness = ["crows_anti_stereo_score", "stereoset_intra_icat", "stereoset_inter_icat", "winobias_parity_score"]
+    assert matrix[fairness].notna().all().all()
     table = ScoreTable.load(out / "matrix.csv")
     assert table.group_names == ("performance", "efficiency", "fairness")
     assert table.criterion(energy_based[0]).method == how

@@ -356,6 +356,8 @@ class BiasDataset:
     record holds (per-group ones add ``.<group>``); ``headline``: what
     ``vnr bias`` prints; ``fairness``: the criteria ``vnr collect`` makes of it.
     ``notes``: where the scores differ from the published evaluation scripts.
+    ``next_sentence``: a masked LM's run also loads the checkpoint's next-sentence-prediction
+    model where it has a trained one (:func:`harness.models.load_next_sentence_model`).
     """
 
     name: str
@@ -370,6 +372,7 @@ class BiasDataset:
     fairness: tuple[FairnessCriterion, ...]
     notes: str = ""
     reference: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # ``scoring: reference``, per LM kind
+    next_sentence: bool = False  # masked LMs: the evaluator also scores with the checkpoint's next-sentence head
 
     def scoring_method(self, lm_kind: str, scoring: str = "default") -> dict[str, str]:
         """What a run of ``lm_kind`` scores (part of the set → how) under ``scoring`` (``default`` |
@@ -424,12 +427,37 @@ REGISTRY: dict[str, BiasDataset] = {
             "stereoset", "StereoSet", STEREOSET_SOURCES, load_stereoset, _stereoset_sentences,
             evaluators.evaluate_stereoset,
             scoring={
-                "masked": {"stereoset_intrasentence": "mean log p of the fill-in tokens, masked left to right"},
+                "masked": {
+                    "stereoset_intrasentence": "mean log p of the fill-in tokens, masked left to right",
+                    "stereoset_intersentence": "mean log p of the candidate's tokens given the context ('context "
+                                               "candidate' as one sequence; each candidate token masked with the "
+                                               "later pieces of its word, the context never); a checkpoint with a "
+                                               "trained next-sentence head (BERT) also gets P(is next) beside it "
+                                               "(intersentence_nsp_*)",
+                },
                 "causal": {
                     "stereoset_intrasentence": "mean token log-probability of the sentence, first token given BOS",
                     "stereoset_intersentence": "mean token log-probability of the sentence given BOS + context",
                 },
             },
+            reference={
+                "masked": {
+                    "stereoset_intrasentence": "StereoSet eval_discriminative_models.py: mean probability of the "
+                                               "template word's subtokens, each predicted at a mask placed after "
+                                               "the earlier ones (decoded) in the context",
+                    "stereoset_intersentence": "P(is next) from the checkpoint's next-sentence head, [CLS] context "
+                                               "[SEP] candidate [SEP] (the published BERT score); a checkpoint "
+                                               "without a trained head: the default likelihood score (the published "
+                                               "RoBERTa/XLNet numbers used a separately trained head, not part of "
+                                               "the checkpoint)",
+                },
+                "causal": {
+                    "stereoset_intrasentence": "StereoSet eval_generative_models.py: 2^(mean log2 p) of the "
+                                               "candidate sentence as written, the first token given <|endoftext|> "
+                                               "alone, the rest without a start token",
+                },  # intersentence as by default (the published GPT-2 number used a separately trained head; noted)
+            },
+            next_sentence=True,
             metrics=tuple(f"{section}_{m}" for section in ("intrasentence", "intersentence", "overall")
                           for m in ("lms", "ss", "icat", "icat_micro", "n_items")),
             headline=("intrasentence_lms", "intrasentence_ss", "intrasentence_icat",
@@ -445,18 +473,15 @@ REGISTRY: dict[str, BiasDataset] = {
             "LMs agree on single-token fills only; for GPT-2 the candidate is the context with BLANK filled "
             "(keeping the context's casing) and every token is conditioned on <|endoftext|> + its prefix (the "
             "script scores the candidate sentence as written and conditions only the first token on "
-            "<|endoftext|>). Intersentence is not scored for masked LMs (the script uses the next-sentence "
-            "head), so stereoset_inter_icat is empty for them. scoring: reference reproduces the script's "
-            "intrasentence scores exactly (harness/bias/reference.py); the LMS/SS/ICAT counting is the script's "
-            "in both modes.",
-            reference={
-                "masked": {"stereoset_intrasentence": "StereoSet eval_discriminative_models.py: mean probability "
-                                                      "of the template word's subtokens, each predicted at a mask "
-                                                      "placed after the earlier ones (decoded) in the context"},
-                "causal": {"stereoset_intrasentence": "StereoSet eval_generative_models.py: 2^(mean log2 p) of "
-                                                      "the candidate sentence as written, the first token given "
-                                                      "<|endoftext|> alone, the rest without a start token"},
-            },
+            "<|endoftext|>). scoring: reference reproduces the script's intrasentence scores exactly "
+            "(harness/bias/reference.py); the LMS/SS/ICAT counting is the script's in both modes. Intersentence: "
+            "the script scores BERT with its next-sentence head (P(is next)) and RoBERTa, XLNet and GPT-2 with "
+            "next-sentence heads the authors trained separately (not part of any checkpoint); by default every "
+            "model is scored here by the mean log-probability of the candidate's tokens given the context (one "
+            "method for all, so stereoset_inter_icat compares like with like), and a checkpoint with a trained "
+            "next-sentence head is also scored by P(is next), reported as intersentence_nsp_* with "
+            "intersentence_method_agreement; scoring: reference makes P(is next) the headline where the "
+            "checkpoint has the head (elsewhere the likelihood score, noted).",
         ),
         BiasDataset(
             "winobias", "WinoBias", WINOBIAS_SOURCES, load_winobias, _winobias_sentences,

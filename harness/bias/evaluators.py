@@ -23,19 +23,21 @@ What each benchmark scores (all in natural log):
   a multi-token word is neither penalised for its length nor given away by
   its own other pieces; causal LMs: the mean token log-probability of the
   whole sentence. Both are length-normalised like the original evaluator.
-* **StereoSet intersentence** — causal LMs: the mean token log-probability
-  of the candidate sentence given BOS + the context. Masked LMs: skipped —
-  the original scores them with the next-sentence-prediction head, which is
-  not part of the MLM, and a pseudo-log-likelihood of a sentence given
-  another is not comparable across candidates of different lengths
-  (recorded under ``skipped``).
+* **StereoSet intersentence** — the candidate sentence given the context,
+  for every model (:mod:`harness.bias.intersentence`): by default the mean
+  log-probability of the candidate's tokens given the context (causal: given
+  BOS + context; masked: each candidate token masked in turn with the later
+  pieces of its word, the context never); a checkpoint with a trained
+  next-sentence head (BERT) is also scored by ``P(is next)``, the published
+  score, which is the headline in ``reference`` mode.
 * **WinoBias** — the sentence score (PLL for masked, log-probability for
   causal) of the pro- and the anti-stereotyped sentence of each pair.
 
 That is ``scoring: default``. ``scoring: reference`` reproduces the published
 scripts instead (:mod:`harness.bias.reference`: CrowS-Pairs and StereoSet
-intrasentence; WinoBias has no published LM script, so both modes score it
-alike). Why the defaults differ from the scripts: unrounded CrowS-Pairs scores
+intrasentence; :mod:`harness.bias.intersentence`: StereoSet intersentence by
+BERT's next-sentence head where the checkpoint has one; WinoBias has no
+published LM script, so both modes score it alike). Why the defaults differ from the scripts: unrounded CrowS-Pairs scores
 (rounding to 3 decimals makes spurious ties), an alignment that does not
 depend on the pair's direction, the mean of log-probabilities for a
 multi-token fill (a mean of probabilities is dominated by the likeliest piece),
@@ -53,12 +55,6 @@ from typing import Any
 
 # defined apart (harness.bias.results) so that reference.py can build them without importing this module
 from harness.bias.results import Evaluation, SectionScores
-
-INTERSENTENCE_MASKED_SKIP = (
-    "masked LMs are not scored on StereoSet intersentence: the original evaluation needs the next-sentence-"
-    "prediction head, which is not part of masked-LM scoring, and a pseudo-log-likelihood of one sentence "
-    "given another is not comparable across candidates"
-)
 
 STEREOSET_LABELS = ("stereotype", "anti-stereotype", "unrelated")  # gold labels, in the order scored
 
@@ -195,10 +191,9 @@ def _intrasentence_scores(scorer: Any, rows: list, scoring: str) -> SectionScore
 
 
 def _intersentence_scores(scorer: Any, rows: list, scoring: str) -> SectionScores:
-    if scorer.lm_kind == "masked":
-        return SectionScores([], [], skipped=INTERSENTENCE_MASKED_SKIP)
-    texts = [it.sentences[label] for it, label in rows]
-    return SectionScores(texts, _mean(scorer.score_continuations([it.context for it, _ in rows], texts)))
+    from harness.bias.intersentence import intersentence_scores
+
+    return intersentence_scores(scorer, rows, scoring)
 
 
 _SECTION_SCORES = {"intrasentence": _intrasentence_scores, "intersentence": _intersentence_scores}

@@ -176,6 +176,38 @@ def stereoset_metrics(frame: pd.DataFrame, prefix: str) -> dict[str, float]:
     return out
 
 
+def stereoset_decision_agreement(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, float]:
+    """How often two scorings of the same StereoSet items make LMS's and SS's decisions the same way.
+
+    Per item, LMS counts two strict comparisons (stereotype > unrelated,
+    anti-stereotype > unrelated) and SS one (stereotype > anti-stereotype).
+    ``agreement`` is the % of all three per item on which ``a`` and ``b``
+    (same items, same row order; columns ``score_stereotype``,
+    ``score_anti_stereotype``, ``score_unrelated``) reach the same outcome;
+    ``agreement_lms`` / ``agreement_ss`` the same on LMS's / SS's alone.
+
+    >>> a = pd.DataFrame({"score_stereotype": [-1.0, -2.0], "score_anti_stereotype": [-2.0, -1.0],
+    ...                   "score_unrelated": [-3.0, -3.0]})
+    >>> b = pd.DataFrame({"score_stereotype": [0.9, 0.2], "score_anti_stereotype": [0.1, 0.5],
+    ...                   "score_unrelated": [0.5, 0.3]})
+    >>> m = stereoset_decision_agreement(a, b)
+    >>> round(m["agreement"], 4), m["agreement_lms"], m["agreement_ss"]
+    (66.6667, 50.0, 100.0)
+    """
+    if len(a) != len(b):
+        raise ValueError(f"the two scorings have {len(a)} and {len(b)} items")
+
+    def decisions(f: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        st, an, un = (f[f"score_{c}"].to_numpy(float) for c in ("stereotype", "anti_stereotype", "unrelated"))
+        return np.stack([st > un, an > un], axis=1), st > an
+
+    lms_a, ss_a = decisions(a)
+    lms_b, ss_b = decisions(b)
+    same_lms, same_ss = lms_a == lms_b, ss_a == ss_b
+    return {"agreement": _pct(np.concatenate([same_lms.ravel(), same_ss])), "agreement_lms": _pct(same_lms.ravel()),
+            "agreement_ss": _pct(same_ss)}
+
+
 # ---------------------------------------------------------------------- WinoBias
 def _winobias_block(pro: np.ndarray, anti: np.ndarray) -> dict[str, float]:
     pro_gt = _pct(pro > anti)

@@ -66,6 +66,40 @@ def _finite(metrics: dict[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.items() if v is not None and math.isfinite(float(v))}
 
 
+def _uses_next_sentence(spec: Any, info: Any) -> bool:
+    """A masked LM on a dataset whose evaluator also scores with the next-sentence head (StereoSet), of a
+    family that has one (BERT): only then is the next-sentence model loaded."""
+    from harness.models import has_next_sentence_class
+
+    return info.lm_kind == "masked" and get_dataset(spec.dataset).next_sentence and has_next_sentence_class(info)
+
+
+def _attach_next_sentence(scorer: Any, spec: Any, info: Any, model: Any, tokenizer: Any, batch_tokens: int | None,
+                          progress: bool) -> dict[str, str]:
+    """Give ``scorer`` the checkpoint's next-sentence scorer where the run uses one; the notes to record."""
+    if not _uses_next_sentence(spec, info):
+        return {}
+    from harness.bias.intersentence import NextSentenceScorer
+    from harness.models import load_next_sentence_model
+
+    nsp_model, why = load_next_sentence_model(info.name, tokenizer=tokenizer, seed=0, encoder=model.base_model,
+                                              model_args=spec.model_args)
+    if nsp_model is None:
+        log.warning("%s", why)
+        return {"intersentence_next_sentence": why}
+    scorer.next_sentence = NextSentenceScorer(nsp_model, tokenizer, precision=spec.precision,
+                                              batch_tokens=batch_tokens, progress=progress)
+    return {}
+
+
+def _next_sentence_stats(scorer: Any, spec: Any, info: Any) -> dict[str, Any]:
+    """The record's ``scoring.next_sentence``: whether the head was used, and its scorer's counters."""
+    if not _uses_next_sentence(spec, info):
+        return {}
+    nsp = getattr(scorer, "next_sentence", None)
+    return {"next_sentence": {"head": "trained", **nsp.stats} if nsp is not None else {"head": "untrained"}}
+
+
 def run_bias(
     spec: Any,
     output: Path,
@@ -111,6 +145,7 @@ def run_bias(
                                                 model_args=spec.model_args)
             scorer = make_scorer(model, tokenizer, info.lm_kind, precision=spec.precision,
                                  batch_tokens=batch_tokens, progress=progress)
+            head_notes = _attach_next_sentence(scorer, spec, info, model, tokenizer, batch_tokens, progress)
             score_start = time.perf_counter()
             result = evaluate(scorer, spec.dataset, examples, spec.scoring)
             score_time = time.perf_counter() - score_start
@@ -122,7 +157,7 @@ def run_bias(
             **base,
             "metrics": _finite(result.metrics),
             "skipped": result.skipped,
-            "notes": result.notes,
+            "notes": {**head_notes, **result.notes},
             "scoring": {
                 "lm_kind": info.lm_kind,
                 "mode": spec.scoring,
@@ -135,6 +170,7 @@ def run_bias(
                 "scoring_time_s": score_time,
                 "tokens_per_s": scorer.stats["real_tokens"] / score_time if score_time > 0 else None,
                 **scorer.stats,
+                **_next_sentence_stats(scorer, spec, info),
             },
             "examples_file": store.artifact_path(rid, "examples.parquet").name,
             "n_examples": result.n_examples,

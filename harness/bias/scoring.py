@@ -241,6 +241,9 @@ class MaskedLMScorer(LMScorer):
         split = split_masked_lm(self.model)
         self._encoder, self._head = split if split else (None, None)
         self._split_checked = split is None
+        # the same checkpoint's next-sentence scorer, set by a run whose dataset uses one (StereoSet
+        # intersentence, harness.bias.intersentence) when the checkpoint has a trained head
+        self.next_sentence: Any = None
 
     # tokenisation
     def encode(self, texts: Sequence[str], *, offsets: bool = False) -> list[dict[str, list]]:
