@@ -79,7 +79,14 @@ class BiasSpec:
         _canonical_model(self)
 
     def identity(self) -> dict[str, Any]:
-        return _identity(self, BIAS_CODE_VERSION)
+        """The run id's content; a bias set's own ``version`` (its record) when above 1."""
+        from harness.bias.data import REGISTRY
+
+        out = _identity(self, BIAS_CODE_VERSION)
+        record = REGISTRY.get(self.dataset)
+        if record is not None and record.version > 1:
+            out["dataset_version"] = record.version
+        return out
 
     def run_id(self) -> str:
         return _run_id(self)

@@ -194,3 +194,9 @@ def test_run_records_both_methods_and_loads_the_head_only_for_stereoset(tmp_path
     uses = {(model, dataset): bias_run._uses_next_sentence(BiasSpec(model, dataset), resolve_model(model))
             for model in ("tiny:bert", "tiny:roberta", "tiny:gpt2") for dataset in ("stereoset", "crows_pairs")}
     assert [k for k, v in uses.items() if v] == [("tiny:bert", "stereoset")]
+
+
+def test_stereoset_runs_of_the_version_that_skipped_masked_intersentence_are_not_reused():
+    spec = BiasSpec("tiny:bert", "stereoset")
+    assert spec.identity()["dataset_version"] == 2
+    assert "dataset_version" not in BiasSpec("tiny:bert", "crows_pairs").identity()  # other sets keep their ids
