@@ -180,7 +180,7 @@ def test_run_records_both_methods_and_loads_the_head_only_for_stereoset(tmp_path
                                         "intersentence_method_agreement"} <= set(m)
     assert m["intersentence_icat"] == m["intersentence_likelihood_icat"]  # default mode: the likelihood headline
     nsp = record["scoring"]["next_sentence"]
-    assert nsp["head"] == "trained" and nsp["rows"] == 15 and "likelihood" in record["notes"]["intersentence_method"]
+    assert nsp["head"] == "random" and nsp["rows"] == 15 and "likelihood" in record["notes"]["intersentence_method"]
     frame = pd.read_parquet(RunStore(tmp_path).artifact_path(record["run_id"], "examples.parquet"))
     inter = frame[frame["section"] == "intersentence"]
     assert len(inter) == 5 and inter["nsp_unrelated"].notna().all() and (inter["nsp_unrelated"] <= 0).all()

@@ -93,11 +93,14 @@ def _attach_next_sentence(scorer: Any, spec: Any, info: Any, model: Any, tokeniz
 
 
 def _next_sentence_stats(scorer: Any, spec: Any, info: Any) -> dict[str, Any]:
-    """The record's ``scoring.next_sentence``: whether the head was used, and its scorer's counters."""
+    """The record's ``scoring.next_sentence``: the head (trained | untrained: not used | random: a tiny
+    model's) and, where it was used, its scorer's counters."""
     if not _uses_next_sentence(spec, info):
         return {}
     nsp = getattr(scorer, "next_sentence", None)
-    return {"next_sentence": {"head": "trained", **nsp.stats} if nsp is not None else {"head": "untrained"}}
+    if nsp is None:
+        return {"next_sentence": {"head": "untrained"}}
+    return {"next_sentence": {"head": "random" if info.is_tiny else "trained", **nsp.stats}}
 
 
 def run_bias(
