@@ -6,8 +6,9 @@ Modules: :mod:`.data` (loaders), :mod:`.scoring` (the ``score(sentences)``
 interface: masked-LM pseudo-log-likelihood and causal-LM log-probability,
 batched), :mod:`.align` (CrowS-Pairs shared tokens), :mod:`.evaluators` (each benchmark's
 default scoring; results in :mod:`.results`), :mod:`.reference` (``scoring: reference``,
-the published scripts' definitions), :mod:`.metrics`, :mod:`.run` (one run into the
-run store), :mod:`.cli` (``vnr bias``).
+the published scripts' definitions), :mod:`.intersentence` (StereoSet intersentence: the
+likelihood method and the next-sentence head), :mod:`.metrics`, :mod:`.run` (one run into
+the run store), :mod:`.cli` (``vnr bias``).
 Importing this package does not import torch.
 """
 
