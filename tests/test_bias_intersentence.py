@@ -185,6 +185,11 @@ def test_run_records_both_methods_and_loads_the_head_only_for_stereoset(tmp_path
     inter = frame[frame["section"] == "intersentence"]
     assert len(inter) == 5 and inter["nsp_unrelated"].notna().all() and (inter["nsp_unrelated"] <= 0).all()
 
+    ref = run_bias(BiasSpec("tiny:bert", "stereoset", limit=3, scoring="reference"), tmp_path, data_root=data_root,
+                   progress=False)
+    assert ref["metrics"]["intersentence_icat"] == ref["metrics"]["intersentence_nsp_icat"]
+    assert "P(is next)" in ref["scoring"]["method"]["stereoset_intersentence"]
+
     def refuse(*args, **kwargs):
         raise AssertionError("the next-sentence model is loaded for StereoSet only")
 
