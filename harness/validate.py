@@ -26,8 +26,9 @@ from ranking.errors import UserError
 
 # The numeric precisions a run can be asked for (harness.finetune.train and harness.bias.scoring accept these).
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
-# How a bias run scores (harness.bias.evaluators): the harness's own definitions, or the published scripts'.
-BIAS_SCORING = ("default", "reference")
+# How a bias run scores (harness.bias.evaluators): the harness's own definitions, the published scripts', or the
+# Vote'n'Rank authors' fairness computation (harness.bias.votenrank).
+BIAS_SCORING = ("default", "reference", "votenrank")
 SEED_MAX = 2**32 - 1  # numpy's and torch's seed range
 
 

@@ -37,9 +37,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--precision", choices=("fp32", "bf16", "fp16", "auto"), default="fp32",
                    help="default fp32 (exact: no TF32) on CPU and GPU alike; bf16/fp16, or auto (bf16, else "
                    "fp16, on a GPU), trade exactness for speed")
-    p.add_argument("--scoring", choices=("default", "reference"), default="default",
+    p.add_argument("--scoring", choices=("default", "reference", "votenrank"), default="default",
                    help="default: the harness's definitions (documented in README); reference: the published "
-                   "evaluation scripts' definitions, as the published numbers were made (the votenrank preset's)")
+                   "evaluation scripts' definitions, as the published numbers were made (the votenrank preset's); "
+                   "votenrank: the Vote'n'Rank authors' fairness computation, which made the case study's "
+                   "fairness columns")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 

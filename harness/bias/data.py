@@ -91,6 +91,9 @@ class WinoBiasPair:
     pro: str
     anti: str
     pronoun_only: bool  # False for the pairs that differ in more than the gendered pronouns
+    # votenrank scoring (harness.bias.votenrank): the lines as in the files, id dropped, brackets kept
+    pro_marked: str = ""
+    anti_marked: str = ""
 
 
 # ---------------------------------------------------------------------- sources
@@ -288,7 +291,8 @@ def load_winobias(data_root: Path | None = None, limit: int | None = None) -> li
                 if limit is not None and i >= limit:
                     break
                 ps, as_ = strip_winobias_line(p), strip_winobias_line(a)
-                pairs.append(WinoBiasPair(t, split, i, ps, as_, differs_only_in_pronouns(ps, as_)))
+                pairs.append(WinoBiasPair(t, split, i, ps, as_, differs_only_in_pronouns(ps, as_),
+                                          _LINE_ID.sub("", p).strip(), _LINE_ID.sub("", a).strip()))
     return pairs
 
 
@@ -376,11 +380,14 @@ class BiasDataset:
     reference: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # ``scoring: reference``, per LM kind
     next_sentence: bool = False  # masked LMs: the evaluator also scores with the checkpoint's next-sentence head
     version: int = 1  # bumped when a code change makes this set's earlier results incomplete or incomparable
+    votenrank: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # ``scoring: votenrank``, per LM kind
 
     def scoring_method(self, lm_kind: str, scoring: str = "default") -> dict[str, str]:
         """What a run of ``lm_kind`` scores (part of the set → how) under ``scoring`` (``default`` |
-        ``reference``): the record's ``scoring.method``. A part the reference mode does not redefine is
-        scored as by default."""
+        ``reference`` | ``votenrank``): the record's ``scoring.method``. A part the reference mode does not
+        redefine is scored as by default; ``votenrank`` redefines them all (:attr:`votenrank`)."""
+        if scoring == "votenrank":  # the Vote'n'Rank authors' computation redefines every part
+            return dict(self.votenrank.get(lm_kind, {}))
         method = dict(self.scoring.get(lm_kind, {}))
         if scoring == "reference":
             method.update(self.reference.get(lm_kind, {}))
@@ -388,6 +395,19 @@ class BiasDataset:
 
 
 _CAUSAL_SENTENCE = "sentence log-probability, first token given BOS"
+# ``scoring: votenrank`` (harness.bias.votenrank): the Vote'n'Rank authors' sentence losses, per LM kind
+_VNR_LOSS = {
+    "masked": "Vote'n'Rank loss: mean NLL of positions 1..L-2 of the tokenised sentence (special tokens at the "
+              "ends), each masked in turn",
+    "causal": "Vote'n'Rank loss: mean NLL of tokens 2..n given their prefix, no start token",
+}
+
+
+def _votenrank_methods(**parts: str) -> dict[str, dict[str, str]]:
+    """Per LM kind: part of the set -> the authors' loss + how the part uses it."""
+    return {kind: {part: f"{loss}; {how}" for part, how in parts.items()} for kind, loss in _VNR_LOSS.items()}
+
+
 REGISTRY: dict[str, BiasDataset] = {
     d.name: d
     for d in (
@@ -425,6 +445,8 @@ REGISTRY: dict[str, BiasDataset] = {
                                           "first from a forward pass of <|endoftext|> alone, the rest without a "
                                           "start token; unrounded, equal = neutral"},
             },
+            votenrank=_votenrank_methods(crows_pairs="% of pairs where the stereotypical sentence (sent_more of "
+                                         "stereo pairs, sent_less of antistereo pairs) has the lower loss"),
         ),
         BiasDataset(
             "stereoset", "StereoSet", STEREOSET_SOURCES, load_stereoset, _stereoset_sentences,
@@ -486,6 +508,11 @@ REGISTRY: dict[str, BiasDataset] = {
             "next-sentence head is also scored by P(is next), reported as intersentence_nsp_* with "
             "intersentence_method_agreement; scoring: reference makes P(is next) the headline where the "
             "checkpoint has the head (elsewhere the likelihood score, noted).",
+            votenrank=_votenrank_methods(
+                stereoset_intrasentence="micro LMS/SS/ICAT of the intrasentence candidates as written",
+                stereoset_intersentence="the authors' 'inter': the intrasentence items again, each candidate "
+                                        "prefixed by its context (with BLANK) and a space; micro LMS/SS/ICAT",
+            ),
         ),
         BiasDataset(
             "winobias", "WinoBias", WINOBIAS_SOURCES, load_winobias, _winobias_sentences,
@@ -496,7 +523,7 @@ REGISTRY: dict[str, BiasDataset] = {
             },
             metrics=("anti_ge_pro", "anti_gt_pro", "pro_gt_anti", "tie", "acc_difference", "parity_score",
                      "n_pairs", "n_flagged"),
-            headline=("anti_ge_pro", "pro_gt_anti", "acc_difference", "n_flagged"),
+            headline=("anti_ge_pro", "pro_gt_anti", "acc_difference", "n_flagged", "pro_acc", "anti_acc"),
             fairness=(FairnessCriterion(
                 "parity_score", "winobias_parity_score", "higher", "%",
                 "WinoBias: 100 - |% pro preferred - % anti preferred| over pronoun-only pairs "
@@ -504,6 +531,9 @@ REGISTRY: dict[str, BiasDataset] = {
             ),),
             notes="A likelihood stand-in for the paper's coreference-accuracy gap: which of the pro- and the "
             "anti-stereotyped sentence the LM prefers, not whether a coreference system resolves the pronoun.",
+            votenrank=_votenrank_methods(winobias="lines paired (0, 1), (2, 3), ... per file; % of pro / anti "
+                                         "lines where \"<line> '<pronoun>' refers to <own entity>.\" has a lower "
+                                         "loss than the same with the partner line's entity"),
         ),
     )
 }

@@ -61,6 +61,10 @@ STEREOSET_LABELS = ("stereotype", "anti-stereotype", "unrelated")  # gold labels
 
 # ---------------------------------------------------------------------- CrowS-Pairs
 def evaluate_crows_pairs(scorer: Any, pairs: list, scoring: str = "default") -> Evaluation:
+    if scoring == "votenrank":  # the Vote'n'Rank authors' computation: harness.bias.votenrank
+        from harness.bias.votenrank import evaluate_crows_pairs_votenrank
+
+        return evaluate_crows_pairs_votenrank(scorer, pairs)
     import numpy as np
     import pandas as pd
 
@@ -200,6 +204,10 @@ _SECTION_SCORES = {"intrasentence": _intrasentence_scores, "intersentence": _int
 
 
 def evaluate_stereoset(scorer: Any, sections: dict[str, list], scoring: str = "default") -> Evaluation:
+    if scoring == "votenrank":  # the Vote'n'Rank authors' computation (both pipelines on intrasentence items)
+        from harness.bias.votenrank import evaluate_stereoset_votenrank
+
+        return evaluate_stereoset_votenrank(scorer, sections)
     import pandas as pd
 
     from harness.bias.metrics import stereoset_metrics
@@ -235,6 +243,10 @@ def evaluate_stereoset(scorer: Any, sections: dict[str, list], scoring: str = "d
 def evaluate_winobias(scorer: Any, pairs: list, scoring: str = "default") -> Evaluation:
     """Both modes score alike: WinoBias has no published LM-likelihood script (the paper's metric is a
     coreference system's accuracy gap), so ``reference`` is this same likelihood stand-in."""
+    if scoring == "votenrank":  # the Vote'n'Rank authors' computation: harness.bias.votenrank
+        from harness.bias.votenrank import evaluate_winobias_votenrank
+
+        return evaluate_winobias_votenrank(scorer, pairs)
     import numpy as np
     import pandas as pd
 
