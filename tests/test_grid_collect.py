@@ -349,6 +349,10 @@ def test_the_bias_scoring_mode_is_stated_and_mixed_modes_are_refused(exp):
     assert side["crows_anti_stereo_score"]["source"].endswith(
         "; scored with the published scripts' definitions (scoring: reference)")
     assert side["stereoset_intra_icat"]["source"].endswith("; scored with the harness's definitions")
+    _set_scoring(exp, {(m, "stereoset"): "votenrank" for m in BASE})
+    side = yaml.safe_load(collect(exp).criteria_path.read_text())["criteria"]
+    assert side["stereoset_intra_icat"]["source"].endswith(
+        "; scored with the Vote'n'Rank authors' fairness computation (scoring: votenrank)")
 
     _set_scoring(exp, {("tiny:gpt2", "crows_pairs"): "default"})
     odd = _spec(exp, "tiny:gpt2", "crows_pairs")
@@ -357,7 +361,7 @@ def test_the_bias_scoring_mode_is_stated_and_mixed_modes_are_refused(exp):
     message = str(err.value)
     assert "\n" not in message and message.startswith(
         f"bias set crows_pairs: its runs were scored with different definitions (default: {odd.run_id()}; reference: ")
-    assert message.endswith("re-run them with one bias.options.scoring (default | reference)")
+    assert message.endswith("re-run them with one bias.options.scoring (default | reference | votenrank)")
 
 
 def test_a_grid_preset_is_named_in_the_sidecar_and_the_summary(tmp_path):

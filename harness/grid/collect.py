@@ -451,9 +451,13 @@ def collect(
         if len(modes) > 1:
             shown = "; ".join(f"{mode}: {_some(rids)}" for mode, rids in sorted(modes.items()))
             raise UserError(f"bias set {dataset}: its runs were scored with different definitions ({shown}); "
-                            "re-run them with one bias.options.scoring (default | reference)")
+                            "re-run them with one bias.options.scoring (default | reference | votenrank)")
         (mode,) = modes
         for crit in get_dataset(dataset).fairness:
+            if mode == "votenrank":  # harness.bias.votenrank
+                meta[crit.name]["source"] += ("; scored with the Vote'n'Rank authors' fairness computation "
+                                              "(scoring: votenrank)")
+                continue
             meta[crit.name]["source"] += ("; scored with the published scripts' definitions (scoring: reference)"
                                           if mode == "reference" else "; scored with the harness's definitions")
     for dataset in exp.bias_datasets:
