@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.bias.evaluators import Evaluation
 from harness.bias.metrics import icat
+from harness.bias.results import Evaluation  # not from the evaluators, which dispatch here: no import cycle
 from ranking.errors import UserError
 
 LOSS_NOTE = (
