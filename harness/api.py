@@ -44,8 +44,9 @@ def score_bias(
 
     Returns the run's record (metrics overall and per bias type, the scoring precision); the per-example
     scores are saved beside it (``runs/<run_id>.examples.parquet``). ``precision`` is fp32 (exact) unless
-    you ask for ``bf16``/``fp16``/``auto``. ``scoring`` is ``default`` (the harness's definitions) or
-    ``reference`` (the published scripts', as ``vnr bias --scoring reference``). ``model`` may also be a
+    you ask for ``bf16``/``fp16``/``auto``. ``scoring`` is ``default`` (the harness's definitions),
+    ``reference`` (the published scripts', as ``vnr bias --scoring reference``) or ``votenrank`` (the
+    Vote'n'Rank authors' fairness computation, :mod:`harness.bias.votenrank`). ``model`` may also be a
     ready :class:`~harness.specs.BiasSpec`.
     """
     from harness.bias.run import run_bias

@@ -71,7 +71,7 @@ class BiasSpec:
     limit: int | None = None
     precision: str = "fp32"  # fp32 (exact, the default) | bf16 | fp16 | auto (bf16, else fp16, on a GPU)
     model_args: tuple[tuple[str, Any], ...] = ()
-    scoring: str = "default"  # default (the harness's definitions) | reference (the published scripts')
+    scoring: str = "default"  # default (the harness's definitions) | reference (the published scripts') | votenrank
 
     kind = "bias"
 

@@ -42,7 +42,8 @@ published LM script, so both modes score it alike). Why the defaults differ from
 depend on the pair's direction, the mean of log-probabilities for a
 multi-token fill (a mean of probabilities is dominated by the likeliest piece),
 and causal scores with every token conditioned on BOS + its prefix (the
-scripts condition only the first token on ``<|endoftext|>``).
+scripts condition only the first token on ``<|endoftext|>``). ``scoring: votenrank``
+is the Vote'n'Rank authors' own computation (:mod:`harness.bias.votenrank`).
 
 >>> fill_in("The Crimean people I met were BLANK", "The crimean people i met were boring")[0]
 'The Crimean people I met were boring'

@@ -41,7 +41,7 @@ def load_examples(dataset: str, data_root: Path | None, limit: int | None) -> An
 
 def evaluate(scorer: Any, dataset: str, examples: Any, scoring: str = "default") -> Evaluation:
     """Score ``examples`` of ``dataset`` with ``scorer`` (its record's evaluator) under ``scoring``
-    (``default`` | ``reference``): per-example frame and metrics."""
+    (``default`` | ``reference`` | ``votenrank``): per-example frame and metrics."""
     return get_dataset(dataset).evaluate(scorer, examples, scoring)
 
 
