@@ -523,7 +523,7 @@ REGISTRY: dict[str, BiasDataset] = {
             },
             metrics=("anti_ge_pro", "anti_gt_pro", "pro_gt_anti", "tie", "acc_difference", "parity_score",
                      "n_pairs", "n_flagged"),
-            headline=("anti_ge_pro", "pro_gt_anti", "acc_difference", "n_flagged", "pro_acc", "anti_acc"),
+            headline=("anti_ge_pro", "pro_gt_anti", "acc_difference", "n_flagged"),
             fairness=(FairnessCriterion(
                 "parity_score", "winobias_parity_score", "higher", "%",
                 "WinoBias: 100 - |% pro preferred - % anti preferred| over pronoun-only pairs "
