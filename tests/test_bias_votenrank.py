@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.bias import votenrank  # noqa: E402
+from harness.bias import run_bias, votenrank  # noqa: E402
 from harness.bias.data import (  # noqa: E402
     WINOBIAS_FILES,
     CrowsPair,
@@ -280,6 +280,14 @@ def test_cli_writes_a_votenrank_record(tmp_path, data_root, capsys):
     frame = pd.read_parquet(store.artifact_path(spec.run_id(), "examples.parquet"))
     assert record["metrics"] == pytest.approx(votenrank.crows_pairs_votenrank_metrics(frame))
     assert "votenrank_crows_pairs" in record["notes"]
+
+
+def test_a_stereoset_run_loads_no_next_sentence_head(tmp_path, data_root):
+    spec = BiasSpec("tiny:bert", "stereoset", limit=3, scoring="votenrank")
+    record = run_bias(spec, tmp_path, data_root=data_root, progress=False)
+    assert record["scoring"]["mode"] == "votenrank" and "next_sentence" not in record["scoring"]
+    assert {"intrasentence_icat", "intersentence_icat"} <= set(record["metrics"]) and record["n_examples"] == 6
+    assert not any("next_sentence" in k for k in record["notes"])
 
 
 def test_scoring_methods_name_every_part():

@@ -68,9 +68,12 @@ def _finite(metrics: dict[str, Any]) -> dict[str, float]:
 
 def _uses_next_sentence(spec: Any, info: Any) -> bool:
     """A masked LM on a dataset whose evaluator also scores with the next-sentence head (StereoSet), of a
-    family that has one (BERT): only then is the next-sentence model loaded."""
+    family that has one (BERT): only then is the next-sentence model loaded (never for ``scoring: votenrank``,
+    whose StereoSet scores are sentence losses alone)."""
     from harness.models import has_next_sentence_class
 
+    if spec.scoring == "votenrank":
+        return False
     return info.lm_kind == "masked" and get_dataset(spec.dataset).next_sentence and has_next_sentence_class(info)
 
 
