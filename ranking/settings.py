@@ -52,6 +52,8 @@ Presets (``preset=``)
     rival; the default keeps it and skips the missing pairs). An explicit
     ``ties=``, rule parameter (e.g. ``gamma=``) or ``prospective`` argument
     (``zero_weight_columns=``, ``drop_incomplete=``) overrides the preset's value.
+    A grid config naming the preset scores its bias runs as the authors computed
+    fairness (``bias_scoring``: the ``votenrank`` scoring mode of :mod:`harness.bias`).
 
 Group weights default to 1 for every group when none are given; given ones
 must name every group with a criterion of non-zero weight (a group left out is
@@ -99,12 +101,12 @@ class Preset:
     gm_nonpositive: str  # geometric_mean with a score <= 0: "error" | "zero"
     prospective_zero_weight: bool  # prospective LP may put weight on weight-0 columns
     drop_incomplete: bool  # rank and search prospective systems only among models with every score (dropna)
-    bias_scoring: str = "default"  # how a grid with this preset scores bias (harness.bias: default | reference)
+    bias_scoring: str = "default"  # how a grid with this preset scores bias (harness.bias: default|reference|votenrank)
 
 
 PRESETS: dict[str, Preset] = {
     "default": Preset("default", "default", "total_weight", 1.0, "error", False, False),
-    "votenrank": Preset("votenrank", "votenrank", "columns", 0.95, "zero", True, True, bias_scoring="reference"),
+    "votenrank": Preset("votenrank", "votenrank", "columns", 0.95, "zero", True, True, bias_scoring="votenrank"),
 }
 
 

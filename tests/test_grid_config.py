@@ -222,20 +222,20 @@ def test_a_grid_preset_sets_the_default_bias_scoring():
     plain = parse_experiment({"name": "t", "bias": bias})
     assert plain.preset == "default" and {s.scoring for s in plain.specs} == {"default"}
     voted = parse_experiment({"name": "t", "preset": "votenrank", "bias": bias})
-    assert voted.preset == "votenrank" and {s.scoring for s in voted.specs} == {"reference"}
+    assert voted.preset == "votenrank" and {s.scoring for s in voted.specs} == {"votenrank"}
     # the reference runs are other runs (scoring is in their identity); default runs keep their old ids
     assert {s.run_id() for s in voted.specs}.isdisjoint(s.run_id() for s in plain.specs)
     assert plain.specs[0].run_id() == BiasSpec("tiny:bert", "crows_pairs").run_id()
-    assert "scoring" not in plain.specs[0].identity() and voted.specs[0].identity()["scoring"] == "reference"
+    assert "scoring" not in plain.specs[0].identity() and voted.specs[0].identity()["scoring"] == "votenrank"
     # an explicit option or override wins over the preset
     mixed = parse_experiment({"name": "t", "preset": "votenrank", "bias": {
         **bias, "overrides": [{"datasets": ["winobias"], "set": {"scoring": "default"}}]}})
-    assert [s.scoring for s in mixed.specs] == ["reference", "default"]
+    assert [s.scoring for s in mixed.specs] == ["votenrank", "default"]
     own = parse_experiment({"name": "t", "preset": "votenrank", "bias": {**bias, "options": {"scoring": "default"}}})
     assert {s.scoring for s in own.specs} == {"default"}
     # the shipped paper grid follows the published conventions
     paper = load_experiment(PAPER)
-    assert paper.preset == "votenrank" and {s.scoring for s in paper.specs if isinstance(s, BiasSpec)} == {"reference"}
+    assert paper.preset == "votenrank" and {s.scoring for s in paper.specs if isinstance(s, BiasSpec)} == {"votenrank"}
 
 
 @pytest.mark.parametrize(
@@ -243,9 +243,9 @@ def test_a_grid_preset_sets_the_default_bias_scoring():
     [
         ({"preset": "paper"}, "bad.yaml: preset: 'paper' is not one of default, votenrank"),
         ({"bias": {"models": ["tiny:bert"], "options": {"scoring": "published"}}},
-         "bias.options.scoring: 'published' is not one of default, reference"),
+         "bias.options.scoring: 'published' is not one of default, reference, votenrank"),
         ({"preset": "votenrank", "bias": {"models": ["tiny:bert"], "overrides": [{"set": {"scoring": 1}}]}},
-         "bias.overrides[0].set.scoring: 1 is not one of default, reference"),
+         "bias.overrides[0].set.scoring: 1 is not one of default, reference, votenrank"),
     ],
 )
 def test_bad_presets_and_scoring_modes_name_their_key(doc, message):

@@ -289,7 +289,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
 
 def _preset(value: Any, where: str) -> Any:
     """The ranking preset a grid follows (``default`` | ``votenrank``); its ``bias_scoring`` is the default
-    ``scoring`` of the grid's bias runs (``votenrank``: ``reference``, the published scripts')."""
+    ``scoring`` of the grid's bias runs (``votenrank``: ``votenrank``, the Vote'n'Rank authors' fairness computation)."""
     from ranking.settings import PRESETS, get_preset
 
     if not isinstance(value, str) or value not in PRESETS:
