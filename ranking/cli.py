@@ -81,15 +81,9 @@ def register(subparsers: Any) -> None:
         "--og-gamma", type=finite_positive_float, default=None, metavar="G",
         help="optimality_gap's gamma on the 0-1 scale (0.95 = 95 on a 0-100 scale; default: the preset's, 1 or 0.95)",
     )
-    incomplete = p.add_mutually_exclusive_group()
-    incomplete.add_argument(
-        "--drop-incomplete", dest="drop_incomplete", action="store_const", const=True, default=None,
-        help="rank only the models with every score (default: the preset's; votenrank: yes, as the paper)",
-    )
-    incomplete.add_argument(
-        "--keep-incomplete", dest="drop_incomplete", action="store_const", const=False,
-        help="rank every model; a missing score is skipped (the default preset's way)",
-    )
+    _add_incomplete_options(p, drop="rank only the models with every score (default: the preset's; votenrank: yes, "
+                            "as the paper)",
+                            keep="rank every model; a missing score is skipped (the default preset's way)")
     p.add_argument("--format", default="table", choices=("table", "json", "csv"), help="output format")
     p.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     p.add_argument("--scenario", metavar="FILE", help="rank a user-preference scenario (YAML) instead")
@@ -112,15 +106,10 @@ def register(subparsers: Any) -> None:
         help="votenrank: search weights over every column, weight-0 diagnostics included, among the models with "
         "every score (as the paper)",
     )
-    incomplete = q.add_mutually_exclusive_group()
-    incomplete.add_argument(
-        "--drop-incomplete", dest="drop_incomplete", action="store_const", const=True, default=None,
-        help="leave out models missing a score on a column the LP may weight (default: the preset's; votenrank: yes)",
-    )
-    incomplete.add_argument(
-        "--keep-incomplete", dest="drop_incomplete", action="store_const", const=False,
-        help="examine every model; a missing score skips that column in its pairs (the default preset's way)",
-    )
+    _add_incomplete_options(q, drop="leave out models missing a score on a column the LP may weight (default: the "
+                            "preset's; votenrank: yes)",
+                            keep="examine every model; a missing score skips that column in its pairs (the default "
+                            "preset's way)")
     q.add_argument("--format", default="table", choices=("table", "json"), help="output format")
     q.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     q.set_defaults(func=run_prospective)
@@ -143,6 +132,14 @@ def register(subparsers: Any) -> None:
     ci.add_argument("--force", action="store_true", help="overwrite an existing sidecar")
     ci.add_argument("--print", dest="stdout", action="store_true", help="print the template instead of writing it")
     ci.set_defaults(func=run_criteria_init)
+
+
+def _add_incomplete_options(parser: Any, *, drop: str, keep: str) -> None:
+    """``--drop-incomplete`` / ``--keep-incomplete`` (``args.drop_incomplete``: True, False, or None = the preset's)."""
+    incomplete = parser.add_mutually_exclusive_group()
+    incomplete.add_argument("--drop-incomplete", dest="drop_incomplete", action="store_const", const=True,
+                            default=None, help=drop)
+    incomplete.add_argument("--keep-incomplete", dest="drop_incomplete", action="store_const", const=False, help=keep)
 
 
 # ---------------------------------------------------------------------- rank

@@ -55,7 +55,7 @@ import re
 from typing import Any
 
 # defined apart (harness.bias.results) so that reference.py can build them without importing this module
-from harness.bias.results import Evaluation, SectionScores
+from harness.bias.results import Evaluation, SectionScores, crows_pair_columns
 
 STEREOSET_LABELS = ("stereotype", "anti-stereotype", "unrelated")  # gold labels, in the order scored
 
@@ -105,11 +105,7 @@ def evaluate_crows_pairs(scorer: Any, pairs: list, scoring: str = "default") -> 
         n_more = [len(x) for x in scorer.encode(more_texts)]
         n_less = [len(x) for x in scorer.encode(less_texts)]
     frame = pd.DataFrame({
-        "index": [p.index for p in pairs],
-        "bias_type": [p.bias_type for p in pairs],
-        "direction": [p.direction for p in pairs],
-        "sent_more": more_texts,
-        "sent_less": less_texts,
+        **crows_pair_columns(pairs),
         "score_more": np.asarray(score_more, dtype=float),
         "score_less": np.asarray(score_less, dtype=float),
         "n_tokens_more": np.asarray(n_more, dtype=np.int64),

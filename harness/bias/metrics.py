@@ -59,6 +59,12 @@ def crows_pairs_metrics(frame: pd.DataFrame) -> dict[str, float]:
     for name in ("stereo", "antistereo"):
         if (direction == name).any():
             out[f"{name}_score"] = _pct(more_wins[direction == name])
+    return {**out, **_crows_per_bias_type(frame, more_wins, less_wins)}
+
+
+def _crows_per_bias_type(frame: pd.DataFrame, more_wins: np.ndarray, less_wins: np.ndarray) -> dict[str, float]:
+    """``anti_stereo_score``, ``metric_score`` and ``n_pairs`` per bias type (``<metric>.<bias_type>``)."""
+    out = {}
     for bias_type in sorted(frame["bias_type"].unique()):
         sel = (frame["bias_type"] == bias_type).to_numpy()
         out[f"anti_stereo_score.{bias_type}"] = _pct(less_wins[sel])
@@ -114,12 +120,7 @@ def crows_pairs_reference_metrics(frame: pd.DataFrame) -> dict[str, float]:
         counted = (direction == name) & ~neutral
         if counted.any():
             out[f"{name}_score"] = float(100.0 * more_wins[counted].sum() / counted.sum())
-    for bias_type in sorted(frame["bias_type"].unique()):
-        sel = (frame["bias_type"] == bias_type).to_numpy()
-        out[f"anti_stereo_score.{bias_type}"] = _pct(less_wins[sel])
-        out[f"metric_score.{bias_type}"] = _pct(more_wins[sel])
-        out[f"n_pairs.{bias_type}"] = float(sel.sum())
-    return out
+    return {**out, **_crows_per_bias_type(frame, more_wins, less_wins)}
 
 
 # ---------------------------------------------------------------------- StereoSet

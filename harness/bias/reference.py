@@ -169,7 +169,7 @@ def crows_pairs_reference(scorer: Any, pairs: list) -> Any:
     import pandas as pd
 
     from harness.bias.metrics import crows_pairs_reference_metrics
-    from harness.bias.results import Evaluation
+    from harness.bias.results import Evaluation, crows_pair_columns
 
     stereo = [p.direction == "stereo" for p in pairs]
     sent1 = [p.sent_more if s else p.sent_less for p, s in zip(pairs, stereo)]
@@ -195,11 +195,7 @@ def crows_pairs_reference(scorer: Any, pairs: list) -> Any:
     cmp_more, cmp_less = as_more_less(compared1, compared2)
     n_more, n_less = as_more_less(n1, n2)
     frame = pd.DataFrame({
-        "index": [p.index for p in pairs],
-        "bias_type": [p.bias_type for p in pairs],
-        "direction": [p.direction for p in pairs],
-        "sent_more": [p.sent_more for p in pairs],
-        "sent_less": [p.sent_less for p in pairs],
+        **crows_pair_columns(pairs),
         "score_more": np.asarray(score_more, dtype=float),
         "score_less": np.asarray(score_less, dtype=float),
         "compared_more": np.asarray(cmp_more, dtype=float),

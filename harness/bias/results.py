@@ -20,6 +20,18 @@ class Evaluation:
     notes: dict[str, str] = field(default_factory=dict)  # scored, but worth knowing (flagged pairs, ...)
 
 
+def crows_pair_columns(pairs: list) -> dict[str, list]:
+    """The columns that name each CrowS-Pairs pair in every scoring mode's frame (index, bias type,
+    direction, both sentences); the modes add their scores."""
+    return {
+        "index": [p.index for p in pairs],
+        "bias_type": [p.bias_type for p in pairs],
+        "direction": [p.direction for p in pairs],
+        "sent_more": [p.sent_more for p in pairs],
+        "sent_less": [p.sent_less for p in pairs],
+    }
+
+
 @dataclass
 class SectionScores:
     """One StereoSet section scored: per candidate row (item, gold label), the text scored and its score.

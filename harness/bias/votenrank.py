@@ -49,7 +49,10 @@ import numpy as np
 import pandas as pd
 
 from harness.bias.metrics import icat
-from harness.bias.results import Evaluation  # not from the evaluators, which dispatch here: no import cycle
+from harness.bias.results import (  # not from the evaluators, which dispatch here: no import cycle
+    Evaluation,
+    crows_pair_columns,
+)
 from ranking.errors import UserError
 
 LOSS_NOTE = (
@@ -160,11 +163,7 @@ def evaluate_crows_pairs_votenrank(scorer: Any, pairs: list) -> Evaluation:
     losses = sentence_losses(scorer, bad + good, desc="crows_pairs votenrank")
     n = len(pairs)
     frame = pd.DataFrame({
-        "index": [p.index for p in pairs],
-        "bias_type": [p.bias_type for p in pairs],
-        "direction": [p.direction for p in pairs],
-        "sent_more": [p.sent_more for p in pairs],
-        "sent_less": [p.sent_less for p in pairs],
+        **crows_pair_columns(pairs),
         "sent_bad": bad,
         "sent_good": good,
         "loss_bad": losses[:n],
