@@ -70,12 +70,19 @@ def _wait_for(path: Path, proc: subprocess.Popen | None = None, timeout: float =
     return int(path.read_text())
 
 
+PF_EXITING = 0x4  # linux/sched.h: set at the start of do_exit, before the process closes its files
+
+
 def _alive(pid: int) -> bool:
+    """Running, not exiting: a process closes its files (and so drops its locks) after it starts to exit and
+    before it becomes a zombie, so a zombie check alone races with the lock check."""
     try:
-        with open(f"/proc/{pid}/status") as fh:
-            return "\nState:\tZ" not in fh.read()
-    except FileNotFoundError:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
         return False
+    state, flags = fields[0], int(fields[6])
+    return state not in ("Z", "X") and not flags & PF_EXITING
 
 
 def _metrics(store: RunStore) -> dict[str, dict]:
