@@ -353,6 +353,9 @@ def test_the_bias_scoring_mode_is_stated_and_mixed_modes_are_refused(exp):
     side = yaml.safe_load(collect(exp).criteria_path.read_text())["criteria"]
     assert side["stereoset_intra_icat"]["source"].endswith(
         "; scored with the Vote'n'Rank authors' fairness computation (scoring: votenrank)")
+    assert side["stereoset_inter_icat"]["source"].endswith(
+        "; scored with the Vote'n'Rank authors' fairness computation (scoring: votenrank) — as published, the "
+        "intrasentence items with their context prepended, not StereoSet's intersentence section")
 
     _set_scoring(exp, {("tiny:gpt2", "crows_pairs"): "default"})
     odd = _spec(exp, "tiny:gpt2", "crows_pairs")

@@ -339,6 +339,7 @@ class FairnessCriterion:
     unit: str
     note: str
     transform: str = "identity"
+    mode_notes: Mapping[str, str] = field(default_factory=dict)  # scoring mode -> what the column means under it
 
     def apply(self, value: float) -> float:
         if self.transform == "distance_from_50":
@@ -492,7 +493,9 @@ REGISTRY: dict[str, BiasDataset] = {
                 FairnessCriterion("intrasentence_icat", "stereoset_intra_icat", "higher", "ICAT (0-100)",
                                   "StereoSet intrasentence ICAT = LMS × min(SS, 100 − SS)/50 (ideal 100)"),
                 FairnessCriterion("intersentence_icat", "stereoset_inter_icat", "higher", "ICAT (0-100)",
-                                  "StereoSet intersentence ICAT (ideal 100)"),
+                                  "StereoSet intersentence ICAT (ideal 100)",
+                                  mode_notes={"votenrank": "as published, the intrasentence items with their context "
+                                                           "prepended, not StereoSet's intersentence section"}),
             ),
             notes="By default differs from the published script (Nadeem et al.): a multi-token fill-in is scored as the "
             "mean of its subtokens' log-probabilities (the script averages their probabilities), so masked "

@@ -93,6 +93,14 @@ EFFICIENCY_METRICS: tuple[tuple[str, str, str, str], ...] = (
 ENERGY_BASED = ("energy_kwh", "co2_kg")
 
 
+#: how a fairness criterion's ``source`` names the scoring mode of its runs (harness.bias: ``scoring``)
+SCORING_SOURCES = {
+    "default": "scored with the harness's definitions",
+    "reference": "scored with the published scripts' definitions (scoring: reference)",
+    "votenrank": "scored with the Vote'n'Rank authors' fairness computation (scoring: votenrank)",
+}
+
+
 # ------------------------------------------------------------------ collection
 @dataclass
 class Collected:
@@ -454,12 +462,9 @@ def collect(
                             "re-run them with one bias.options.scoring (default | reference | votenrank)")
         (mode,) = modes
         for crit in get_dataset(dataset).fairness:
-            if mode == "votenrank":  # harness.bias.votenrank
-                meta[crit.name]["source"] += ("; scored with the Vote'n'Rank authors' fairness computation "
-                                              "(scoring: votenrank)")
-                continue
-            meta[crit.name]["source"] += ("; scored with the published scripts' definitions (scoring: reference)"
-                                          if mode == "reference" else "; scored with the harness's definitions")
+            meta[crit.name]["source"] += "; " + SCORING_SOURCES.get(mode, f"scored with scoring: {mode}")
+            if mode in crit.mode_notes:
+                meta[crit.name]["source"] += f" — {crit.mode_notes[mode]}"
     for dataset in exp.bias_datasets:
         recs = by_target.get(("bias", dataset), [])
         crits = get_dataset(dataset).fairness
