@@ -131,10 +131,7 @@ class NextSentenceScorer(LMScorer):
                                     attention_mask=torch.from_numpy(att).to(self.device),
                                     token_type_ids=torch.from_numpy(types).to(self.device)).logits
                 out[rows] = torch.log_softmax(logits.double(), dim=-1)[:, 0].cpu().numpy()
-                self.stats["forward_passes"] += 1
-                self.stats["rows"] += len(rows)
-                self.stats["padded_tokens"] += len(rows) * width
-                self.stats["real_tokens"] += int(lengths[rows].sum())
+                self._count_pass(len(rows), width, int(lengths[rows].sum()))
                 bar.update(len(rows))
         return out[back]
 

@@ -181,6 +181,13 @@ class LMScorer:
             out.append((logits.gather(1, true) - torch.logsumexp(logits, dim=-1, keepdim=True)).squeeze(1))
         return torch.cat(out) if out else hidden_rows.new_zeros(0, dtype=torch.float32)
 
+    def _count_pass(self, rows: int, width: int, real_tokens: int) -> None:
+        """Book one forward pass of ``rows`` rows padded to ``width`` (``self.stats``, stored in the record)."""
+        self.stats["forward_passes"] += 1
+        self.stats["rows"] += rows
+        self.stats["padded_tokens"] += rows * width
+        self.stats["real_tokens"] += real_tokens
+
     def _progress_bar(self, total: int, desc: str) -> Any:
         from tqdm.auto import tqdm
 
@@ -328,10 +335,7 @@ class MaskedLMScorer(LMScorer):
                     if extra:
                         ids[r, list(extra)] = self.mask_id
                 result[rows] = self._masked_forward(ids, att, tgt, true).double().cpu().numpy()
-                self.stats["forward_passes"] += 1
-                self.stats["rows"] += len(rows)
-                self.stats["padded_tokens"] += len(rows) * width
-                self.stats["real_tokens"] += int(row_len[rows].sum())
+                self._count_pass(len(rows), width, int(row_len[rows].sum()))
                 bar.update(len(rows))
         return result[q_map]
 
@@ -453,10 +457,7 @@ class CausalLMScorer(LMScorer):
                 lp_np = lp.double().cpu().numpy()
                 for u, piece in zip(rows, np.split(lp_np, np.cumsum(spans)[:-1])):
                     results[u] = piece
-                self.stats["forward_passes"] += 1
-                self.stats["rows"] += len(rows)
-                self.stats["padded_tokens"] += len(rows) * width
-                self.stats["real_tokens"] += int(lengths[rows].sum())
+                self._count_pass(len(rows), width, int(lengths[rows].sum()))
                 bar.update(len(rows))
         return [results[i] for i in back]
 
