@@ -179,11 +179,9 @@ def _complete_models(table: ScoreTable, weighable: np.ndarray) -> ScoreTable:
     >>> _complete_models(t, np.array([True, False])).models, _complete_models(t, np.array([True, True])).models
     (('A', 'C'), ('A',))
     """
-    bad = np.isnan(table.values[:, weighable]).any(axis=1)
-    if bad.all():
-        raise UserError("every model misses a score on a criterion the LP may weight: dropping incomplete "
-                        "models leaves none (keep them: drop_incomplete=False, --keep-incomplete)")
-    return table.drop_models([mod for mod, b in zip(table.models, bad) if b]) if bad.any() else table
+    return table.complete_rows(weighable, empty="every model misses a score on a criterion the LP may weight: "
+                               "dropping incomplete models leaves none (keep them: drop_incomplete=False, "
+                               "--keep-incomplete)")[0]
 
 
 def hard_rivals(signs: np.ndarray, rows: np.ndarray, rounds: int = 100) -> list[np.ndarray]:

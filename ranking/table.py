@@ -400,34 +400,34 @@ class ScoreTable:
             source=self.source,
         )
 
-    def incomplete_models(self) -> list[str]:
-        """Models missing a score on some criterion of non-zero weight."""
-        active = self.weights > 0
-        bad = np.isnan(self.values[:, active]).any(axis=1)
+    def incomplete_models(self, among: np.ndarray | None = None) -> list[str]:
+        """Models missing a score on some criterion of ``among`` (a boolean mask over the criteria;
+        default: those of non-zero weight)."""
+        among = self.weights > 0 if among is None else np.asarray(among, dtype=bool)
+        bad = np.isnan(self.values[:, among]).any(axis=1)
         return [m for m, b in zip(self.models, bad) if b]
 
-    def complete_rows(self) -> tuple[ScoreTable, list[str]]:
-        """The table without the models missing any score (on any criterion, weight-0 ones included: pandas
-        ``dropna()``, as the Vote'n'Rank authors ranked), and the models left out.
+    def complete_rows(self, among: np.ndarray | None = None, *, empty: str | None = None
+                      ) -> tuple[ScoreTable, list[str]]:
+        """The table without the models missing a score on a criterion of ``among`` (a boolean mask;
+        default: every criterion, weight-0 ones included — pandas ``dropna()``, as the Vote'n'Rank
+        authors ranked), and the models left out. ``empty``: the error when none would be left.
 
         >>> import pandas as pd
         >>> t = ScoreTable.from_frame(pd.DataFrame({"a": [1.0, None, 3.0], "b": [0.0, 1.0, None]}, index=list("xyz")))
-        >>> t.complete_rows()[0].models, t.complete_rows()[1]
-        (('x',), ['y', 'z'])
+        >>> t.complete_rows()[0].models, t.complete_rows()[1], t.complete_rows(np.array([True, False]))[1]
+        (('x',), ['y', 'z'], ['y'])
         """
-        missing = np.isnan(self.values).any(axis=1)
-        dropped = [m for m, bad in zip(self.models, missing) if bad]
+        dropped = self.incomplete_models(np.ones(len(self.criteria), dtype=bool) if among is None else among)
         if len(dropped) == self.n_models:
-            raise UserError("every model misses some score: dropping incomplete models (the votenrank preset) would "
-                            "leave an empty table; keep them with --keep-incomplete")
-        return (self.drop_models(set(dropped)) if dropped else self), dropped
+            raise UserError(empty or "every model misses some score: dropping incomplete models (the votenrank "
+                            "preset) would leave an empty table; keep them with --keep-incomplete")
+        return (self.drop_models(dropped) if dropped else self), dropped
 
     def drop_incomplete(self) -> ScoreTable:
         """Drop the models missing any criterion of non-zero weight."""
-        bad = set(self.incomplete_models())
-        if len(bad) == self.n_models:
-            raise UserError("every model misses some score: --drop-incomplete would leave an empty table")
-        return self.drop_models(bad) if bad else self
+        return self.complete_rows(self.weights > 0, empty="every model misses some score: --drop-incomplete "
+                                  "would leave an empty table")[0]
 
     # ------------------------------------------------------------------ persistence
     def to_csv(self, path: str | Path, sidecar: str | Path | None = None) -> None:

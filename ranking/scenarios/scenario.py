@@ -369,14 +369,6 @@ class Scenario:
         if not keep.all():
             dropped = [m for m, k in zip(table.models, keep) if not k]
             log.warning("%s: dropping model(s) without any score on its criteria: %s", self.name, ", ".join(dropped))
-        from ranking.settings import get_preset
-
-        if self.preset is not None and get_preset(self.preset).drop_incomplete:
-            partial = keep & np.isnan(values).any(axis=1)
-            if partial.any():  # the published numbers ranked the complete rows only (pandas dropna)
-                log.warning("%s: preset %s ranks only models with every score; leaving out: %s", self.name,
-                            self.preset, ", ".join(m for m, p in zip(table.models, partial) if p))
-                keep &= ~partial
         if not keep.any():
             raise UserError(f"{self.where}: no model has a score on the scenario's criteria")
         out = ScoreTable(
@@ -385,6 +377,13 @@ class Scenario:
             values[keep],
             source=table.source,
         )
+        from ranking.settings import get_preset
+
+        if self.preset is not None and get_preset(self.preset).drop_incomplete:
+            out, partial = out.complete_rows()  # the published numbers ranked the complete rows only (dropna)
+            if partial:
+                log.warning("%s: preset %s ranks only models with every score; leaving out: %s", self.name,
+                            self.preset, ", ".join(partial))
         if not any(c.weight > 0 for c in out.criteria):
             raise UserError(f"{self.where}: every criterion has weight 0")
         for g in self.groups:
