@@ -57,6 +57,10 @@ FILES = {
         "groups:\n  1: {criteria: [acc]}\n  2: {criteria: [f1]}\n"
         "columns:\n  - {name: b, rule: borda, group: 3}\n"
     ),
+    "holes.csv": "model,acc,f1\nA,1,\nB,,2\n",
+    "holes.yaml": GOOD_SIDECAR,
+    "method_number.csv": GOOD_CSV,
+    "method_number.yaml": "criteria:\n  acc: {direction: higher, method: 3}\n  f1: {direction: higher}\n",
     "broken_sidecar.csv": GOOD_CSV,
     "broken_sidecar.yaml": "criteria: [unclosed\n",
     "dup.yaml": "criteria: {acc: {direction: higher}}\n",
@@ -97,6 +101,9 @@ CASES = {
     "rank scenario with --preset": ["rank", "--scenario", "scenario.yaml", "--results", "good.csv", "--preset", "votenrank"],
     "rank cost column without direction": ["rank", "cost.csv"],
     "rank --lower unknown column": ["rank", "good.csv", "--lower", "nope"],
+    "rank every model incomplete under the preset": ["rank", "holes.csv", "--preset", "votenrank"],
+    "rank --drop-incomplete with --keep-incomplete": ["rank", "good.csv", "--drop-incomplete", "--keep-incomplete"],
+    "rank sidecar method not text": ["rank", "method_number.csv"],
     "rank group weights miss a group": ["rank", "groups.csv", "--setting", "weighted", "--group-weights", "g=1"],
     # criteria init
     "criteria init not a csv": ["criteria", "init", "scenario.yaml"],
@@ -107,6 +114,7 @@ CASES = {
     "prospective infinite score": ["prospective", "inf.csv"],
     "prospective unknown preset": ["prospective", "good.csv", "--preset", "paper"],
     "prospective leaderboard weight -1": ["prospective", "lb_neg.yaml"],
+    "prospective every model incomplete under the preset": ["prospective", "holes.csv", "--preset", "votenrank"],
     # analyze
     "analyze kemeny tie-cost nan": ["analyze", "kemeny", "good.csv", "--tie-cost", "nan"],
     "analyze kemeny tie-cost inf": ["analyze", "kemeny", "good.csv", "--tie-cost", "inf"],
