@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-steps", type=int, help="stop after N optimizer steps (smoke runs)")
     p.add_argument("--max-train-samples", type=int, help="train on the first N examples only")
     p.add_argument("--max-eval-samples", type=int, help="evaluate on the first N dev examples only")
-    p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), help="default auto: bf16/fp16 on GPU")
+    p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), help="default auto: in a grid, what its calibration measured fastest; alone, a rule (bf16, else fp16, on a GPU; fp32 on CPU) that the record names")
     p.add_argument("--group-by-length", action="store_true", default=None, help="batch examples of similar length")
     p.add_argument("--save-steps", type=int, help="also checkpoint every N steps (always every epoch)")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints after the result is written")

@@ -18,15 +18,20 @@ Restartability:
   per-epoch history and the efficiency totals spent so far;
 * checkpoints are removed once the record is written, unless ``keep_checkpoints``.
 
-On the GPU: bf16 where the GPU supports it (else fp16), TF32 matmuls on
-Ampere and newer, the fused AdamW, dynamic padding (always), optional length
-grouping (``FinetuneSpec.group_by_length``). ``scripts/bench_finetune.py``
-measures these against plain ``Trainer`` defaults.
+Precision ``auto``: in a grid, the precision the grid's calibration measured
+fastest on this device kind (:mod:`harness.grid.calibrate`; the run gets it as
+the ``calibration`` option and its record names that calibration); without a
+calibration (a single ``vnr finetune`` run) a rule chooses (:data:`PRECISION_RULE`)
+and the record says so. On the GPU: TF32 matmuls on Ampere and newer, the fused
+AdamW, dynamic padding (always), optional length grouping
+(``FinetuneSpec.group_by_length``). ``scripts/bench_finetune.py`` measures these
+against plain ``Trainer`` defaults.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -48,24 +53,34 @@ _EVAL_NAMES = {"": "dev_matched", "_mm": "dev_mismatched"}
 _NAMING = ("model", "task", "seed")
 
 
+# What chooses precision "auto" where no calibration measured it (a single `vnr finetune` run).
+PRECISION_RULE = "rule (no calibration): bf16 where the GPU supports it, else fp16; fp32 on CPU"
+
+
 # ---------------------------------------------------------------------- runtime choices
-def runtime_settings(precision: str = "auto", optim: str | None = None) -> dict[str, Any]:
+def runtime_settings(precision: str = "auto", optim: str | None = None,
+                     calibration: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Device, precision, TF32 and optimizer for this machine (speed options; results' identity excludes them).
 
-    On CPU: fp32 and ``adamw_torch``. On an NVIDIA GPU: bf16 where supported else
-    fp16, TF32 on compute capability >= 8.0, ``adamw_torch_fused``.
+    ``auto`` takes the precision of ``calibration`` (what :mod:`harness.grid.calibrate` measured fastest
+    on this device kind, with a loss trajectory matching fp32's) where given, else
+    :data:`PRECISION_RULE`; ``precision_source`` in the result says which. On CPU: ``adamw_torch``. On
+    an NVIDIA GPU: TF32 on compute capability >= 8.0, ``adamw_torch_fused``.
     """
-    # UNMEASURED: the GPU defaults below (bf16/fp16 for "auto", TF32, the fused AdamW) were chosen, not
-    # measured. Issue 15 reports bf16 *slower* than fp32 at batch 16 on one H100 (186-247 vs 336-348
-    # samples/s), alone and packed 8 per GPU. They stay as they are until scripts/bench_gpu_grid.py and
-    # scripts/bench_finetune.py are run on a GPU; put the measured table here when that happens.
+    # UNMEASURED: TF32 and the fused AdamW were chosen, not measured (scripts/bench_finetune.py measures
+    # them where a GPU is lent). The precision of a grid's runs is measured: harness.grid.calibrate.
     import torch
 
     if precision not in PRECISIONS:
         raise UserError(f"precision {precision!r}: use one of {', '.join(PRECISIONS)}")
     cuda = torch.cuda.is_available()
-    if precision == "auto":
+    source = "the spec"
+    if precision == "auto" and calibration is not None and calibration.get("precision"):
+        precision = str(calibration["precision"])
+        source = f"calibration {calibration.get('file')}"
+    elif precision == "auto":
         precision = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "fp32"
+        source = PRECISION_RULE
     if precision == "fp16" and not cuda:
         raise UserError("precision fp16 needs a CUDA GPU; use fp32 or bf16 on CPU")
     tf32 = bool(cuda and torch.cuda.get_device_capability(0) >= (8, 0))
@@ -75,6 +90,7 @@ def runtime_settings(precision: str = "auto", optim: str | None = None) -> dict[
         "device": "cuda" if cuda else "cpu",
         "gpu_count": torch.cuda.device_count() if cuda else 0,
         "precision": precision,
+        "precision_source": source,
         "tf32": tf32,
         "optim": optim,
     }
@@ -168,6 +184,7 @@ def run_finetune(
     eval_batch_size: int | None = None,
     dataloader_num_workers: int = 0,
     allow_nonfinite: bool = False,
+    calibration: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``spec`` end to end (or return its stored result) and store its record through
     the store's run lifecycle (:meth:`harness.store.RunStore.run`).
@@ -175,7 +192,9 @@ def run_finetune(
     Keyword options do not change the result and are not part of the run id:
     ``save_steps`` (extra checkpoints, besides every epoch), ``country_iso_code`` /
     ``region`` (carbon intensity; default ``$VNR_COUNTRY_ISO_CODE`` or USA),
-    ``optim`` (override the optimizer choice), ``eval_batch_size``, ``dataloader_num_workers``.
+    ``optim`` (override the optimizer choice), ``eval_batch_size``, ``dataloader_num_workers``,
+    ``calibration`` (the grid's calibration this run runs under, from :mod:`harness.grid.calibrate`:
+    file, device kind, runs per GPU, precision; it resolves precision ``auto`` and the record names it).
 
     A diverged run (a non-finite training or evaluation loss or metric) is stored
     as ``failed`` with the reason and raises :class:`harness.store.RunFailed`,
@@ -223,12 +242,14 @@ def run_finetune(
             **({"model_args": dict(spec.model_args)} if spec.model_args else {}),
             "resumed_from": None,
             "environment": environment_info(),
+            "calibration": dict(calibration) if calibration else None,
         }
         try:
             result = _train(
                 spec, task, run_dir, resume,
                 data_root=data_root, progress=progress, save_steps=save_steps, optim=optim,
                 eval_batch_size=eval_batch_size, dataloader_num_workers=dataloader_num_workers,
+                calibration=calibration,
                 tracker_kwargs={"country_iso_code": country_iso_code, "region": region,
                                 "measure_power_secs": measure_power_secs} if track_efficiency else None,
             )
@@ -273,6 +294,8 @@ def _train(
     eval_batch_size: int | None,
     dataloader_num_workers: int,
     tracker_kwargs: dict[str, Any] | None,
+    calibration: Mapping[str, Any] | None = None,
+    extra_callbacks: Sequence[Any] = (),
 ) -> dict[str, Any]:
     import numpy as np
     import transformers
@@ -287,7 +310,8 @@ def _train(
         import datasets
 
         datasets.disable_progress_bars()
-    settings = runtime_settings(spec.precision, optim)
+    settings = runtime_settings(spec.precision, optim, calibration)
+    log.info("precision %s, chosen by %s", settings["precision"], settings["precision_source"])
     transformers.set_seed(spec.seed)
     data = load_task(task, data_root, max_train_samples=spec.max_train_samples,
                      max_eval_samples=spec.max_eval_samples)
@@ -371,6 +395,7 @@ def _train(
                                     **tracker_kwargs)
         callbacks.append(EfficiencyCallback(tracker))  # before the marker: its file is part of the checkpoint
     callbacks.append(CheckpointCallback(save_steps))
+    callbacks.extend(extra_callbacks)  # e.g. the calibration's burst timer (harness.grid.calibrate)
     trainer = Trainer(
         model=model,
         args=args,

@@ -1,0 +1,713 @@
+"""Calibration: how many runs side by side (``runs_per_gpu: auto``) and which precision (``precision: auto``)
+the device a grid lands on trains fastest, measured on it with the grid's own first fine-tuning spec.
+
+:func:`calibrate` runs short timed *bursts* of that spec: N = 1, 2, 4, 8, 16 runs side by side, each
+its own process (as the executor runs them; on CPU each gets ``cores // N`` threads), at every
+candidate precision (:func:`candidate_precisions`: fp32 (+TF32 where the GPU has it) and bf16 on a
+GPU, fp16 where it has no bf16; fp32 on CPU). Each burst is the real training path
+(:func:`harness.finetune.train._train`, the run's data, model, collator and optimizer) for
+``warmup + steps`` optimizer steps; the workers wait for each other after the warm-up and then all time
+``steps`` steps. A burst's *aggregate* throughput is all workers' timed samples over the time from the
+common start to the last worker's end.
+
+Bounds:
+
+* memory: N runs are tried only while N × the largest peak memory measured per run so far is at most
+  :data:`MEMORY_FRACTION` of the device's memory (GPU: its total; CPU: the RAM available at the start);
+* time: the bursts stop when the next one would pass the budget, ``min(cap, BUDGET_FRACTION × the
+  grid's projected time at one run per device)`` (cap :data:`BUDGET_CAP_S`, per device type,
+  configurable); the first burst (N = 1, fp32) always runs;
+* gain: N stops growing at a precision once the aggregate throughput gains less than
+  :data:`GAIN_STOP` over the previous N.
+
+The winner is the highest aggregate samples/s among the bursts whose loss trajectory matches fp32's
+(:func:`loss_matches`: every logged training loss of the burst's first run, each the mean over
+``log_every`` steps, within :data:`LOSS_RTOL` relative of fp32's at the same step; the first run of
+every burst trains the spec's own seed on the same examples, so the trajectories are comparable).
+
+The table goes to ``<output>/calibration/<device kind>.json`` (written atomically), one entry per
+spec *shape* (model, max_length, batch_size, requested precision: :func:`shape_key`), so a grid whose
+first spec has another shape calibrates again, beside the earlier entry. :func:`ensure_calibration`
+reuses an entry (no burst runs) and holds ``<device kind>.lock`` while it calibrates, so concurrent
+SLURM array tasks on one device kind calibrate once. Every fine-tuning run then gets
+:func:`calibration_ref` as its ``calibration`` option, which resolves its ``precision: auto`` and is
+stored in its record.
+
+>>> choose([{"n": 1, "precision": "fp32", "status": "measured", "samples_s": 10.0, "loss_match": True},
+...         {"n": 2, "precision": "fp32", "status": "measured", "samples_s": 18.0, "loss_match": True},
+...         {"n": 2, "precision": "bf16", "status": "measured", "samples_s": 25.0, "loss_match": False}])
+{'runs_per_gpu': 2, 'precision': 'fp32', 'samples_s': 18.0}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.specs import FinetuneSpec
+from ranking.errors import UserError
+
+log = logging.getLogger("harness.grid")
+
+CANDIDATE_N = (1, 2, 4, 8, 16)
+MEMORY_FRACTION = 0.90  # N × peak memory per run must stay within this share of the device's memory
+GAIN_STOP = 0.05  # stop growing N at a precision when the aggregate throughput gains less than this
+LOSS_RTOL = 0.05  # a precision's logged training losses within 5 % (relative) of fp32's at the same steps
+BUDGET_FRACTION = 0.05  # of the grid's projected time at one run per device
+BUDGET_CAP_S = {"cuda": 600.0, "cpu": 120.0}  # hard caps on the bursts' wall time
+STEPS = {"cuda": (10, 100), "cpu": (2, 12)}  # (warm-up, timed) optimizer steps per burst
+AUTO = "auto"
+CUDA_CONTEXT_BYTES = 512 * 2**20  # what a CUDA context holds beyond torch's allocator (added to its peak)
+WORKER_START_TIMEOUT_S = 900.0
+
+#: Training examples per GLUE task (the public GLUE train splits; 949,733 in all).
+GLUE_TRAIN_SIZES: dict[str, int] = {
+    "cola": 8551, "sst2": 67349, "mrpc": 3668, "stsb": 5749, "qqp": 363846,
+    "mnli": 392702, "qnli": 104743, "rte": 2490, "wnli": 635,
+}
+
+
+# ---------------------------------------------------------------------- the device
+@dataclass(frozen=True)
+class Device:
+    """What a calibration runs on: its kind (the file name), type, memory and cores."""
+
+    kind: str  # GPU name slug (nvidia-h100-80gb-hbm3) or cpu-<model>-<cores>
+    type: str  # cuda | cpu
+    name: str
+    memory_bytes: int  # GPU: total memory; CPU: RAM available now
+    cores: int
+    bf16: bool = False
+
+
+def slug(text: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` → ``nvidia-h100-80gb-hbm3``.
+
+    >>> slug("NVIDIA H100 80GB HBM3"), slug("AMD EPYC 7B13 64-Core Processor")
+    ('nvidia-h100-80gb-hbm3', 'amd-epyc-7b13-64-core-processor')
+    """
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
+
+
+def cpu_cores() -> int:
+    """Cores this process may use."""
+    with contextlib.suppress(AttributeError, OSError):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    import platform
+
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def detect_device() -> Device:
+    """The first visible CUDA GPU (what the runs' ``CUDA_VISIBLE_DEVICES`` shows them), else the CPU."""
+    import torch
+
+    cores = cpu_cores()
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        return Device(kind=slug(props.name), type="cuda", name=props.name, memory_bytes=int(props.total_memory),
+                      cores=cores, bf16=bool(torch.cuda.is_bf16_supported()))
+    import psutil
+
+    model = _cpu_model()
+    return Device(kind=f"cpu-{slug(model)}-{cores}", type="cpu", name=model,
+                  memory_bytes=int(psutil.virtual_memory().available), cores=cores)
+
+
+def candidate_precisions(device: Device) -> tuple[str, ...]:
+    """fp32 first (the loss reference), then bf16 on a GPU that has it, else fp16; CPU: fp32 only.
+
+    >>> candidate_precisions(Device("x", "cuda", "x", 1, 1, bf16=False)), candidate_precisions(Device("c", "cpu", "c", 1, 1))
+    (('fp32', 'fp16'), ('fp32',))
+    """
+    if device.type != "cuda":
+        return ("fp32",)
+    return ("fp32", "bf16" if device.bf16 else "fp16")
+
+
+# ---------------------------------------------------------------------- the grid's size and shape
+def shape_key(spec: FinetuneSpec) -> str:
+    """What a calibration entry is for: the spec's model, max_length, batch_size and requested precision.
+
+    >>> shape_key(FinetuneSpec("tiny:bert", "rte", 0, batch_size=8))
+    'model=tiny:bert,max_length=128,batch_size=8,precision=auto'
+    """
+    key = f"model={spec.model},max_length={spec.max_length},batch_size={spec.batch_size},precision={spec.precision}"
+    if spec.model_args:
+        key += ",model_args=" + json.dumps(dict(spec.model_args), sort_keys=True, default=str)
+    return key
+
+
+def training_samples(spec: FinetuneSpec, train_sizes: Mapping[str, int] = GLUE_TRAIN_SIZES) -> int:
+    """Training samples the spec processes: ``max_steps × batch_size``, else its train set × epochs.
+
+    >>> training_samples(FinetuneSpec("tiny:bert", "rte", 0)), training_samples(FinetuneSpec("tiny:bert", "rte", 0, max_steps=10, batch_size=4))
+    (12450, 40)
+    """
+    if spec.max_steps:
+        return int(spec.max_steps) * int(spec.batch_size)
+    size = train_sizes.get(spec.task, 0)
+    if spec.max_train_samples:
+        size = min(size, int(spec.max_train_samples))
+    return int(math.ceil(size * float(spec.epochs)))
+
+
+def grid_samples(specs: Sequence[Any]) -> int:
+    """Training samples of every fine-tuning spec in a grid (what the time budget is a share of)."""
+    return sum(training_samples(s) for s in specs if isinstance(s, FinetuneSpec))
+
+
+# ---------------------------------------------------------------------- one burst: the worker
+@dataclass(frozen=True)
+class BurstPlan:
+    """What one worker of a burst trains."""
+
+    spec: Mapping[str, Any]  # FinetuneSpec fields
+    precision: str
+    index: int  # the worker's place in the burst: seed = spec seed + index
+    warmup: int
+    steps: int
+    log_every: int
+    barrier: str
+    out: str
+    data_root: str | None = None
+    threads: int | None = None  # CPU: torch threads
+
+
+def burst_spec(plan: BurstPlan) -> FinetuneSpec:
+    """The spec a burst worker trains: the grid's spec at the candidate precision, its seed shifted by the
+    worker's index, cut to ``warmup + steps`` steps (one pass over exactly that many examples)."""
+    spec = FinetuneSpec.from_mapping(dict(plan.spec), where="calibration")
+    total = plan.warmup + plan.steps
+    return replace(spec, seed=spec.seed + plan.index, precision=plan.precision, max_steps=total,
+                   max_train_samples=total * spec.batch_size, max_eval_samples=spec.batch_size)
+
+
+def run_worker(plan: BurstPlan) -> dict[str, Any]:
+    """One burst worker: train through :func:`harness.finetune.train._train` with a timer; what it measured."""
+    import resource
+
+    import torch
+    from transformers import TrainerCallback
+
+    from harness.finetune.tasks import get_task
+    from harness.finetune.train import _train
+
+    if plan.threads:
+        torch.set_num_threads(plan.threads)
+    spec = burst_spec(plan)
+    cuda = torch.cuda.is_available()
+    barrier = Path(plan.barrier)
+    marks: dict[str, Any] = {"losses": []}
+    end = plan.warmup + plan.steps
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    class BurstTimer(TrainerCallback):
+        """Waits for the other workers after the warm-up, times the rest, logs the loss every ``log_every``
+        steps, and keeps the burst from evaluating or saving."""
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            step = state.global_step
+            if step == plan.warmup:
+                sync()
+                (barrier / f"ready-{plan.index}").write_text("")
+                waited = time.time()
+                while not (barrier / "go").exists():
+                    if (barrier / "abort").exists() or time.time() - waited > WORKER_START_TIMEOUT_S:
+                        raise RuntimeError("the calibration burst was aborted")
+                    time.sleep(0.005)
+                marks["t0"] = time.time()
+            if step > plan.warmup and (step - plan.warmup) % plan.log_every == 0:
+                control.should_log = True
+            if step == end:
+                sync()
+                marks["t1"] = time.time()
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs and state.global_step > plan.warmup:
+                marks["losses"].append([int(state.global_step), float(logs["loss"])])
+
+        def on_epoch_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            control.should_evaluate = False
+            control.should_save = False
+
+    from ranking.paths import resolve_data_root
+
+    with tempfile.TemporaryDirectory(prefix="vnr-calibration-") as tmp:
+        result = _train(spec, get_task(spec.task), Path(tmp) / "run", None,
+                        data_root=resolve_data_root(plan.data_root), progress=False, save_steps=None,
+                        optim=None, eval_batch_size=None, dataloader_num_workers=0, tracker_kwargs=None,
+                        extra_callbacks=[BurstTimer()])
+    if "t0" not in marks or "t1" not in marks:
+        raise RuntimeError(f"the burst trained {result['train']['global_step']} steps, fewer than {end}")
+    if cuda:
+        peak = int(torch.cuda.max_memory_reserved()) + CUDA_CONTEXT_BYTES
+    else:
+        peak = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux: KiB
+    return {"index": plan.index, "t0": marks["t0"], "t1": marks["t1"], "timed_samples": plan.steps * spec.batch_size,
+            "losses": marks["losses"], "peak_memory_bytes": peak, "precision": result["settings"]["precision"],
+            "tf32": result["settings"]["tf32"]}
+
+
+# ---------------------------------------------------------------------- one burst: the parent
+class DeviceSampler:
+    """NVML's utilisation (polled) and energy counter (power = energy / time) of CUDA device 0, while a
+    burst is timed; nothing on CPU (``available`` False: utilisation and power are null)."""
+
+    def __init__(self, device: Device, period_s: float = 0.2):
+        self.available = False
+        self.period_s = period_s
+        self._meter: Any = None
+        if device.type == "cuda":
+            from harness.energy.nvml import NvmlEnergyMeter
+
+            self._meter = NvmlEnergyMeter([0])
+            self.available = self._meter.start()
+        self._samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._mj0: int | None = None
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        if not self.available:
+            return
+        self._samples, self._t0 = [], time.time()
+        self._mj0 = self._meter.read_device_mj(0)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        import pynvml
+
+        handle = self._meter._handles[0]
+        while not self._stop.wait(self.period_s):
+            try:
+                self._samples.append(float(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+            except Exception:  # NotSupported on this GPU: utilisation stays null
+                return
+
+    def stop(self) -> tuple[float | None, float | None]:
+        """(mean utilisation %, mean power W) over the window since :meth:`start`."""
+        if not self.available or self._thread is None:
+            return None, None
+        self._stop.set()
+        self._thread.join()
+        seconds = time.time() - self._t0
+        watts = None
+        with contextlib.suppress(Exception):
+            watts = (self._meter.read_device_mj(0) - self._mj0) / 1000.0 / seconds if seconds > 0 else None
+        util = sum(self._samples) / len(self._samples) if self._samples else None
+        return util, watts
+
+    def close(self) -> None:
+        if self._meter is not None:
+            self._meter.close()
+
+
+def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, warmup: int, steps: int,
+              data_root: Path | None, work: Path, sampler: DeviceSampler | None = None,
+              cuda_device: str | None = None) -> dict[str, Any]:
+    """N workers of ``spec`` at ``precision`` side by side; one row of the calibration table.
+
+    ``cuda_device``: the GPU the workers see (``CUDA_VISIBLE_DEVICES``; default: as this process).
+    """
+    started = time.time()
+    tag = f"{precision}-n{n}-{int(started * 1000)}"
+    barrier = work / tag
+    barrier.mkdir(parents=True)
+    threads = max(1, device.cores // n) if device.type == "cpu" else None
+    env = {**os.environ}
+    if cuda_device is not None:
+        env["CUDA_VISIBLE_DEVICES"] = cuda_device
+    if threads:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    log_every = max(1, steps // 6)
+    procs, outs = [], []
+    for i in range(n):
+        out = barrier / f"worker-{i}.json"
+        plan = BurstPlan(spec=asdict(spec), precision=precision, index=i, warmup=warmup, steps=steps,
+                         log_every=log_every, barrier=str(barrier), out=str(out),
+                         data_root=str(data_root) if data_root else None, threads=threads)
+        cmd = [sys.executable, "-m", "harness.grid.calibrate", "--worker", json.dumps(asdict(plan), default=list)]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        outs.append(out)
+    try:
+        while len(list(barrier.glob("ready-*"))) < n:  # every worker loaded and warmed up
+            failed = [p for p in procs if p.poll() is not None]
+            if failed:
+                raise RuntimeError(f"a calibration worker ({precision}, N={n}) exited: "
+                                   f"{(failed[0].stderr.read() or '')[-1500:]}")
+            if time.time() - started > WORKER_START_TIMEOUT_S:
+                raise RuntimeError(f"calibration workers ({precision}, N={n}) did not start in time")
+            time.sleep(0.01)
+        if sampler is not None:
+            sampler.start()
+        go = time.time()
+        (barrier / "go").write_text("")
+        errors = []
+        for p in procs:
+            _, err = p.communicate()
+            if p.returncode != 0:
+                errors.append(err[-1500:])
+        util, watts = sampler.stop() if sampler is not None else (None, None)
+        if errors:
+            raise RuntimeError(f"a calibration worker ({precision}, N={n}) failed: {errors[0]}")
+    finally:
+        (barrier / "abort").write_text("")
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    workers = sorted((json.loads(o.read_text()) for o in outs), key=lambda w: w["index"])
+    samples = sum(int(w["timed_samples"]) for w in workers)
+    seconds = max(float(w["t1"]) for w in workers) - go
+    return {
+        "n": n, "precision": precision, "status": "measured",
+        "samples_s": samples / seconds if seconds > 0 else None,
+        "seconds": seconds, "timed_samples": samples,
+        "utilisation_pct": util, "power_w": watts,
+        "peak_memory_bytes": max(int(w["peak_memory_bytes"]) for w in workers),
+        "threads_per_run": threads, "tf32": bool(workers[0].get("tf32")),
+        "losses": workers[0]["losses"],
+        "wall_s": time.time() - started,
+    }
+
+
+# ---------------------------------------------------------------------- the sweep
+def loss_matches(losses: Sequence[Sequence[float]], reference: Sequence[Sequence[float]],
+                 rtol: float = LOSS_RTOL) -> bool:
+    """Every logged loss within ``rtol`` (relative) of the reference's at the same step, all finite,
+    and at least one step in common.
+
+    >>> loss_matches([[2, 0.70], [4, 0.66]], [[2, 0.69], [4, 0.68]]), loss_matches([[2, 0.9]], [[2, 0.69]])
+    (True, False)
+    """
+    ref = {int(s): float(v) for s, v in reference}
+    common = [(float(v), ref[int(s)]) for s, v in losses if int(s) in ref]
+    if not common:
+        return False
+    return all(math.isfinite(a) and math.isfinite(b) and abs(a - b) <= rtol * abs(b) for a, b in common)
+
+
+def choose(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The winner: the highest aggregate samples/s among measured rows whose loss matches fp32's."""
+    ok = [r for r in rows if r.get("status") == "measured" and r.get("loss_match") and r.get("samples_s")]
+    if not ok:
+        raise RuntimeError("no calibration burst gave a usable measurement")
+    best = max(ok, key=lambda r: float(r["samples_s"]))
+    return {"runs_per_gpu": int(best["n"]), "precision": str(best["precision"]), "samples_s": best["samples_s"]}
+
+
+@dataclass
+class Limits:
+    """What bounds a calibration (see the module docstring)."""
+
+    candidates: tuple[int, ...] = CANDIDATE_N
+    precisions: tuple[str, ...] | None = None  # None: candidate_precisions(device), or the spec's own
+    budget_cap_s: float | None = None  # None: BUDGET_CAP_S for the device type
+    budget_fraction: float = BUDGET_FRACTION
+    memory_bytes: int | None = None  # None: the device's (tests give a small one)
+    memory_fraction: float = MEMORY_FRACTION
+    gain_stop: float = GAIN_STOP
+    warmup: int | None = None
+    steps: int | None = None
+
+
+@dataclass
+class Calibration:
+    """A calibration entry (:attr:`doc`, as stored) and what this call did."""
+
+    path: Path
+    key: str
+    doc: dict[str, Any]
+    bursts_run: int = 0  # 0 when the entry was reused
+    reused: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def runs_per_gpu(self) -> int:
+        return int(self.doc["chosen"]["runs_per_gpu"])
+
+    @property
+    def precision(self) -> str:
+        return str(self.doc["chosen"]["precision"])
+
+    def ref(self) -> dict[str, Any]:
+        """What a run's ``calibration`` option (and its record) names."""
+        return calibration_ref(self)
+
+
+def calibration_ref(cal: Calibration) -> dict[str, Any]:
+    """``{"file", "device_kind", "shape", "runs_per_gpu", "precision"}``: the record's ``calibration`` field
+    (the file relative to the grid's output)."""
+    return {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"], "shape": cal.key,
+            "runs_per_gpu": cal.runs_per_gpu, "precision": cal.precision}
+
+
+def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = None, grid_samples_total: int = 0,
+              limits: Limits | None = None, fixed_n: int | None = None,
+              cuda_device: str | None = None) -> tuple[dict[str, Any], int]:
+    """Run the bursts (see the module docstring); returns the table document and the number of bursts run.
+
+    ``fixed_n``: N is fixed (``runs_per_gpu: 4``), only the precision is measured.
+    """
+    limits = limits or Limits()
+    memory = int(limits.memory_bytes if limits.memory_bytes is not None else device.memory_bytes)
+    if spec.precision != AUTO:
+        precisions: tuple[str, ...] = (spec.precision,)
+    else:
+        precisions = tuple(limits.precisions or candidate_precisions(device))
+    candidates = (fixed_n,) if fixed_n else tuple(sorted(set(limits.candidates)))
+    warmup, steps = STEPS[device.type]
+    warmup = limits.warmup if limits.warmup is not None else warmup
+    steps = limits.steps if limits.steps is not None else steps
+    cap = limits.budget_cap_s if limits.budget_cap_s is not None else BUDGET_CAP_S[device.type]
+    rows: list[dict[str, Any]] = []
+    budget: float | None = None
+    peak = 0
+    started = time.time()
+    sampler = DeviceSampler(device)
+    last_wall: dict[int, float] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="vnr-calibration-") as tmp:
+            for precision in precisions:
+                previous: float | None = None
+                for i, n in enumerate(candidates):
+                    skip = None
+                    if peak and n * peak > limits.memory_fraction * memory:
+                        skip = (f"memory: {n} x {peak / 2**30:.2f} GiB > {limits.memory_fraction:.0%} of "
+                                f"{memory / 2**30:.2f} GiB")
+                    elif rows and budget is not None:
+                        estimate = last_wall.get(n) or max(last_wall.values()) * (n / max(last_wall))
+                        if time.time() - started + estimate > budget:
+                            skip = f"budget: {budget:.0f} s would be passed (about {estimate:.0f} s more)"
+                    if skip:
+                        rows.append({"n": n, "precision": precision, "status": "skipped", "reason": skip})
+                        continue
+                    row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
+                                    data_root=data_root, work=Path(tmp), sampler=sampler, cuda_device=cuda_device)
+                    rows.append(row)
+                    last_wall[n] = row["wall_s"]
+                    peak = max(peak, row["peak_memory_bytes"])
+                    if budget is None:  # after the first burst: the grid's projected time at one run per device
+                        projected = grid_samples_total / row["samples_s"] if row["samples_s"] else 0.0
+                        budget = min(cap, limits.budget_fraction * projected)
+                    rate = row["samples_s"] or 0.0
+                    if previous is not None and rate < previous * (1 + limits.gain_stop):
+                        for m in candidates[i + 1:]:
+                            rows.append({"n": m, "precision": precision, "status": "skipped",
+                                         "reason": f"gain: N={n} gained < {limits.gain_stop:.0%} over the N before"})
+                        break
+                    previous = rate
+    finally:
+        sampler.close()
+    _mark_loss_matches(rows)
+    doc = {
+        "device": asdict(device) | {"memory_bytes_used_for_bound": memory},
+        "spec": {"run_id": spec.run_id(), "model": spec.model, "task": spec.task, "max_length": spec.max_length,
+                 "batch_size": spec.batch_size, "precision": spec.precision},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "bounds": {"candidates": list(candidates), "precisions": list(precisions), "warmup_steps": warmup,
+                   "timed_steps": steps, "budget_s": budget, "budget_cap_s": cap,
+                   "budget_fraction": limits.budget_fraction, "grid_samples": grid_samples_total,
+                   "memory_fraction": limits.memory_fraction, "gain_stop": limits.gain_stop,
+                   "loss_rtol": LOSS_RTOL},
+        "rows": rows,
+        "chosen": choose(rows),
+        "elapsed_s": time.time() - started,
+    }
+    return doc, sum(r["status"] == "measured" for r in rows)
+
+
+def _mark_loss_matches(rows: list[dict[str, Any]]) -> None:
+    """``loss_match`` on every measured row: fp32 rows match by definition; others against fp32 at the same N,
+    else fp32 at N = 1 (rows of a precision given alone, with no fp32 measured, are taken as they are)."""
+    fp32 = {r["n"]: r for r in rows if r["status"] == "measured" and r["precision"] == "fp32"}
+    for r in rows:
+        if r["status"] != "measured":
+            continue
+        if r["precision"] == "fp32" or not fp32:
+            r["loss_match"] = bool(r.get("samples_s"))
+            continue
+        ref = fp32.get(r["n"]) or fp32[min(fp32)]
+        r["loss_match"] = loss_matches(r["losses"], ref["losses"])
+
+
+# ---------------------------------------------------------------------- files
+def calibration_path(output: str | Path, device_kind: str) -> Path:
+    return Path(output) / "calibration" / f"{device_kind}.json"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (blocking: a second task waits, then reads what the first wrote)."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def read_calibrations(path: Path) -> dict[str, Any]:
+    """A device kind's calibration file (``{"device_kind", "entries": {shape key: entry}}``); empty if none."""
+    if not path.is_file():
+        return {"device_kind": path.stem, "entries": {}}
+    try:
+        doc = json.loads(path.read_text())
+        if not isinstance(doc.get("entries"), dict):
+            raise ValueError("no entries")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise UserError(f"{path}: not a calibration file ({exc}); delete it to calibrate again") from None
+    return doc
+
+
+def ensure_calibration(spec: FinetuneSpec, output: str | Path, *, data_root: Path | None = None,
+                       grid_samples_total: int = 0, limits: Limits | None = None, fixed_n: int | None = None,
+                       device: Device | None = None, cuda_device: str | None = None) -> Calibration:
+    """This device kind's calibration for ``spec``'s shape: reused from the file, else measured and added."""
+    from harness.store import atomic_write_json
+
+    device = device or detect_device()
+    path = calibration_path(output, device.kind)
+    key = shape_key(spec) + (f",runs_per_gpu={fixed_n}" if fixed_n else "")
+    with _locked(path.with_suffix(".lock")):
+        doc = read_calibrations(path)
+        entry = doc["entries"].get(key)
+        if entry is not None:
+            return Calibration(path, key, entry, reused=True)
+        notes = []
+        if doc["entries"]:
+            notes.append(f"{path} has calibrations for {', '.join(sorted(doc['entries']))}; this grid's first spec "
+                         f"has shape {key}: calibrating it")
+        entry, bursts = calibrate(spec, device=device, data_root=data_root, grid_samples_total=grid_samples_total,
+                                  limits=limits, fixed_n=fixed_n, cuda_device=cuda_device)
+        doc = {"device_kind": device.kind, "entries": {**doc["entries"], key: entry}}
+        atomic_write_json(path, doc)
+    return Calibration(path, key, entry, bursts_run=bursts, notes=notes)
+
+
+# ---------------------------------------------------------------------- what a grid uses
+@dataclass(frozen=True)
+class Packing:
+    """What a grid runs with: runs per device, and the calibration behind it (None where none ran)."""
+
+    runs_per_gpu: int
+    calibration: Calibration | None = None
+    reason: str = ""
+
+    def options(self, spec: Any) -> dict[str, Any]:
+        """The run option every fine-tuning run gets: the calibration it runs under."""
+        if self.calibration is None or not isinstance(spec, FinetuneSpec):
+            return {}
+        return {"calibration": self.calibration.ref()}
+
+
+def gpu_present(gpus: Sequence[int | str] | None = None) -> bool:
+    """Whether the executor would place runs on a GPU (``gpus`` given, else any visible)."""
+    if gpus is not None:
+        return len(list(gpus)) > 0
+    from harness.grid.local import visible_gpus
+
+    return bool(visible_gpus())
+
+
+def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: int | str | None,
+                    calibrate_runs: bool = True, data_root: Path | None = None, gpus: Sequence[int | str] | None = None,
+                    limits: Limits | None = None, device: Device | None = None) -> Packing:
+    """Runs per device and the calibration for a grid (the local executor and each SLURM array task call this).
+
+    ``runs_per_gpu``: a number (fixed), ``"auto"`` (calibrate on whatever device this is), or None
+    (the default: ``auto`` where a GPU is used, else 1). ``calibrate_runs=False`` (``--no-calibrate``): no
+    bursts; ``auto`` is then 1 and precision ``auto`` follows the rule. A grid without fine-tuning specs,
+    or whose first one fixes its precision while N is fixed too, needs no calibration.
+    """
+    if runs_per_gpu is None:
+        runs_per_gpu = AUTO if gpu_present(gpus) else 1
+    first = next((s for s in specs if isinstance(s, FinetuneSpec)), None)
+    fixed_n = None if runs_per_gpu == AUTO else int(runs_per_gpu)
+    if not calibrate_runs:
+        return Packing(fixed_n or 1, None, "calibration off (--no-calibrate)")
+    if first is None:
+        return Packing(fixed_n or 1, None, "no fine-tuning spec to calibrate with")
+    if fixed_n is not None and (first.precision != AUTO or not gpu_present(gpus)):
+        return Packing(fixed_n, None, "fixed by the config or flags (nothing left to measure)")
+    cal = ensure_calibration(first, output, data_root=data_root, grid_samples_total=grid_samples(specs),
+                             limits=limits, fixed_n=fixed_n, device=device,
+                             cuda_device=str(list(gpus)[0]) if gpus else None)  # on the first GPU the grid uses
+    n = fixed_n or cal.runs_per_gpu
+    return Packing(n, cal, "reused" if cal.reused else "calibrated")
+
+
+def format_table(cal: Calibration) -> str:
+    """The calibration as a table (what ``vnr run`` prints)."""
+    doc = cal.doc
+    dev = doc["device"]
+    lines = [f"calibration {cal.path} ({'reused' if cal.reused else f'{cal.bursts_run} bursts'}), "
+             f"{dev['name']} [{dev['kind']}], spec shape {cal.key}",
+             f"{'N':>3} {'precision':>9} {'samples/s':>10} {'util %':>7} {'W':>6} {'peak GiB':>9} {'loss ok':>7}  note"]
+    for r in doc["rows"]:
+        if r["status"] != "measured":
+            lines.append(f"{r['n']:>3} {r['precision']:>9} {'-':>10} {'-':>7} {'-':>6} {'-':>9} {'-':>7}  {r['reason']}")
+            continue
+
+        def num(v: Any, fmt: str) -> str:
+            return format(v, fmt) if v is not None else "-"
+
+        lines.append(f"{r['n']:>3} {r['precision']:>9} {num(r['samples_s'], '.1f'):>10} "
+                     f"{num(r['utilisation_pct'], '.0f'):>7} {num(r['power_w'], '.0f'):>6} "
+                     f"{r['peak_memory_bytes'] / 2**30:>9.2f} {'yes' if r.get('loss_match') else 'no':>7}")
+    chosen = doc["chosen"]
+    lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']} "
+                 f"({chosen['samples_s']:.1f} samples/s)")
+    return "\n".join([*cal.notes, *lines])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m harness.grid.calibrate --worker PLAN``: one burst worker (started by :func:`run_burst`)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] != "--worker":
+        print("usage: python -m harness.grid.calibrate --worker PLAN_JSON (started by the calibration)", file=sys.stderr)
+        return 2
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    logging.basicConfig(level=logging.WARNING)
+    plan = BurstPlan(**json.loads(args[1]))
+    result = run_worker(plan)
+    from harness.store import atomic_write_json
+
+    atomic_write_json(plan.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
