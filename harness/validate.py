@@ -75,6 +75,19 @@ def whole(value: Any, where: str, *, minimum: int | None = 0, maximum: int | Non
     return number
 
 
+def runs_per_gpu_value(value: Any, where: str) -> int | str:
+    """``runs_per_gpu``: ``"auto"`` (measured by the grid's calibration, :mod:`harness.grid.calibrate`) or N >= 1.
+
+    >>> runs_per_gpu_value("auto", "local.runs_per_gpu"), runs_per_gpu_value("4", "--runs-per-gpu")
+    ('auto', 4)
+    """
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    if isinstance(value, str) and not value.strip().lstrip("+-").replace(".", "", 1).isdigit():
+        raise UserError(f"{where}: {value!r} is neither auto nor a whole number of runs")
+    return whole(value, where, minimum=1)
+
+
 def choice(value: Any, where: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise UserError(f"{where}: {value!r} is not one of {', '.join(allowed)}")

@@ -44,7 +44,7 @@ def test_slurm_dry_run_prints_the_sbatch_script_without_a_cluster(tmp_path, caps
     monkeypatch.setenv("VNR_DATA_ROOT", str(tmp_path))
     code = cli.main(["run", SMOKE, "--executor", "slurm", "--dry-run", "--output", str(tmp_path),
                      "--partition", "gpu", "--time", "01:30:00", "--gpus", "2", "--cpus", "6", "--mem-gb", "24",
-                     "--array-parallelism", "3", "--account", "proj"])
+                     "--array-parallelism", "3", "--account", "proj", "--runs-per-gpu", "1"])  # default with GPUs: auto
     out = capsys.readouterr().out
     assert code == 0
     lines = out.splitlines()

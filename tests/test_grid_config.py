@@ -264,7 +264,24 @@ def test_models_as_mappings_and_the_local_section():
     assert exp.specs[0] == FinetuneSpec("tiny:bert", "rte", 0)  # a mapping without model_args is the plain id
     assert exp.local.runs_per_gpu == 4 and exp.local.gpus == (0, 2)
     assert exp.slurm.runs_per_gpu == 8
-    assert parse_experiment(_doc()).local.gpus is None and parse_experiment(_doc()).local.runs_per_gpu == 1
+    # the default: None, i.e. auto (calibrated) where runs get a GPU, else 1 (harness.grid.calibrate.resolve_packing)
+    assert parse_experiment(_doc()).local.gpus is None and parse_experiment(_doc()).local.runs_per_gpu is None
+    assert parse_experiment(_doc()).slurm.runs_per_gpu is None
+
+
+def test_runs_per_gpu_auto_and_the_calibration_keys():
+    exp = parse_experiment({**_doc(), "local": {"runs_per_gpu": "auto", "calibrate": False},
+                            "slurm": {"runs_per_gpu": "AUTO", "calibration_budget_s": 90}})
+    assert exp.local.runs_per_gpu == "auto" and exp.local.calibrate is False and exp.local.calibration_budget_s is None
+    assert exp.slurm.runs_per_gpu == "auto" and exp.slurm.calibration_budget_s == 90.0 and exp.slurm.calibrate is True
+    for section, value, message in [
+        ("local", {"runs_per_gpu": "many"}, "local.runs_per_gpu: 'many' is neither auto nor a whole number"),
+        ("slurm", {"runs_per_gpu": 2.5}, "slurm.runs_per_gpu: 2.5 is not a whole number"),
+        ("local", {"calibrate": "no"}, "local.calibrate: 'no' is not true or false"),
+        ("slurm", {"calibration_budget_s": -1}, "slurm.calibration_budget_s: -1 must be at least 0"),
+    ]:
+        with pytest.raises(UserError, match=re.escape(message)):
+            parse_experiment({**_doc(), section: value})
 
 
 def test_model_args_reach_the_spec_where_specs_take_them():

@@ -109,6 +109,11 @@ def cpu_cores() -> int:
     return os.cpu_count() or 1
 
 
+def cpu_threads(runs: int) -> int:
+    """Threads each of ``runs`` CPU runs side by side gets: the cores shared out, at least one."""
+    return max(1, cpu_cores() // max(1, runs))
+
+
 def _cpu_model() -> str:
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -341,7 +346,7 @@ def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, war
     tag = f"{precision}-n{n}-{int(started * 1000)}"
     barrier = work / tag
     barrier.mkdir(parents=True)
-    threads = max(1, device.cores // n) if device.type == "cpu" else None
+    threads = cpu_threads(n) if device.type == "cpu" else None
     env = {**os.environ}
     if cuda_device is not None:
         env["CUDA_VISIBLE_DEVICES"] = cuda_device
@@ -644,29 +649,34 @@ def gpu_present(gpus: Sequence[int | str] | None = None) -> bool:
 
 def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: int | str | None,
                     calibrate_runs: bool = True, data_root: Path | None = None, gpus: Sequence[int | str] | None = None,
-                    limits: Limits | None = None, device: Device | None = None) -> Packing:
-    """Runs per device and the calibration for a grid (the local executor and each SLURM array task call this).
+                    limits: Limits | None = None, device: Device | None = None, first: FinetuneSpec | None = None,
+                    samples: int | None = None) -> Packing:
+    """Runs per device and the calibration for the runs ``specs`` (the local executor and each SLURM array
+    task call this).
 
     ``runs_per_gpu``: a number (fixed), ``"auto"`` (calibrate on whatever device this is), or None
     (the default: ``auto`` where a GPU is used, else 1). ``calibrate_runs=False`` (``--no-calibrate``): no
-    bursts; ``auto`` is then 1 and precision ``auto`` follows the rule. A grid without fine-tuning specs,
-    or whose first one fixes its precision while N is fixed too, needs no calibration.
+    bursts; ``auto`` is then 1 and precision ``auto`` follows the rule. ``first``: the spec to calibrate
+    with (the grid's first fine-tuning spec; default: the first in ``specs``); ``samples``: the training
+    samples the time budget is a share of (default: those of ``specs``). Nothing is measured when
+    ``specs`` holds no fine-tuning run, or when N is fixed and so is the precision (given by the spec, or
+    fp32 as the only candidate without a GPU).
     """
     if runs_per_gpu is None:
         runs_per_gpu = AUTO if gpu_present(gpus) else 1
-    first = next((s for s in specs if isinstance(s, FinetuneSpec)), None)
     fixed_n = None if runs_per_gpu == AUTO else int(runs_per_gpu)
     if not calibrate_runs:
-        return Packing(fixed_n or 1, None, "calibration off (--no-calibrate)")
-    if first is None:
-        return Packing(fixed_n or 1, None, "no fine-tuning spec to calibrate with")
+        return Packing(fixed_n or 1, None, "calibration off")
+    if not any(isinstance(s, FinetuneSpec) for s in specs):
+        return Packing(fixed_n or 1, None, "no fine-tuning run to calibrate for")
+    first = first or next(s for s in specs if isinstance(s, FinetuneSpec))
     if fixed_n is not None and (first.precision != AUTO or not gpu_present(gpus)):
-        return Packing(fixed_n, None, "fixed by the config or flags (nothing left to measure)")
-    cal = ensure_calibration(first, output, data_root=data_root, grid_samples_total=grid_samples(specs),
+        return Packing(fixed_n, None, "fixed (nothing left to measure)")
+    cal = ensure_calibration(first, output, data_root=data_root,
+                             grid_samples_total=grid_samples(specs) if samples is None else samples,
                              limits=limits, fixed_n=fixed_n, device=device,
                              cuda_device=str(list(gpus)[0]) if gpus else None)  # on the first GPU the grid uses
-    n = fixed_n or cal.runs_per_gpu
-    return Packing(n, cal, "reused" if cal.reused else "calibrated")
+    return Packing(fixed_n or cal.runs_per_gpu, cal, "reused" if cal.reused else "calibrated")
 
 
 def format_table(cal: Calibration) -> str:

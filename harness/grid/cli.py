@@ -57,9 +57,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--isolate", action="store_true",
                      help="local: run each spec in a fresh Python process, so a crash (segfault, lost CUDA "
                      "context, OOM kill) fails only that run (recommended for long grids on a GPU)")
-    run.add_argument("--runs-per-gpu", default=None, metavar="N",
-                     help="runs side by side on one GPU, each its own process (default: the config's local: or "
-                     "slurm: runs_per_gpu, else 1)")
+    run.add_argument("--runs-per-gpu", default=None, metavar="N|auto",
+                     help="runs side by side on one GPU, each its own process: N, or auto (measured by the grid's "
+                     "calibration; the default where runs get a GPU, else 1; the config's local: or slurm: "
+                     "runs_per_gpu overrides the default)")
+    run.add_argument("--no-calibrate", action="store_true",
+                     help="no calibration bursts: runs_per_gpu auto is 1 and precision auto follows the rule "
+                     "(bf16, else fp16, on a GPU; fp32 on CPU)")
     slurm = run.add_argument_group("SLURM (override the config's slurm: section; checked like it)")
     slurm.add_argument("--partition", default=None, help="partition (or comma-separated partitions) to submit to")
     slurm.add_argument("--time", default=None, help="time limit per task: minutes or [D-]HH:MM:SS")
@@ -151,10 +155,23 @@ def slurm_settings(exp, args: argparse.Namespace):
     return exp.slurm.updated(**changes)
 
 
-def runs_per_gpu_flag(args: argparse.Namespace) -> int | None:
-    from harness.validate import whole
+def runs_per_gpu_flag(args: argparse.Namespace) -> int | str | None:
+    from harness.validate import runs_per_gpu_value
 
-    return None if args.runs_per_gpu is None else whole(args.runs_per_gpu, "--runs-per-gpu", minimum=1)
+    return None if args.runs_per_gpu is None else runs_per_gpu_value(args.runs_per_gpu, "--runs-per-gpu")
+
+
+def calibration_limits(budget_s: float | None):
+    from harness.grid.calibrate import Limits
+
+    return Limits(budget_cap_s=budget_s)
+
+
+def first_finetune(specs):
+    """The grid's first fine-tuning spec (what the calibration measures), or None."""
+    from harness.specs import FinetuneSpec
+
+    return next((s for s in specs if isinstance(s, FinetuneSpec)), None)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -196,17 +213,24 @@ def run_command(args: argparse.Namespace) -> int:
                 print(f"{'skip' if store.is_done(s.run_id()) else 'run '}  {s.run_id()}")
             print(f"{len(pending)} to run, {len(done)} done (dry run: nothing ran)")
             return 0
+        from harness.grid.calibrate import format_table, resolve_packing
         from harness.grid.local import FAILED, execute, summary_line
 
-        packing = {}  # only where asked for, so an executor without these parameters keeps working
         per_gpu = runs_per_gpu if runs_per_gpu is not None else exp.local.runs_per_gpu
-        if per_gpu != 1:
-            packing["runs_per_gpu"] = per_gpu
+        plan = resolve_packing(pending, exp.output, runs_per_gpu=per_gpu,
+                               calibrate_runs=exp.local.calibrate and not args.no_calibrate, data_root=data_root,
+                               gpus=exp.local.gpus, limits=calibration_limits(exp.local.calibration_budget_s),
+                               first=first_finetune(specs))
+        if plan.calibration is not None:
+            print(format_table(plan.calibration))
+        packing = {}  # only where asked for, so an executor without these parameters keeps working
+        if plan.runs_per_gpu != 1:
+            packing["runs_per_gpu"] = plan.runs_per_gpu
         if exp.local.gpus is not None:
             packing["gpus"] = list(exp.local.gpus)
         outcomes = execute(
-            specs, exp.output, data_root=data_root, progress=not args.no_progress, options=exp.options_for,
-            isolate=args.isolate, **packing,
+            specs, exp.output, data_root=data_root, progress=not args.no_progress,
+            options=lambda s: {**exp.options_for(s), **plan.options(s)}, isolate=args.isolate, **packing,
         )
         failed = [o for o in outcomes if o.status == FAILED]
         for o in failed:
@@ -219,6 +243,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     # slurm
     from harness.grid import slurm
+    from harness.grid.calibrate import grid_samples
 
     slurm.log_folder(exp.output)  # SLURM must be able to log there: checked before anything is submitted
     statuses = {s.run_id: s.state for s in grid_status(exp, pending)}
@@ -226,12 +251,15 @@ def run_command(args: argparse.Namespace) -> int:
     todo = [s for s in pending if statuses.get(s.run_id()) not in ("running", "queued")]
     if busy:
         log.info("%d runs are already running or queued: not submitted again", len(busy))
+    per_task = slurm.runs_per_task(settings, calibrate_runs=not args.no_calibrate)
     if args.dry_run:
-        per_task = settings.runs_per_gpu
-        n_tasks = -(-len(todo) // per_task)
+        n_tasks = -(-len(todo) // slurm.group_size(per_task))
         print(f"# {n_tasks} array tasks ({len(done)} done, {len(busy)} running or queued); "
               + ("one task per run id, in this order:" if per_task == 1 else
-                 f"each task runs {per_task} of these run ids side by side on its GPU (runs_per_gpu):"))
+                 f"each task runs {per_task} of these run ids side by side on its GPU (runs_per_gpu):"
+                 if per_task != "auto" else
+                 f"each task takes {slurm.group_size(per_task)} of these run ids and runs them N at a time, N "
+                 "and precision auto from the calibration of its device kind (the first task there calibrates):"))
         for i, s in enumerate(todo):
             print(f"#   {i}: {s.run_id()}")
         print(slurm.sbatch_script(settings, exp.output, max(n_tasks, 1), name=exp.name))
@@ -239,7 +267,10 @@ def run_command(args: argparse.Namespace) -> int:
     if not todo:
         print(f"nothing to submit: {len(done)} done, {len(busy)} running or queued")
         return 0
-    packing = {"runs_per_gpu": settings.runs_per_gpu} if settings.runs_per_gpu != 1 else {}
+    packing = {"runs_per_gpu": per_task} if per_task != 1 else {}
+    if per_task == "auto":
+        packing["calibration"] = {"first": first_finetune(specs), "samples": grid_samples(todo),
+                                  "budget_cap_s": settings.calibration_budget_s}
     array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root, options=exp.options_for,
                             **packing)
     what = f"array {array_id} with {len(todo)} tasks" if len(todo) > 1 else f"job {array_id} (one task)"
@@ -307,8 +338,8 @@ def sbatch_args(settings, exp, n_specs: int) -> list[str]:
     for key, value in params["additional_parameters"].items():
         if key != "requeue":
             lines.append(f"--{key}" if value is True else f"--{key}={value}")
-    if settings.runs_per_gpu != 1:
-        log.warning("runs_per_gpu=%d applies to --executor slurm; slurm/grid-array.sbatch runs one spec per task",
+    if settings.runs_per_gpu not in (None, 1):
+        log.warning("runs_per_gpu=%s applies to --executor slurm; slurm/grid-array.sbatch runs one spec per task",
                     settings.runs_per_gpu)
     lines.append(f"--output={logs}/%A_%a.out")
     logs.mkdir(parents=True, exist_ok=True)

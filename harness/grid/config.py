@@ -26,12 +26,17 @@ A config names a grid and where its results go::
       cpus: 8
       mem_gb: 32
       array_parallelism: 16
-      runs_per_gpu: 1                # specs one array task runs side by side on its GPU
+      runs_per_gpu: auto             # specs one array task runs side by side on its GPU: auto (calibrated,
+                                     # the default with gpus >= 1) or N
+      calibrate: true                # false: no calibration bursts (auto is then 1, precision auto a rule)
+      calibration_budget_s: 600      # hard cap on the calibration's bursts (default 600 on a GPU, 120 on CPU)
       setup: ["module load cuda/12.4"]          # shell lines before the task, one line each
       additional: {mail-type: END}   # more #SBATCH long options (known ones only)
     local:                           # defaults for the local executor
-      runs_per_gpu: 1                # runs side by side on each GPU
+      runs_per_gpu: 4                # runs side by side on each GPU; auto: calibrated (the default where a
+                                     # GPU is used; 1 without one unless auto is written)
       gpus: [0, 1]                   # GPU indices to use (default: what the executor finds)
+      calibrate: true                # and calibration_budget_s: as in slurm:
 
 ``models:`` entries are model ids, or ``{name: ID, model_args: {...}}`` (keyword arguments
 of ``from_pretrained``). Every hyper-parameter and option is checked here, at load
@@ -64,7 +69,15 @@ from typing import Any
 from harness.bias.data import DATASETS
 from harness.finetune.tasks import TASKS
 from harness.specs import BiasSpec, FinetuneSpec
-from harness.validate import SEED_MAX, check_run_options, check_spec_values, finite, single_line, whole
+from harness.validate import (
+    SEED_MAX,
+    check_run_options,
+    check_spec_values,
+    finite,
+    runs_per_gpu_value,
+    single_line,
+    whole,
+)
 from ranking.errors import UserError
 from ranking.yaml_io import read_yaml
 
@@ -127,7 +140,11 @@ class SlurmSettings:
     signal_delay_s: int = 120  # SIGUSR2 this long before the time limit: checkpoint and requeue
     setup: tuple[str, ...] = ()  # shell lines run before the task (module load, conda activate, ...)
     additional: Mapping[str, Any] = field(default_factory=dict)  # extra #SBATCH flags
-    runs_per_gpu: int = 1  # specs one array task runs side by side on its GPU
+    # specs one array task runs side by side on its GPU: N, "auto" (calibrated: harness.grid.calibrate),
+    # None: auto where tasks get a GPU (gpus >= 1), else 1
+    runs_per_gpu: int | str | None = None
+    calibrate: bool = True  # False: no calibration bursts (auto is then 1; precision auto follows the rule)
+    calibration_budget_s: float | None = None  # hard cap on the bursts' time (None: calibrate.BUDGET_CAP_S)
 
     def updated(self, **changes: Any) -> SlurmSettings:
         """A copy with the non-None ``changes`` applied (CLI options over config values)."""
@@ -138,8 +155,11 @@ class SlurmSettings:
 class LocalSettings:
     """How the local executor uses this machine's GPUs."""
 
-    runs_per_gpu: int = 1  # runs side by side on each GPU
+    runs_per_gpu: int | str | None = None  # runs side by side on each GPU: N, "auto" (calibrated), None: auto
+    # where the executor uses a GPU, else 1
     gpus: tuple[int, ...] | None = None  # GPU indices to use; None: the executor's default
+    calibrate: bool = True  # False: no calibration bursts (--no-calibrate)
+    calibration_budget_s: float | None = None  # hard cap on the bursts' time (None: calibrate.BUDGET_CAP_S)
 
 
 @dataclass(frozen=True)
@@ -387,12 +407,14 @@ def check_slurm_settings(settings: SlurmSettings, where: str = "slurm") -> Slurm
 
 
 def parse_local(data: Any, where: str) -> LocalSettings:
-    """The config's ``local:`` section: ``runs_per_gpu`` (>= 1) and ``gpus`` (indices, or a count)."""
+    """The config's ``local:`` section: ``runs_per_gpu`` (auto or >= 1), ``gpus`` (indices, or a count),
+    ``calibrate`` and ``calibration_budget_s``."""
     data = _mapping(data, where)
-    _no_unknown(data, ("gpus", "runs_per_gpu"), where)
+    _no_unknown(data, ("gpus", "runs_per_gpu", "calibrate", "calibration_budget_s"), where)
     values: dict[str, Any] = {}
-    if data.get("runs_per_gpu") is not None:
-        values["runs_per_gpu"] = whole(data["runs_per_gpu"], f"{where}.runs_per_gpu", minimum=1)
+    for key in ("runs_per_gpu", "calibrate", "calibration_budget_s"):
+        if data.get(key) is not None:
+            values[key] = slurm_value(key, data[key], f"{where}.{key}")
     if data.get("gpus") is not None:
         values["gpus"] = gpu_list(data["gpus"], f"{where}.gpus")
     return LocalSettings(**values)
@@ -428,8 +450,16 @@ def slurm_value(key: str, value: Any, where: str) -> Any:
         return parse_time_min(value, where)
     if key in ("gpus", "max_timeouts"):
         return whole(value, where, minimum=0)
-    if key in ("cpus", "array_parallelism", "signal_delay_s", "runs_per_gpu"):
+    if key in ("cpus", "array_parallelism", "signal_delay_s"):
         return whole(value, where, minimum=1)
+    if key == "runs_per_gpu":
+        return runs_per_gpu_value(value, where)
+    if key == "calibrate":
+        if not isinstance(value, bool):
+            raise UserError(f"{where}: {value!r} is not true or false")
+        return value
+    if key == "calibration_budget_s":
+        return finite(value, where, minimum=0.0)
     if key == "mem_gb":
         return finite(value, where, minimum=0.0, exclusive=True)
     if key == "setup":

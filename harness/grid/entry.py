@@ -48,8 +48,14 @@ def run_task(
     *,
     progress: bool = False,
     options: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
+    packing: Mapping[str, Any] | None = None,
 ) -> str:
-    """Run this task's spec (or its specs side by side); returns the outcome status, raises if a run failed."""
+    """Run this task's spec (or its specs side by side); returns the outcome status, raises if a run failed.
+
+    ``packing`` (``runs_per_gpu: auto``, from :func:`harness.grid.slurm.submit`): the task's specs run N at a
+    time, N and precision ``auto`` from this device kind's calibration (measured here if this is the first
+    task on the kind, under a lock; see :func:`harness.grid.calibrate.resolve_packing`).
+    """
     pin_array_task_job_id()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     specs = [spec] if hasattr(spec, "run_id") else list(spec)
@@ -57,6 +63,8 @@ def run_task(
     log.info("task %s (restart %s) on %s: %s", os.environ.get("SLURM_JOB_ID", "-"),
              os.environ.get("SLURM_RESTART_COUNT") or 0, os.uname().nodename, ", ".join(s.run_id() for s in specs))
     root = Path(data_root) if data_root else None
+    if packing is not None:
+        return _run_calibrated(specs, opts, output, root, packing, progress=progress)
     if len(specs) == 1:
         outcome = run_spec(specs[0], output, data_root=root, progress=progress, raise_errors=True, options=opts[0])
         log.info("%s: %s after %.1f s", outcome.run_id, outcome.status, outcome.seconds)
@@ -64,6 +72,26 @@ def run_task(
     by_id = {s.run_id(): dict(o or {}) for s, o in zip(specs, opts)}
     outcomes = execute(specs, output, data_root=root, progress=False, options=lambda s: by_id[s.run_id()],
                        runs_per_gpu=len(specs), verbose=progress)
+    log.info("%s", summary_line(outcomes))
+    failed = [o for o in outcomes if o.status == FAILED]
+    if failed:
+        raise RuntimeError("; ".join(f"{o.run_id}: {o.error}" for o in failed))
+    return "ran"
+
+
+def _run_calibrated(specs: Sequence[Spec], opts: Sequence[Mapping[str, Any] | None], output: str | Path,
+                    root: Path | None, packing: Mapping[str, Any], *, progress: bool) -> str:
+    """An ``auto`` task: calibrate (or reuse this device kind's calibration), then run the specs N at a time."""
+    from harness.grid.calibrate import Limits, format_table, resolve_packing
+
+    plan = resolve_packing(specs, output, runs_per_gpu=packing.get("runs_per_gpu", "auto"), data_root=root,
+                           limits=Limits(budget_cap_s=packing.get("budget_cap_s")), first=packing.get("first"),
+                           samples=packing.get("samples"))
+    if plan.calibration is not None:
+        log.info("%s", format_table(plan.calibration))
+    by_id = {s.run_id(): {**dict(o or {}), **plan.options(s)} for s, o in zip(specs, opts)}
+    outcomes = execute(specs, output, data_root=root, progress=False, options=lambda s: by_id[s.run_id()],
+                       runs_per_gpu=plan.runs_per_gpu, verbose=progress)
     log.info("%s", summary_line(outcomes))
     failed = [o for o in outcomes if o.status == FAILED]
     if failed:
@@ -79,8 +107,8 @@ class GridTask(submitit.helpers.Checkpointable):
     """
 
     def __call__(self, spec: Spec | Sequence[Spec], output: str, data_root: str | None = None,
-                 options: Any = None) -> str:
-        return run_task(spec, output, data_root, options=options)
+                 options: Any = None, packing: Mapping[str, Any] | None = None) -> str:
+        return run_task(spec, output, data_root, options=options, packing=packing)
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> submitit.helpers.DelayedSubmission:
         specs = args[0] if isinstance(args[0], (list, tuple)) else [args[0]]

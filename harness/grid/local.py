@@ -266,18 +266,22 @@ def visible_gpus() -> list[str]:
 
 def worker_slots(runs_per_gpu: int, gpus: Sequence[int | str] | None) -> list[dict[str, str]]:
     """The child environment of each worker slot: N per GPU, taken round-robin over the GPUs
-    (one CPU pool of N slots without a GPU).
+    (one CPU pool of N slots without a GPU, each with ``cores // N`` threads, as the calibration
+    measured them: :mod:`harness.grid.calibrate`).
 
     >>> [slot["VNR_GPU_SLOT"] for slot in worker_slots(2, [0, 1])]
     ['0', '1', '0', '1']
-    >>> worker_slots(1, ["3"]), worker_slots(2, [])
-    ([{'CUDA_VISIBLE_DEVICES': '3', 'VNR_GPU_SLOT': '3'}], [{}, {}])
+    >>> worker_slots(1, ["3"])
+    [{'CUDA_VISIBLE_DEVICES': '3', 'VNR_GPU_SLOT': '3'}]
     """
     if isinstance(runs_per_gpu, bool) or not isinstance(runs_per_gpu, int) or runs_per_gpu < 1:
         raise UserError(f"runs_per_gpu must be a positive integer, not {runs_per_gpu!r}")
     devices = [str(g) for g in (visible_gpus() if gpus is None else gpus)]
     if not devices:
-        return [{} for _ in range(runs_per_gpu)]
+        from harness.grid.calibrate import cpu_threads
+
+        threads = str(cpu_threads(runs_per_gpu))
+        return [{"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads} for _ in range(runs_per_gpu)]
     return [{"CUDA_VISIBLE_DEVICES": g, GPU_SLOT_ENV: g} for _ in range(runs_per_gpu) for g in devices]
 
 

@@ -113,6 +113,34 @@ def sbatch_script(settings: SlurmSettings, output: Path, n_tasks: int, *, name: 
     return _make_sbatch_string(command=command, folder=folder, map_count=n_tasks, **params)
 
 
+def runs_per_task(settings: SlurmSettings, *, calibrate_runs: bool = True) -> int | str:
+    """What the array's tasks run side by side: the settings' N, or ``"auto"`` (the default where tasks get
+    a GPU); 1 without a GPU by default, and for ``auto`` when calibration is off (``calibrate: false``,
+    ``--no-calibrate``).
+
+    >>> runs_per_task(SlurmSettings()), runs_per_task(SlurmSettings(gpus=0)), runs_per_task(SlurmSettings(runs_per_gpu=4))
+    ('auto', 1, 4)
+    """
+    value = settings.runs_per_gpu
+    if value is None:
+        value = "auto" if settings.gpus else 1
+    if value == "auto" and not (calibrate_runs and settings.calibrate):
+        return 1
+    return value
+
+
+def group_size(per_task: int | str) -> int:
+    """Specs per array task: N, or for ``auto`` the largest N a calibration tries (the task then runs them
+    N at a time, N from its device kind's calibration).
+
+    >>> group_size(4), group_size("auto")
+    (4, 16)
+    """
+    from harness.grid.calibrate import AUTO, CANDIDATE_N
+
+    return max(CANDIDATE_N) if per_task == AUTO else int(per_task)
+
+
 def submit(
     specs: Sequence[Spec],
     output: Path,
@@ -121,17 +149,23 @@ def submit(
     name: str,
     data_root: Path | None = None,
     options: Callable[[Spec], Mapping[str, Any]] | None = None,
-    runs_per_gpu: int = 1,
+    runs_per_gpu: int | str = 1,
+    calibration: Mapping[str, Any] | None = None,
 ) -> str:
     """Submit one array and write the manifest; returns the array job id.
 
     ``runs_per_gpu=N``: ``ceil(len(specs) / N)`` tasks, task i running specs
     ``[i*N:(i+1)*N]`` side by side on its GPU (:func:`harness.grid.entry.run_task`).
+    ``runs_per_gpu="auto"``: groups of :func:`group_size` specs; each task runs its group N at a time,
+    N (and precision ``auto``) from the calibration of its device kind (``calibration``: the spec to
+    calibrate with, ``first``, the grid's training ``samples`` and ``budget_cap_s``), measured by the first
+    task that gets there (:func:`harness.grid.calibrate.ensure_calibration`).
     """
     if not specs:
         raise ValueError("nothing to submit")
-    if isinstance(runs_per_gpu, bool) or not isinstance(runs_per_gpu, int) or runs_per_gpu < 1:
-        raise UserError(f"runs_per_gpu must be a positive integer, not {runs_per_gpu!r}")
+    if runs_per_gpu != "auto" and (isinstance(runs_per_gpu, bool) or not isinstance(runs_per_gpu, int)
+                                   or runs_per_gpu < 1):
+        raise UserError(f"runs_per_gpu must be a positive integer or auto, not {runs_per_gpu!r}")
     if shutil.which("sbatch") is None or shutil.which("srun") is None:
         raise UserError("--executor slurm: sbatch/srun not found on this machine: run on a SLURM login node "
                         "(or start a local one with slurm/start-local-cluster.sh)")
@@ -144,13 +178,17 @@ def submit(
     executor.update_parameters(**sbatch_parameters(settings, name=name, env_setup=_env_setup()))
     root = str(Path(data_root).resolve()) if data_root else None
     task = GridTask()
-    groups = [task_specs(specs, i, runs_per_gpu) for i in range(array_size(len(specs), runs_per_gpu))]
+    size = group_size(runs_per_gpu)
+    groups = [task_specs(specs, i, size) for i in range(array_size(len(specs), size))]
+    packing = {"runs_per_gpu": "auto", **dict(calibration or {})} if runs_per_gpu == "auto" else None
     jobs = []
     try:
         with executor.batch():
             for group in groups:
                 opts = [dict(options(s)) if options else None for s in group]
-                if runs_per_gpu == 1:
+                if packing is not None:
+                    jobs.append(executor.submit(task, group, str(output), root, opts, packing))
+                elif runs_per_gpu == 1:
                     jobs.append(executor.submit(task, group[0], str(output), root, opts[0]))
                 else:
                     jobs.append(executor.submit(task, group, str(output), root, opts))
