@@ -1,33 +1,25 @@
-"""Benchmark: several fine-tuning runs side by side on one GPU, and what the paper grid would then cost.
+"""Benchmark: the calibration on the device this runs on, and what the paper grid then costs.
 
-For N = 1, 2, 4, 8 (``--packing``) it starts N worker processes on the one GPU,
-each training the same model shape (``--shape``: ``bert-base`` or ``gpt2``,
-randomly initialised, no download) on the first ``steps × batch`` examples of a
-GLUE task with our defaults (:func:`harness.finetune.train.runtime_settings`,
-dynamic padding), and beside them plain ``Trainer`` defaults (fp32, padding to
-``max_length``) at N = 1. The workers wait for each other after their warm-up
-steps, then all time the same number of steps. Per configuration it reports:
+It runs :func:`harness.grid.calibrate.ensure_calibration` (timed bursts of N = 1, 2, 4, 8, 16 runs side
+by side at each candidate precision, the real training path; see that module) for one fine-tuning spec
+of the paper's recipe (batch 16, max_length 128) on a model of the chosen shape (``--shape``:
+``bert-base`` or ``gpt2``, randomly initialised and saved to a local directory, so nothing is
+downloaded; its WordPiece/BPE vocabulary is trained on the GLUE texts in the data root), prints the
+calibration table, and projects the paper grid (7 models × 9 GLUE tasks × 5 seeds × 5 epochs: 949,733
+training examples × 25 × 7 = 166 M training samples; evaluation not counted; every model costed at
+the measured shape, as DistilBERT/DistilRoBERTa are cheaper and DeBERTa dearer) in device-hours:
 
-* aggregate samples/s (all workers' timed samples / the time from the common
-  start to the last worker's end) and the speed-up over plain Trainer at N = 1;
-* GPU utilisation (NVML's per-device utilisation, polled by this process,
-  averaged over the timed window; what ``nvidia-smi dmon`` shows as SM %);
-* Wh per 1000 samples (the GPU counter over the timed window / timed samples);
-* the energy check: each worker's tracker attributes its part of the GPU's
-  energy through the ledger (:mod:`harness.energy.ledger`); the sum of the N
-  attributed energies against what the GPU's counter measured while any of them
-  ran (target: within 5 %).
+* at the calibrated setting (the calibration's winner: N runs side by side at its precision);
+* at one run per device (the best N = 1 row: the straightforward way);
+* the arithmetic floor: 6 × parameters × real tokens / peak FLOP/s (real tokens: the GLUE train sets
+  in the data root tokenized by the shape's tokenizer, truncated at max_length; tasks absent from the
+  data root at the mean of the present ones; peak from :data:`PEAK_TFLOPS` by GPU name, dense bf16/fp16
+  tensor throughput, or ``--peak-tflops``).
 
-Then it projects the paper grid (7 models × 9 GLUE tasks × 5 seeds × 5 epochs,
-GLUE train sizes in :data:`GLUE_TRAIN_SIZES`) in GPU-hours from the best
-measured aggregate throughput (:func:`project_grid`): training samples only,
-evaluation not counted, every encoder model costed at the measured base-size
-shape (DistilBERT/DistilRoBERTa are cheaper, DeBERTa dearer).
+Without a CUDA GPU it prints one line and exits 0 (``--cpu`` runs the same calibration on the CPU with
+the tiny BERT, to check the script itself; the CPU has no FLOP/s peak unless ``--peak-tflops``).
 
-Without a CUDA GPU it prints one line and exits 0 (``--cpu`` runs the same
-orchestration on the CPU with a small shape, to check the script itself).
-
-    python scripts/bench_gpu_grid.py                      # bert-base shape, N = 1, 2, 4, 8
+    python scripts/bench_gpu_grid.py                      # bert-base shape
     python scripts/bench_gpu_grid.py --shape gpt2 --json  # one JSON document on stdout
 """
 
@@ -36,11 +28,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -50,11 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-#: Training examples per GLUE task (the public GLUE train splits).
-GLUE_TRAIN_SIZES: dict[str, int] = {
-    "cola": 8551, "sst2": 67349, "mrpc": 3668, "stsb": 5749, "qqp": 363846,
-    "mnli": 392702, "qnli": 104743, "rte": 2490, "wnli": 635,
-}
+from harness.grid.calibrate import GLUE_TRAIN_SIZES  # noqa: E402  (the public GLUE train splits)
+
 #: The paper's seven models and the measured shape each is costed at.
 PAPER_MODELS: dict[str, str] = {
     "bert-base-uncased": "bert-base", "roberta-base": "bert-base", "albert-base-v2": "bert-base",
@@ -63,21 +49,27 @@ PAPER_MODELS: dict[str, str] = {
 }
 PAPER_EPOCHS = 5
 PAPER_SEEDS = 5
-TARGETS = {"speedup_over_plain": 5.0, "grid_gpu_hours": 24.0, "energy_sum_rel_error": 0.05}
+TARGETS = {"grid_gpu_hours": 24.0}
+#: Dense bf16/fp16 tensor-core peak (TFLOP/s, no sparsity) by a fragment of the GPU's name; first match wins.
+PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
+    ("h100 pcie", 756.0), ("h100 nvl", 835.0), ("h100", 989.0), ("h200", 989.0), ("gh200", 989.0),
+    ("b200", 2250.0), ("a100", 312.0), ("l40s", 362.0), ("l40", 181.0), ("l4", 121.0), ("a10", 125.0),
+    ("v100", 125.0), ("t4", 65.0),
+)
 
 
 # ---------------------------------------------------------------------- pure arithmetic
 def project_grid(samples_per_s: Mapping[str, float], *, models: Mapping[str, str] = PAPER_MODELS,
                  train_sizes: Mapping[str, int] = GLUE_TRAIN_SIZES, epochs: int = PAPER_EPOCHS,
                  seeds: int = PAPER_SEEDS) -> dict[str, Any]:
-    """GPU-hours of the grid: every model × task × seed trains ``epochs`` passes over the task's train set.
+    """Device-hours of the grid: every model × task × seed trains ``epochs`` passes over the task's train set.
 
     ``samples_per_s`` maps a shape to the aggregate training throughput measured on one
-    GPU (several runs packed on it count together: GPU-hours = samples / aggregate rate).
+    device (several runs packed on it count together: hours = samples / aggregate rate).
 
     >>> p = project_grid({"s": 2.0}, models={"m": "s"}, train_sizes={"a": 3600, "b": 7200}, epochs=1, seeds=2)
-    >>> p["per_model_gpu_hours"], p["total_gpu_hours"], p["samples_per_model_seed"]
-    ({'m': 3.0}, 3.0, 10800)
+    >>> p["per_model_gpu_hours"], p["total_gpu_hours"], p["samples_per_model_seed"], p["total_samples"]
+    ({'m': 3.0}, 3.0, 10800, 21600)
     """
     per_seed = sum(train_sizes.values()) * epochs
     per_model = {}
@@ -88,6 +80,7 @@ def project_grid(samples_per_s: Mapping[str, float], *, models: Mapping[str, str
         per_model[model] = per_seed * seeds / rate / 3600.0
     return {
         "samples_per_model_seed": per_seed,
+        "total_samples": per_seed * seeds * len(models),
         "per_model_gpu_hours": per_model,
         "total_gpu_hours": sum(per_model.values()),
         "epochs": epochs,
@@ -96,333 +89,204 @@ def project_grid(samples_per_s: Mapping[str, float], *, models: Mapping[str, str
     }
 
 
-def energy_check(attributed_kwh: list[float], measured_kwh: float) -> dict[str, Any]:
-    """Sum of the runs' attributed GPU energies against the GPU's measured energy.
+def peak_tflops(device_name: str) -> float | None:
+    """Dense bf16 peak of a GPU by name (None where the table has none).
 
-    >>> energy_check([0.001, 0.002, 0.003], 0.006)["rel_error"]
-    0.0
-    >>> energy_check([1.0, 1.0], 2.5)["within_target"]
-    False
+    >>> peak_tflops("NVIDIA H100 80GB HBM3"), peak_tflops("NVIDIA H100 PCIe"), peak_tflops("AMD EPYC")
+    (989.0, 756.0, None)
     """
-    total = float(sum(attributed_kwh))
-    rel = abs(total - measured_kwh) / measured_kwh if measured_kwh > 0 else None
-    return {"sum_attributed_kwh": total, "measured_kwh": measured_kwh, "rel_error": rel,
-            "within_target": rel is not None and rel <= TARGETS["energy_sum_rel_error"]}
+    name = device_name.lower()
+    return next((value for key, value in PEAK_TFLOPS if key in name), None)
 
 
-def aggregate(workers: list[Mapping[str, Any]], go: float) -> dict[str, Any]:
-    """Aggregate throughput of workers that started their timed steps together at ``go``.
+def floor_hours(parameters: int, real_tokens: float, tflops: float) -> float:
+    """The arithmetic floor: 6 × parameters × tokens FLOPs (forward and backward) at the peak rate.
 
-    >>> aggregate([{"timed_samples": 100, "t_end": 12.0}, {"timed_samples": 100, "t_end": 10.0}], 2.0)
-    {'timed_samples': 200, 'seconds': 10.0, 'samples_s': 20.0}
+    >>> floor_hours(100_000_000, 6e9, 1000.0)
+    1.0
     """
-    samples = sum(int(w["timed_samples"]) for w in workers)
-    seconds = max(float(w["t_end"]) for w in workers) - go
-    return {"timed_samples": samples, "seconds": seconds, "samples_s": samples / seconds if seconds > 0 else None}
+    return 6.0 * parameters * real_tokens / (tflops * 1e12) / 3600.0
 
 
-# ---------------------------------------------------------------------- one worker process
-def _model(shape: str, vocab: int, pad_id: int) -> Any:
-    if shape == "gpt2":  # gpt2's shape (124 M parameters), randomly initialised
-        from transformers import GPT2Config, GPT2ForSequenceClassification
+def grid_real_tokens(tokens_per_sample: Mapping[str, float], *, train_sizes: Mapping[str, int] = GLUE_TRAIN_SIZES,
+                     epochs: int = PAPER_EPOCHS, seeds: int = PAPER_SEEDS, models: int = len(PAPER_MODELS)) -> float:
+    """Real (non-padding) tokens the grid trains on; a task without a measured mean gets the size-weighted
+    mean of the measured ones.
 
-        return GPT2ForSequenceClassification(GPT2Config(num_labels=2, pad_token_id=pad_id))
-    from transformers import BertConfig, BertForSequenceClassification
-
-    if shape == "bert-base":  # bert-base-uncased's shape (110 M parameters), randomly initialised
-        return BertForSequenceClassification(BertConfig(vocab_size=30522, num_labels=2, pad_token_id=pad_id))
-    return BertForSequenceClassification(BertConfig(  # "small": for --cpu
-        vocab_size=max(vocab, 64), hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=128, num_labels=2, pad_token_id=pad_id))
-
-
-def worker(args: argparse.Namespace) -> int:
-    """Train ``args.steps`` steps (after ``args.warmup``) and write what was measured to ``args.out``."""
-    import torch
-    import transformers
-    from transformers import (
-        AutoTokenizer,
-        DataCollatorWithPadding,
-        Trainer,
-        TrainerCallback,
-        TrainingArguments,
-        default_data_collator,
-    )
-
-    from harness.energy.tracker import EfficiencyTracker
-    from harness.finetune.callbacks import EfficiencyCallback
-    from harness.finetune.tasks import Split
-    from harness.finetune.train import _tokenize, runtime_settings
-
-    transformers.logging.set_verbosity_error()
-    pairs = json.loads(Path(args.pairs).read_text())
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
-    plain = args.variant == "plain"
-    ds = _tokenize(Split(pairs["a"], pairs["b"], pairs["y"]), tokenizer, args.max_length, pad_to_max=plain)
-    transformers.set_seed(args.index)
-    model = _model(args.shape, len(tokenizer), tokenizer.pad_token_id)
-    cuda = not args.cpu
-    ours = runtime_settings("auto")
-    barrier = Path(args.barrier)
-    marks: dict[str, float] = {}
-    total = args.warmup + args.steps
-
-    class Barrier(TrainerCallback):
-        def on_step_end(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
-            if state.global_step == args.warmup:
-                if cuda:
-                    torch.cuda.synchronize()
-                (barrier / f"ready-{args.index}").write_text("")
-                while not (barrier / "go").exists():
-                    time.sleep(0.01)
-                marks["t0"] = time.time()
-
-        def on_train_end(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
-            if cuda:
-                torch.cuda.synchronize()
-            marks["t1"] = time.time()
-
-    tracker = EfficiencyTracker(cuda_devices=[0] if cuda else [], codecarbon=False, ledger_dir=args.ledger,
-                                run_id=f"{args.variant}-n{args.n}-w{args.index}", tick_secs=2.0)
-    with tempfile.TemporaryDirectory() as out:
-        kwargs: dict[str, Any] = {
-            "output_dir": out, "max_steps": total, "per_device_train_batch_size": args.batch_size,
-            "learning_rate": 2e-5, "save_strategy": "no", "eval_strategy": "no", "logging_strategy": "no",
-            "report_to": "none", "disable_tqdm": True, "seed": args.index, "data_seed": args.index,
-            "use_cpu": not cuda,
-        }
-        if not plain:  # our defaults on this machine
-            kwargs.update(optim=ours["optim"], bf16=ours["precision"] == "bf16", fp16=ours["precision"] == "fp16",
-                          dataloader_pin_memory=cuda)
-            if ours["tf32"]:
-                kwargs["tf32"] = True
-        trainer = Trainer(model=model, args=TrainingArguments(**kwargs), train_dataset=ds,
-                          data_collator=default_data_collator if plain else DataCollatorWithPadding(tokenizer),
-                          callbacks=[Barrier(), EfficiencyCallback(tracker)])
-        result = trainer.train()
-    eff = tracker.result or {}
-    Path(args.out).write_text(json.dumps({
-        "index": args.index, "variant": args.variant, "t_start": marks["t0"], "t_end": marks["t1"],
-        "timed_samples": args.steps * args.batch_size, "loss": float(result.training_loss),
-        "gpu_kwh": (eff.get("breakdown") or {}).get("gpu_kwh"), "packing": eff.get("packing"),
-        "attribution": eff.get("attribution"), "precision": "fp32" if plain else ours["precision"],
-    }))
-    return 0
+    >>> grid_real_tokens({"a": 10.0}, train_sizes={"a": 100, "b": 300}, epochs=1, seeds=1, models=1)
+    4000.0
+    """
+    known = {t: v for t, v in tokens_per_sample.items() if t in train_sizes}
+    if not known:
+        raise ValueError("no task's tokens per sample measured")
+    mean = sum(train_sizes[t] * v for t, v in known.items()) / sum(train_sizes[t] for t in known)
+    per_pass = sum(size * known.get(task, mean) for task, size in train_sizes.items())
+    return per_pass * epochs * seeds * models
 
 
-# ---------------------------------------------------------------------- the parent
-class GpuSampler:
-    """Polls NVML's device utilisation and reads the energy counter (CUDA device 0)."""
+# ---------------------------------------------------------------------- what is measured
+def tokens_per_sample(tokenizer: Any, data_root: Path | None, max_length: int, limit: int = 20000) -> dict[str, float]:
+    """Mean real tokens per training example of each GLUE task in the data root (first ``limit`` examples)."""
+    from harness.finetune.tasks import get_task, load_task, local_folder
 
-    def __init__(self, period: float = 0.2):
-        import pynvml
-
-        from harness.energy.nvml import NvmlEnergyMeter
-
-        self.meter = NvmlEnergyMeter([0])
-        self.ok = self.meter.start()
-        self._pynvml = pynvml
-        self.period = period
-        self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def counter_mj(self) -> int | None:
-        return self.meter.read_device_mj(0) if self.ok else None
-
-    def start(self) -> None:
-        self.samples = []
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        handle = self.meter._handles[0] if self.ok else None
-        while not self._stop.wait(self.period):
-            if handle is not None:
-                try:
-                    self.samples.append(float(self._pynvml.nvmlDeviceGetUtilizationRates(handle).gpu))
-                except Exception:
-                    return
-
-    def stop(self) -> float | None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        return sum(self.samples) / len(self.samples) if self.samples else None
+    out = {}
+    for task in GLUE_TRAIN_SIZES:
+        if data_root is None or local_folder(get_task(task), data_root) is None:
+            continue
+        split = load_task(task, data_root, max_train_samples=limit).train
+        args = (split.text_a, split.text_b) if split.text_b is not None else (split.text_a,)
+        ids = tokenizer(*args, truncation=True, max_length=max_length)["input_ids"]
+        out[task] = sum(len(x) for x in ids) / len(ids)
+    return out
 
 
-def run_config(variant: str, n: int, *, opts: argparse.Namespace, work: Path, sampler: GpuSampler | None) -> dict[str, Any]:
-    """Run ``n`` workers of ``variant`` side by side; collect throughput, utilisation and energy."""
-    from harness.energy.ledger import GpuLedger, measured_total
-    from harness.energy.nvml import MJ_PER_KWH
+def build_shape(shape: str, directory: Path, data_root: Path | None) -> tuple[str, int]:
+    """A randomly initialised model of ``shape`` with a tokenizer trained on the GLUE texts, saved to
+    ``directory`` (a local checkpoint the training path loads offline); returns (model name, parameters)."""
+    if shape == "small":
+        from harness.models import TINY_PREFIX
 
-    tag = f"{variant}-n{n}"
-    barrier, ledger_dir = work / tag / "barrier", work / tag / "energy"
-    barrier.mkdir(parents=True)
-    procs, outs = [], []
-    for i in range(n):
-        out = work / tag / f"worker-{i}.json"
-        outs.append(out)
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--variant", variant, "--n", str(n),
-               "--index", str(i), "--out", str(out), "--barrier", str(barrier), "--ledger", str(ledger_dir),
-               "--pairs", str(work / "pairs.json"), "--tokenizer", str(work / "tokenizer"),
-               "--shape", opts.shape, "--steps", str(opts.steps), "--warmup", str(opts.warmup),
-               "--batch-size", str(opts.batch_size), "--max-length", str(opts.max_length)]
-        if opts.cpu:
-            cmd.append("--cpu")
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-    while len(list(barrier.glob("ready-*"))) < n:  # every worker loaded and warmed up
-        failed = [p for p in procs if p.poll() not in (None, 0)]
-        if failed:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-            raise SystemExit(f"a worker of {tag} failed: {failed[0].stderr.read()[-2000:]}")
-        time.sleep(0.02)
-    mj0 = sampler.counter_mj() if sampler else None
-    if sampler:
-        sampler.start()
-    go = time.time()
-    (barrier / "go").write_text("")
-    errors = []
-    for p in procs:
-        _, err = p.communicate()
-        if p.returncode != 0:
-            errors.append(err[-2000:])
-    util = sampler.stop() if sampler else None
-    mj1 = sampler.counter_mj() if sampler else None
-    if errors:
-        raise SystemExit(f"a worker of {tag} failed: {errors[0]}")
-    workers = [json.loads(o.read_text()) for o in outs]
-    agg = aggregate(workers, go)
-    window_kwh = (mj1 - mj0) / MJ_PER_KWH if mj0 is not None and mj1 is not None else None
-    row: dict[str, Any] = {
-        "variant": variant, "n": n, "precision": workers[0]["precision"], **agg,
-        "gpu_util_pct": util,
-        "wh_per_1000_samples": window_kwh * 1000 / agg["timed_samples"] * 1000 if window_kwh is not None else None,
-        "losses": [w["loss"] for w in workers],
-        "packing": [w["packing"] for w in workers],
-    }
-    attributed = [w["gpu_kwh"] for w in workers]
-    ledgers = list(ledger_dir.glob("*.jsonl"))
-    if ledgers and all(a is not None for a in attributed):
-        measured = sum(measured_total(GpuLedger(p).events())["gpu_mj"] for p in ledgers) / MJ_PER_KWH
-        row["energy_check"] = energy_check(attributed, measured)
+        return TINY_PREFIX + "bert", 0
+    import transformers as tf
+
+    from harness.finetune.tasks import get_task, load_task, local_folder
+    from harness.models import train_tiny_tokenizer
+
+    texts: list[str] = []
+    for task in GLUE_TRAIN_SIZES:
+        if data_root is not None and local_folder(get_task(task), data_root) is not None:
+            split = load_task(task, data_root, max_train_samples=50000).train
+            texts += split.text_a + (split.text_b or [])
+    if not texts:
+        raise SystemExit("no GLUE task in the data root to train the tokenizer on: give --data-root")
+    family = "gpt2" if shape == "gpt2" else "bert"
+    tokenizer = train_tiny_tokenizer(family, texts, vocab_size=50257 if family == "gpt2" else 30522)
+    if family == "gpt2":
+        config = tf.GPT2Config(vocab_size=len(tokenizer), num_labels=2, pad_token_id=tokenizer.eos_token_id,
+                               bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+        model = tf.GPT2ForSequenceClassification(config)
     else:
-        row["energy_check"] = None
-    return row
+        config = tf.BertConfig(vocab_size=30522, num_labels=2, pad_token_id=tokenizer.pad_token_id)
+        model = tf.BertForSequenceClassification(config)
+    model.save_pretrained(str(directory))
+    tokenizer.save_pretrained(str(directory))
+    return str(directory), int(sum(p.numel() for p in model.parameters()))
 
 
-def _prepare(work: Path, opts: argparse.Namespace) -> str:
-    """The examples (a GLUE task's train rows, else synthetic pairs) and a tokenizer trained on them, on disk."""
-    from harness.finetune.tasks import load_task
-    from harness.models import load_tokenizer
-
-    n = (opts.warmup + opts.steps) * opts.batch_size
-    source = f"{opts.task} train"
-    try:
-        data = load_task(opts.task, Path(opts.data_root) if opts.data_root else None, max_train_samples=n)
-        a, b, y = data.train.text_a, data.train.text_b, data.train.label
-        if len(a) < n:  # cycle a small train set so that every worker has enough steps
-            reps = -(-n // len(a))
-            a, y = (a * reps)[:n], (y * reps)[:n]
-            b = (b * reps)[:n] if b is not None else None
-    except Exception as exc:
-        import random
-
-        rng = random.Random(0)
-        words = "the a model learns energy cost of training language data over seeds and tasks GPU".split()
-        a = [" ".join(rng.choices(words, k=rng.randint(5, 60))) for _ in range(n)]
-        b = None
-        y = [rng.randint(0, 1) for _ in range(n)]
-        source = f"synthetic sentences ({opts.task} not loadable: {type(exc).__name__})"
-    (work / "pairs.json").write_text(json.dumps({"a": a, "b": b, "y": y}))
-    family = "gpt2" if opts.shape == "gpt2" else "bert"
-    load_tokenizer(f"tiny:{family}", texts=a + (b or [])).save_pretrained(str(work / "tokenizer"))
-    return source
+def summarise(cal: Any, *, parameters: int, tokens: Mapping[str, float], shape: str, peak: float | None,
+              device_name: str) -> dict[str, Any]:
+    """The report: the table, the winner, the one-run figure, the projections and the floor."""
+    rows = cal.doc["rows"]
+    usable = [r for r in rows if r["status"] == "measured" and r.get("loss_match")]
+    single = max((r for r in usable if r["n"] == 1), key=lambda r: r["samples_s"])
+    chosen = cal.doc["chosen"]
+    calibrated = project_grid({shape: chosen["samples_s"]}, models={m: shape for m in PAPER_MODELS})
+    one_run = project_grid({shape: single["samples_s"]}, models={m: shape for m in PAPER_MODELS})
+    real = grid_real_tokens(tokens) if tokens else None
+    floor = floor_hours(parameters, real, peak) if real and peak and parameters else None
+    return {
+        "device": device_name, "device_kind": cal.doc["device"]["kind"], "shape": shape, "parameters": parameters,
+        "calibration_file": str(cal.path), "calibration_reused": cal.reused, "spec": cal.doc["spec"],
+        "rows": rows, "chosen": chosen,
+        "one_run_per_gpu": {"n": 1, "precision": single["precision"], "samples_s": single["samples_s"]},
+        "speedup_over_one_run": chosen["samples_s"] / single["samples_s"],
+        "projection": {
+            "total_samples": calibrated["total_samples"],
+            "calibrated_gpu_hours": calibrated["total_gpu_hours"],
+            "one_run_per_gpu_hours": one_run["total_gpu_hours"],
+            "floor_gpu_hours": floor,
+            "real_tokens": real, "tokens_per_sample": dict(tokens), "peak_tflops": peak,
+        },
+        "targets": TARGETS,
+        "meets": {"grid_gpu_hours": calibrated["total_gpu_hours"] <= TARGETS["grid_gpu_hours"]},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", choices=("bert-base", "gpt2", "small"), default=None,
-                   help="model shape (default bert-base; small with --cpu)")
-    p.add_argument("--task", default="sst2", help="GLUE task whose train texts are used (default %(default)s)")
-    p.add_argument("--packing", default="1,2,4,8", help="runs per GPU to measure (default %(default)s)")
-    p.add_argument("--steps", type=int, default=300, help="timed optimizer steps per run (default %(default)s)")
-    p.add_argument("--warmup", type=int, default=30, help="untimed steps first (default %(default)s)")
+                   help="model shape (default bert-base; small, the tiny BERT, with --cpu)")
+    p.add_argument("--task", default="sst2", help="GLUE task the bursts train on (default %(default)s)")
+    p.add_argument("--candidates", default="1,2,4,8,16", help="runs side by side to try (default %(default)s)")
+    p.add_argument("--budget", type=float, default=None, help="hard cap on the bursts' seconds (default: the "
+                   "calibration's, 600 on a GPU)")
+    p.add_argument("--steps", type=int, default=None, help="timed optimizer steps per burst (default: calibration's)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed steps first (default: calibration's)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--peak-tflops", type=float, default=None, help="the device's peak TFLOP/s for the floor "
+                   "(default: by GPU name from PEAK_TFLOPS)")
+    p.add_argument("--output", default=None, help="keep <output>/calibration/<kind>.json here (default: a temp dir)")
     p.add_argument("--data-root", default=os.environ.get("VNR_DATA_ROOT"))
     p.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
     p.add_argument("--cpu", action="store_true", help="run on the CPU (checks the script, measures nothing useful)")
-    # worker-only options
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    for name in ("--variant", "--out", "--barrier", "--ledger", "--pairs", "--tokenizer"):
-        p.add_argument(name, help=argparse.SUPPRESS)
-    p.add_argument("--n", type=int, default=1, help=argparse.SUPPRESS)
-    p.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
     opts = p.parse_args(argv)
     opts.shape = opts.shape or ("small" if opts.cpu else "bert-base")
-    if opts.worker:
-        return worker(opts)
 
     import torch
 
-    if not opts.cpu and not torch.cuda.is_available():
+    if opts.cpu:
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the workers see no GPU either
+    elif not torch.cuda.is_available():
         reason = "no CUDA GPU here: bench_gpu_grid skipped"
         print(json.dumps({"skipped": reason}) if opts.json else reason)
         return 0
-    levels = sorted({int(x) for x in str(opts.packing).split(",") if x.strip()})
-    if not levels or min(levels) < 1:
-        p.error("--packing: a comma-separated list of positive integers, e.g. 1,2,4,8")
-    if opts.warmup < 1 or opts.steps < 1:
-        p.error("--warmup and --steps must be at least 1")
-    sampler = None if opts.cpu else GpuSampler()
-    device = "cpu" if opts.cpu else torch.cuda.get_device_name(0)
+    try:
+        candidates = tuple(sorted({int(x) for x in str(opts.candidates).split(",") if x.strip()}))
+    except ValueError:
+        candidates = ()
+    if not candidates or min(candidates) < 1:
+        p.error("--candidates: a comma-separated list of positive integers, e.g. 1,2,4,8,16")
+
+    from harness.finetune.tasks import get_task
+    from harness.grid.calibrate import Limits, detect_device, ensure_calibration, format_table
+    from harness.models import load_tokenizer
+    from harness.specs import FinetuneSpec
+    from ranking.paths import resolve_data_root
+
+    data_root = resolve_data_root(opts.data_root)
+    device = detect_device()
     with tempfile.TemporaryDirectory(prefix="vnr-bench-gpu-") as tmp:
         work = Path(tmp)
-        source = _prepare(work, opts)
-        rows = [run_config("plain", 1, opts=opts, work=work, sampler=sampler)]
-        rows += [run_config("ours", n, opts=opts, work=work, sampler=sampler) for n in levels]
-    plain = rows[0]["samples_s"]
-    for r in rows:
-        r["speedup_over_plain"] = r["samples_s"] / plain if plain else None
-    best = max(rows[1:], key=lambda r: r["samples_s"] or 0.0)
-    projection = project_grid({opts.shape: best["samples_s"]},
-                              models={m: opts.shape for m in PAPER_MODELS}) if best["samples_s"] else None
-    checks = [r["energy_check"] for r in rows if r["energy_check"]]
-    report = {
-        "device": device, "shape": opts.shape, "data": source, "batch_size": opts.batch_size,
-        "max_length": opts.max_length, "timed_steps": opts.steps, "warmup_steps": opts.warmup,
-        "rows": rows,
-        "best": {"variant": best["variant"], "n": best["n"], "samples_s": best["samples_s"]},
-        "projection": projection,
-        "targets": TARGETS,
-        "meets": {
-            "speedup_over_plain": (best["speedup_over_plain"] or 0) >= TARGETS["speedup_over_plain"],
-            "grid_gpu_hours": projection is not None and projection["total_gpu_hours"] <= TARGETS["grid_gpu_hours"],
-            "energy_sum": bool(checks) and all(c["within_target"] for c in checks),
-        },
-    }
+        model, parameters = build_shape(opts.shape, work / "model", data_root)
+        spec = FinetuneSpec(model, get_task(opts.task).name, 0, batch_size=opts.batch_size,
+                            max_length=opts.max_length)
+        paper = project_grid({"x": 1.0}, models={m: "x" for m in PAPER_MODELS})["total_samples"]
+        cal = ensure_calibration(spec, Path(opts.output) if opts.output else work / "out", data_root=data_root,
+                                 grid_samples_total=paper,
+                                 limits=Limits(candidates=candidates, budget_cap_s=opts.budget, steps=opts.steps,
+                                               warmup=opts.warmup), device=device)
+        if opts.shape == "small":  # the tiny model's vocabulary is trained on the task's first texts, as in a run
+            from harness.finetune.tasks import load_task
+            from harness.finetune.train import TINY_TOKENIZER_TEXTS
+
+            texts = load_task(spec.task, data_root).train.texts()[:TINY_TOKENIZER_TEXTS]
+            tokenizer = load_tokenizer(model, texts=texts)
+        else:
+            tokenizer = load_tokenizer(model)
+        tokens = tokens_per_sample(tokenizer, data_root, opts.max_length)
+    parameters = parameters or int(next(r for r in cal.doc["rows"] if r["status"] == "measured")["model_parameters"])
+    peak = opts.peak_tflops if opts.peak_tflops is not None else peak_tflops(device.name) if device.type == "cuda" else None
+    report = summarise(cal, parameters=parameters, tokens=tokens, shape=opts.shape, peak=peak, device_name=device.name)
     if opts.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"== {opts.shape}-shaped model on {device}; data: {source}; batch {opts.batch_size}, "
-          f"max_length {opts.max_length}, {opts.steps} timed steps per run after {opts.warmup} warm-up steps")
-    print(f"{'variant':<8} {'N':>2} {'prec':>5} {'samples/s':>10} {'x plain':>8} {'GPU util %':>10} "
-          f"{'Wh/1000':>9} {'sum/measured':>13}")
-    for r in rows:
-        util = f"{r['gpu_util_pct']:.0f}" if r["gpu_util_pct"] is not None else "-"
-        wh = f"{r['wh_per_1000_samples']:.3f}" if r["wh_per_1000_samples"] is not None else "-"
-        ec = r["energy_check"]
-        check = f"{ec['sum_attributed_kwh'] / ec['measured_kwh']:.4f}" if ec and ec["measured_kwh"] else "-"
-        print(f"{r['variant']:<8} {r['n']:>2} {r['precision']:>5} {r['samples_s']:>10.1f} "
-              f"{r['speedup_over_plain']:>8.2f} {util:>10} {wh:>9} {check:>13}")
-    if projection:
-        print(f"paper grid ({len(PAPER_MODELS)} models x {len(GLUE_TRAIN_SIZES)} tasks x {PAPER_SEEDS} seeds x "
-              f"{PAPER_EPOCHS} epochs, every model at this shape) at {best['samples_s']:.0f} samples/s "
-              f"(ours, N={best['n']}): {projection['total_gpu_hours']:.1f} GPU-hours of training")
+    print(format_table(cal))
+    proj = report["projection"]
+    one = report["one_run_per_gpu"]
+    print(f"paper grid ({len(PAPER_MODELS)} models x {len(GLUE_TRAIN_SIZES)} tasks x {PAPER_SEEDS} seeds x "
+          f"{PAPER_EPOCHS} epochs = {proj['total_samples'] / 1e6:.0f} M training samples, every model at the "
+          f"{opts.shape} shape), device-hours of training on {device.name}:")
+    print(f"  calibrated (N={report['chosen']['runs_per_gpu']}, {report['chosen']['precision']}, "
+          f"{report['chosen']['samples_s']:.0f} samples/s): {proj['calibrated_gpu_hours']:.1f}")
+    print(f"  one run per device (N=1, {one['precision']}, {one['samples_s']:.0f} samples/s): "
+          f"{proj['one_run_per_gpu_hours']:.1f}  (the calibrated setting: {report['speedup_over_one_run']:.2f}x "
+          "its throughput)")
+    if proj["floor_gpu_hours"] is not None:
+        print(f"  arithmetic floor (6 x {parameters / 1e6:.0f} M parameters x {proj['real_tokens'] / 1e9:.2f} G real "
+              f"tokens at {proj['peak_tflops']:.0f} TFLOP/s): {proj['floor_gpu_hours']:.2f}")
+    else:
+        print("  arithmetic floor: no peak FLOP/s for this device (give --peak-tflops)")
     print("targets met: " + ", ".join(f"{k}={v}" for k, v in report["meets"].items()))
     return 0
 

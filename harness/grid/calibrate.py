@@ -68,7 +68,7 @@ GAIN_STOP = 0.05  # stop growing N at a precision when the aggregate throughput 
 LOSS_RTOL = 0.05  # a precision's logged training losses within 5 % (relative) of fp32's at the same steps
 BUDGET_FRACTION = 0.05  # of the grid's projected time at one run per device
 BUDGET_CAP_S = {"cuda": 600.0, "cpu": 120.0}  # hard caps on the bursts' wall time
-STEPS = {"cuda": (10, 100), "cpu": (2, 12)}  # (warm-up, timed) optimizer steps per burst
+STEPS = {"cuda": (10, 100), "cpu": (3, 30)}  # (warm-up, timed) optimizer steps per burst
 AUTO = "auto"
 CUDA_CONTEXT_BYTES = 512 * 2**20  # what a CUDA context holds beyond torch's allocator (added to its peak)
 WORKER_START_TIMEOUT_S = 900.0
@@ -275,7 +275,7 @@ def run_worker(plan: BurstPlan) -> dict[str, Any]:
         peak = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux: KiB
     return {"index": plan.index, "t0": marks["t0"], "t1": marks["t1"], "timed_samples": plan.steps * spec.batch_size,
             "losses": marks["losses"], "peak_memory_bytes": peak, "precision": result["settings"]["precision"],
-            "tf32": result["settings"]["tf32"]}
+            "tf32": result["settings"]["tf32"], "model_parameters": result["train"]["model_parameters"]}
 
 
 # ---------------------------------------------------------------------- one burst: the parent
@@ -399,6 +399,7 @@ def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, war
         "utilisation_pct": util, "power_w": watts,
         "peak_memory_bytes": max(int(w["peak_memory_bytes"]) for w in workers),
         "threads_per_run": threads, "tf32": bool(workers[0].get("tf32")),
+        "model_parameters": workers[0].get("model_parameters"),
         "losses": workers[0]["losses"],
         "wall_s": time.time() - started,
     }

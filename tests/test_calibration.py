@@ -1,0 +1,161 @@
+"""``runs_per_gpu: auto`` / ``precision: auto`` by calibration (harness.grid.calibrate), on the CPU.
+
+The bursts are real: N processes, each training the tiny model through the real training path.
+One calibration (module fixture, three bursts) serves the reuse and record tests; the near-best test
+compares its choice with an exhaustive sweep of the same N set on this machine (six more bursts). Each
+burst starts N Python processes that load torch, so the tests that run bursts are marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import cli
+from harness.grid.calibrate import (
+    AUTO,
+    Limits,
+    calibration_path,
+    detect_device,
+    ensure_calibration,
+    format_table,
+    resolve_packing,
+    run_burst,
+    shape_key,
+)
+from harness.specs import FinetuneSpec
+from harness.store import RunStore
+
+CANDIDATES = (1, 2, 4)
+HYPER = {"batch_size": 8, "max_length": 64}
+SPEC = FinetuneSpec("tiny:bert", "rte", 0, **HYPER)
+
+
+@pytest.fixture(scope="module")
+def calibrated(data_root):
+    """A grid's first calibration: N = 1, 2, 4 at fp32 (the CPU's one precision), budget wide enough for all."""
+    out = Path(tempfile.mkdtemp(prefix="vnr-test-calibration-"))
+    cal = ensure_calibration(SPEC, out, data_root=data_root, grid_samples_total=10**9,
+                             limits=Limits(candidates=CANDIDATES, budget_cap_s=900))
+    return out, cal
+
+
+@pytest.mark.slow
+def test_the_first_grid_start_measures_and_writes_the_table(calibrated):
+    out, cal = calibrated
+    device = detect_device()
+    assert cal.path == calibration_path(out, device.kind) == out / "calibration" / f"{device.kind}.json"
+    assert device.kind.startswith("cpu-") and device.kind.endswith(f"-{device.cores}")
+    assert not cal.reused and cal.bursts_run >= 1
+    stored = json.loads(cal.path.read_text())
+    assert stored["device_kind"] == device.kind and stored["entries"][shape_key(SPEC)] == cal.doc
+    rows = cal.doc["rows"]
+    assert [(r["n"], r["precision"]) for r in rows] == [(n, "fp32") for n in CANDIDATES]
+    measured = [r for r in rows if r["status"] == "measured"]
+    assert measured[0]["n"] == 1 and len(measured) == cal.bursts_run
+    for r in measured:  # N runs x 30 timed steps x batch 8; no NVML on CPU
+        assert r["timed_samples"] == r["n"] * 30 * 8
+        assert r["samples_s"] == pytest.approx(r["timed_samples"] / r["seconds"])
+        assert r["utilisation_pct"] is None and r["power_w"] is None and r["peak_memory_bytes"] > 0
+        assert r["threads_per_run"] == max(1, device.cores // r["n"]) and r["loss_match"] is True
+    for r in rows[len(measured):]:  # only the gain rule stops a sweep with this budget and memory
+        assert r["status"] == "skipped" and r["reason"].startswith("gain:")
+    best = max(measured, key=lambda r: r["samples_s"])
+    assert cal.doc["chosen"] == {"runs_per_gpu": best["n"], "precision": "fp32", "samples_s": best["samples_s"]}
+    table = format_table(cal)
+    assert f"chosen: runs_per_gpu {best['n']}, precision fp32" in table and "samples/s" in table
+
+
+@pytest.mark.slow
+def test_a_second_grid_start_reuses_the_file_and_runs_no_burst(calibrated, data_root):
+    out, cal = calibrated
+    before = cal.path.read_bytes()
+    again = ensure_calibration(SPEC, out, data_root=data_root, grid_samples_total=10**9,
+                               limits=Limits(candidates=CANDIDATES, budget_cap_s=900))
+    assert again.reused and again.bursts_run == 0 and again.doc == cal.doc
+    assert cal.path.read_bytes() == before
+    # the same shape with another seed or task is the same entry; another batch size is not (it would calibrate)
+    assert shape_key(FinetuneSpec("tiny:bert", "stsb", 3, **HYPER)) == shape_key(SPEC)
+    assert shape_key(FinetuneSpec("tiny:bert", "rte", 0, batch_size=16, max_length=64)) != shape_key(SPEC)
+
+
+@pytest.mark.slow
+def test_grid_runs_name_the_calibration_they_ran_under(calibrated, data_root, capsys, monkeypatch):
+    """vnr run with runs_per_gpu: auto on an output that has the calibration: reused (no burst), and
+    the record names it; precision auto took the calibration's precision."""
+    out, cal = calibrated
+    monkeypatch.setenv("VNR_DATA_ROOT", str(data_root))
+    config = out / "grid.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "cal", "output": str(out),
+        "finetune": {"models": ["tiny:bert"], "tasks": ["rte"], "seeds": [0],
+                     "hyperparameters": {**HYPER, "max_steps": 2, "max_train_samples": 16, "max_eval_samples": 16}},
+        "local": {"runs_per_gpu": "auto"},
+    }))
+    before = cal.path.read_bytes()
+    assert cli.main(["run", str(config), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert f"calibration {cal.path} (reused)" in printed
+    assert cal.path.read_bytes() == before  # no burst re-ran, nothing rewritten
+    (record,) = [r for r in RunStore(out).records() if r.get("status") == "ok"]
+    assert record["calibration"] == {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"],
+                                     "shape": shape_key(SPEC), "runs_per_gpu": cal.runs_per_gpu, "precision": "fp32"}
+    assert record["settings"]["precision"] == "fp32"
+    assert record["settings"]["precision_source"] == f"calibration calibration/{cal.path.name}"
+
+
+def test_a_forced_value_skips_calibration(tmp_path):
+    fp32 = FinetuneSpec("tiny:bert", "rte", 0, precision="fp32", **HYPER)
+    # N fixed and the precision fixed by the spec: nothing to measure, no file
+    plan = resolve_packing([fp32], tmp_path, runs_per_gpu=4, gpus=[0])
+    assert (plan.runs_per_gpu, plan.calibration) == (4, None)
+    # --no-calibrate: auto is 1, and precision auto is left to the rule
+    plan = resolve_packing([SPEC], tmp_path, runs_per_gpu=AUTO, calibrate_runs=False)
+    assert (plan.runs_per_gpu, plan.calibration, plan.options(SPEC)) == (1, None, {})
+    # without a GPU, N fixed: fp32 is the only candidate, nothing to measure
+    assert resolve_packing([SPEC], tmp_path, runs_per_gpu=2, gpus=[]).calibration is None
+    # the default (None) without a GPU: one run at a time, uncalibrated
+    assert resolve_packing([SPEC], tmp_path, runs_per_gpu=None, gpus=[]).runs_per_gpu == 1
+    assert not (tmp_path / "calibration").exists()
+
+
+@pytest.mark.slow
+def test_the_budget_stops_the_sweep_and_memory_excludes_an_n(calibrated, tmp_path, data_root):
+    """One burst (N = 1) always runs; then N = 2 fits in memory but not in a zero budget, and N = 4
+    (4 x the measured peak per run) does not fit in the injected device memory."""
+    _, cal = calibrated
+    peak = cal.doc["rows"][0]["peak_memory_bytes"]
+    memory = int(3.0 * peak / 0.9)  # 90 % of it holds 3 runs of the earlier peak (this burst's may differ a little)
+    small = ensure_calibration(SPEC, tmp_path, data_root=data_root, grid_samples_total=10**9,
+                               limits=Limits(candidates=CANDIDATES, budget_cap_s=0, memory_bytes=memory))
+    rows = small.doc["rows"]
+    assert small.bursts_run == 1 and rows[0]["status"] == "measured" and rows[0]["n"] == 1
+    assert rows[1]["n"] == 2 and rows[1]["status"] == "skipped" and rows[1]["reason"].startswith("budget:")
+    assert rows[2]["n"] == 4 and rows[2]["status"] == "skipped" and rows[2]["reason"].startswith("memory: 4 x")
+    assert small.doc["bounds"]["budget_s"] == 0 and small.doc["device"]["memory_bytes_used_for_bound"] == memory
+    assert small.doc["chosen"]["runs_per_gpu"] == 1
+
+
+@pytest.mark.slow
+def test_the_chosen_n_is_within_10_percent_of_an_exhaustive_sweep(calibrated, data_root, tmp_path):
+    """The calibration stops early (gain < 5 %); an exhaustive sweep of N = 1, 2, 4, interleaved and
+    repeated, with the calibration's own rows counted as one more repetition, must not find an N more
+    than 10 % faster (medians: the machine is shared with other processes)."""
+    _, cal = calibrated
+    device = detect_device()
+    samples: dict[int, list[float]] = {n: [] for n in CANDIDATES}
+    for r in cal.doc["rows"]:
+        if r["status"] == "measured":
+            samples[r["n"]].append(r["samples_s"])
+    for _ in range(2):
+        for n in CANDIDATES:
+            row = run_burst(SPEC, n, "fp32", device=device, warmup=3, steps=30, data_root=data_root, work=tmp_path)
+            samples[n].append(row["samples_s"])
+    medians = {n: statistics.median(v) for n, v in samples.items()}
+    chosen = cal.runs_per_gpu
+    assert medians[chosen] >= 0.9 * max(medians.values()), (chosen, medians)
