@@ -159,3 +159,17 @@ def test_the_chosen_n_is_within_10_percent_of_an_exhaustive_sweep(calibrated, da
     medians = {n: statistics.median(v) for n, v in samples.items()}
     chosen = cal.runs_per_gpu
     assert medians[chosen] >= 0.9 * max(medians.values()), (chosen, medians)
+
+
+def test_a_run_without_calibration_states_the_rule_that_chose_its_precision(tmp_path, data_root, capsys):
+    """A single `vnr finetune` run (no grid, no calibration): precision auto by the rule, named in the record
+    and in the output."""
+    from harness.finetune.train import PRECISION_RULE
+
+    assert cli.main(["finetune", "--model", "tiny:bert", "--task", "rte", "--seed", "0", "--output", str(tmp_path),
+                     "--max-steps", "1", "--max-train-samples", "8", "--max-eval-samples", "8", "--batch-size", "8",
+                     "--data-root", str(data_root), "--no-progress"]) == 0
+    assert f"precision fp32, chosen by {PRECISION_RULE}" in capsys.readouterr().out
+    (record,) = RunStore(tmp_path).records()
+    assert record["calibration"] is None and record["settings"]["precision"] == "fp32"
+    assert record["settings"]["precision_source"] == PRECISION_RULE

@@ -144,4 +144,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(("already done: " if already else "result: ") + str(store.result_path(spec.run_id())))
     print(summary_line(record))
+    settings = record.get("settings") or {}
+    if settings.get("precision_source"):  # what chose the precision: the spec, a calibration, or the rule
+        print(f"precision {settings.get('precision')}, chosen by {settings['precision_source']}")
     return 0

@@ -124,15 +124,47 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
-def detect_device() -> Device:
-    """The first visible CUDA GPU (what the runs' ``CUDA_VISIBLE_DEVICES`` shows them), else the CPU."""
+def _nvml_gpu(cuda_device: str | None) -> tuple[str, int, bool] | None:
+    """(name, total memory, bf16 support) of the GPU the workers will see, from NVML (no CUDA context in
+    this process, which goes on to run the grid); None where NVML cannot say."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no NVML library or driver
+        return None
+    try:
+        visible = cuda_device if cuda_device is not None else os.environ.get("CUDA_VISIBLE_DEVICES")
+        first = (visible or "0").split(",")[0].strip()
+        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(first)) if first.isdigit()
+                  else pynvml.nvmlDeviceGetHandleByUUID(first))
+        name = pynvml.nvmlDeviceGetName(handle)
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        memory = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+        major, _ = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+        return name, memory, major >= 8  # bf16 from Ampere on
+    except Exception:  # a MIG or UUID entry NVML cannot resolve this way, NotSupported, ...
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+
+
+def detect_device(cuda_device: str | None = None) -> Device:
+    """The GPU the runs will see (``cuda_device``, else the first of ``CUDA_VISIBLE_DEVICES``), else the CPU."""
     import torch
 
     cores = cpu_cores()
-    if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
-        return Device(kind=slug(props.name), type="cuda", name=props.name, memory_bytes=int(props.total_memory),
-                      cores=cores, bf16=bool(torch.cuda.is_bf16_supported()))
+    visible = cuda_device if cuda_device is not None else os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None or visible.strip() not in ("", "-1"):
+        gpu = _nvml_gpu(cuda_device)
+        if gpu is not None:
+            name, memory, bf16 = gpu
+            return Device(kind=slug(name), type="cuda", name=name, memory_bytes=memory, cores=cores, bf16=bf16)
+        if torch.cuda.is_available():
+            props = torch.cuda.get_device_properties(0)
+            return Device(kind=slug(props.name), type="cuda", name=props.name, memory_bytes=int(props.total_memory),
+                          cores=cores, bf16=bool(torch.cuda.is_bf16_supported()))
     import psutil
 
     model = _cpu_model()
@@ -604,7 +636,7 @@ def ensure_calibration(spec: FinetuneSpec, output: str | Path, *, data_root: Pat
     """This device kind's calibration for ``spec``'s shape: reused from the file, else measured and added."""
     from harness.store import atomic_write_json
 
-    device = device or detect_device()
+    device = device or detect_device(cuda_device)
     path = calibration_path(output, device.kind)
     key = shape_key(spec) + (f",runs_per_gpu={fixed_n}" if fixed_n else "")
     with _locked(path.with_suffix(".lock")):
