@@ -173,3 +173,61 @@ def test_a_run_without_calibration_states_the_rule_that_chose_its_precision(tmp_
     (record,) = RunStore(tmp_path).records()
     assert record["calibration"] is None and record["settings"]["precision"] == "fp32"
     assert record["settings"]["precision_source"] == PRECISION_RULE
+
+
+@pytest.mark.slow
+def test_concurrent_tasks_on_one_device_kind_calibrate_once(tmp_path, data_root):
+    """Two array tasks start together: one measures (holding the lock file), the other waits and reuses."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def task(_):
+        return ensure_calibration(SPEC, tmp_path, data_root=data_root, grid_samples_total=0,
+                                  limits=Limits(candidates=(1,), steps=5))
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(task, range(2))
+    assert sorted([first.bursts_run, second.bursts_run]) == [0, 1]
+    assert sorted([first.reused, second.reused]) == [False, True] and first.doc == second.doc
+    assert (tmp_path / "calibration" / f"{first.path.stem}.lock").exists()
+
+
+def test_slurm_auto_gives_each_task_16_specs_and_what_to_calibrate_with(tmp_path, monkeypatch, capsys):
+    """runs_per_gpu: auto on SLURM: tasks of 16 specs, each carrying the grid's first fine-tuning spec, its
+    training samples and the budget cap, so the first task on a device kind can calibrate (sbatch is a stand-in)."""
+    import os
+
+    import submitit
+
+    from harness.grid import slurm
+    from harness.grid.config import load_experiment
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {tmp_path / "script.sh"}\necho "Submitted batch job 77"\n')
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("sbatch", "srun"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    configs = Path(__file__).resolve().parents[1] / "configs" / "experiments"
+    smoke = configs / "smoke.yaml"
+    assert slurm.runs_per_task(load_experiment(smoke).slurm) == 1  # gpus: 0, so the default is one run per task
+    exp = load_experiment(configs / "paper.yaml", output=tmp_path / "out")
+    assert slurm.runs_per_task(exp.slurm) == "auto"
+    assert slurm.runs_per_task(exp.slurm, calibrate_runs=False) == 1  # --no-calibrate
+    specs = list(exp.specs[:40])
+    payload = {"first": exp.specs[0], "samples": 123, "budget_cap_s": 60.0}
+    assert slurm.submit(specs, exp.output, exp.slurm, name="t", runs_per_gpu="auto", calibration=payload) == "77"
+    assert "#SBATCH --array=0-2" in (tmp_path / "script.sh").read_text()  # 16 + 16 + 8
+    call = submitit.core.utils.DelayedSubmission.load(tmp_path / "out" / "logs" / "slurm" / "77_0" / "77_0_submitted.pkl")
+    group, _output, _root, _options, packing = call.args
+    assert [s.run_id() for s in group] == [s.run_id() for s in specs[:16]]
+    assert packing == {"runs_per_gpu": "auto", **payload}
+    # the dry run says how an auto array packs (the default where tasks get a GPU)
+    assert cli.main(["run", str(smoke), "--executor", "slurm", "--dry-run", "--gpus", "1",
+                     "--output", str(tmp_path / "dry")]) == 0
+    out = capsys.readouterr().out
+    assert f"# {-(-len(load_experiment(smoke).specs) // 16)} array tasks" in out
+    assert "N and precision auto from the calibration" in out
+    assert cli.main(["run", str(smoke), "--executor", "slurm", "--dry-run", "--gpus", "1", "--no-calibrate",
+                     "--output", str(tmp_path / "dry")]) == 0
+    assert "one task per run id" in capsys.readouterr().out
