@@ -57,6 +57,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.grid.local import cpu_cores, cpu_threads, visible_gpus
 from harness.specs import FinetuneSpec
 from ranking.errors import UserError
 
@@ -100,18 +101,6 @@ def slug(text: str) -> str:
     ('nvidia-h100-80gb-hbm3', 'amd-epyc-7b13-64-core-processor')
     """
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
-
-
-def cpu_cores() -> int:
-    """Cores this process may use."""
-    with contextlib.suppress(AttributeError, OSError):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-def cpu_threads(runs: int) -> int:
-    """Threads each of ``runs`` CPU runs side by side gets: the cores shared out, at least one."""
-    return max(1, cpu_cores() // max(1, runs))
 
 
 def _cpu_model() -> str:
@@ -675,8 +664,6 @@ def gpu_present(gpus: Sequence[int | str] | None = None) -> bool:
     """Whether the executor would place runs on a GPU (``gpus`` given, else any visible)."""
     if gpus is not None:
         return len(list(gpus)) > 0
-    from harness.grid.local import visible_gpus
-
     return bool(visible_gpus())
 
 

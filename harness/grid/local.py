@@ -264,6 +264,18 @@ def visible_gpus() -> list[str]:
         return []
 
 
+def cpu_cores() -> int:
+    """Cores this process may use."""
+    with contextlib.suppress(AttributeError, OSError):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def cpu_threads(runs: int) -> int:
+    """Threads each of ``runs`` CPU runs side by side gets: the cores shared out, at least one."""
+    return max(1, cpu_cores() // max(1, runs))
+
+
 def worker_slots(runs_per_gpu: int, gpus: Sequence[int | str] | None) -> list[dict[str, str]]:
     """The child environment of each worker slot: N per GPU, taken round-robin over the GPUs
     (one CPU pool of N slots without a GPU, each with ``cores // N`` threads, as the calibration
@@ -278,8 +290,6 @@ def worker_slots(runs_per_gpu: int, gpus: Sequence[int | str] | None) -> list[di
         raise UserError(f"runs_per_gpu must be a positive integer, not {runs_per_gpu!r}")
     devices = [str(g) for g in (visible_gpus() if gpus is None else gpus)]
     if not devices:
-        from harness.grid.calibrate import cpu_threads
-
         threads = str(cpu_threads(runs_per_gpu))
         return [{"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads} for _ in range(runs_per_gpu)]
     return [{"CUDA_VISIBLE_DEVICES": g, GPU_SLOT_ENV: g} for _ in range(runs_per_gpu) for g in devices]
