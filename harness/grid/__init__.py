@@ -7,6 +7,9 @@
   which runs one spec through the run store's lifecycle
   (:meth:`harness.store.RunStore.run`: skip when done, a lock against a concurrent
   duplicate, a running marker, one ok/failed record). SLURM array tasks call it too.
+* :mod:`harness.grid.calibrate` measures ``runs_per_gpu: auto`` and ``precision: auto`` on the
+  device a grid lands on (timed bursts of its first fine-tuning spec) and keeps the table in
+  ``<output>/calibration/<device kind>.json``.
 * :mod:`harness.grid.slurm` submits one job array through submitit.
 * :mod:`harness.grid.entry` is what an array task runs (submitit or plain ``sbatch``).
 * :mod:`harness.grid.status` says done / running / queued / failed / missing per spec.

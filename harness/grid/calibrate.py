@@ -537,8 +537,19 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                     if skip:
                         rows.append({"n": n, "precision": precision, "status": "skipped", "reason": skip})
                         continue
-                    row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
-                                    data_root=data_root, work=Path(tmp), sampler=sampler, cuda_device=cuda_device)
+                    try:
+                        row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
+                                        data_root=data_root, work=Path(tmp), sampler=sampler, cuda_device=cuda_device)
+                    except RuntimeError as exc:  # e.g. out of memory at this N: the sweep goes on without it
+                        if not rows:
+                            raise UserError(f"calibration: the grid's first fine-tuning spec does not train: {exc}"
+                                            ) from None
+                        log.warning("calibration burst %s N=%d failed: %s", precision, n, exc)
+                        rows.append({"n": n, "precision": precision, "status": "failed",
+                                     "reason": f"failed: {str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else exc}"})
+                        rows.extend({"n": m, "precision": precision, "status": "skipped",
+                                     "reason": f"N={n} failed"} for m in candidates[i + 1:])
+                        break
                     rows.append(row)
                     last_wall[n] = row["wall_s"]
                     peak = max(peak, row["peak_memory_bytes"])
