@@ -223,6 +223,8 @@ def run_command(args: argparse.Namespace) -> int:
                                first=first_finetune(specs))
         if plan.calibration is not None:
             print(format_table(plan.calibration))
+        elif per_gpu == "auto":
+            print(f"runs_per_gpu auto: {plan.runs_per_gpu} ({plan.reason}); precision auto follows the rule")
         packing = {}  # only where asked for, so an executor without these parameters keeps working
         if plan.runs_per_gpu != 1:
             packing["runs_per_gpu"] = plan.runs_per_gpu
