@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import statistics
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,17 @@ def test_grid_runs_name_the_calibration_they_ran_under(calibrated, data_root, ca
                                      "shape": shape_key(SPEC), "runs_per_gpu": cal.runs_per_gpu, "precision": "fp32"}
     assert record["settings"]["precision"] == "fp32"
     assert record["settings"]["precision_source"] == f"calibration calibration/{cal.path.name}"
+
+    # a SLURM array task of an auto array (harness.grid.entry): the same calibration, reused under its lock
+    from harness.grid.config import load_experiment
+    from harness.grid.entry import run_task
+
+    exp = load_experiment(config)
+    seed1 = replace(exp.specs[0], seed=1)
+    packing = {"runs_per_gpu": "auto", "first": exp.specs[0], "samples": 10**9, "budget_cap_s": 900}
+    assert run_task([seed1], out, data_root, packing=packing) == "ran"
+    assert cal.path.read_bytes() == before
+    assert RunStore(out).get(seed1.run_id())["calibration"] == record["calibration"]
 
 
 def test_a_forced_value_skips_calibration(tmp_path):
