@@ -75,8 +75,14 @@ def run_grid(
     progress: bool = False,
     isolate: bool = False,
     check: bool = True,
+    runs_per_gpu: int | str | None = None,
+    calibrate: bool = True,
 ) -> list[Any]:
     """Run an experiment config's grid locally (finished runs skipped) and return one outcome per spec.
+
+    ``runs_per_gpu`` (N or ``"auto"``; default: the config's ``local:``, else auto where a GPU is used)
+    and ``calibrate`` (False: no calibration bursts) as ``vnr run``'s ``--runs-per-gpu`` and
+    ``--no-calibrate`` (:func:`harness.grid.calibrate.local_packing`).
 
     Each outcome has ``run_id``, ``status`` and ``error``; read the results with
     :class:`harness.store.RunStore` on the experiment's output. ``check`` first makes sure, when the hub
@@ -96,4 +102,13 @@ def run_grid(
         from harness.prefetch import check_available
 
         check_available(exp, specs=specs, data_root=root, config=str(config))
-    return execute(specs, exp.output, data_root=root, progress=progress, options=exp.options_for, isolate=isolate)
+    from harness.grid.calibrate import local_packing
+    from harness.store import RunStore
+    from harness.validate import runs_per_gpu_value
+
+    store = RunStore(exp.output)
+    pending = [s for s in specs if not store.is_done(s.run_id())]
+    per_gpu = None if runs_per_gpu is None else runs_per_gpu_value(runs_per_gpu, "runs_per_gpu")
+    plan, packing = local_packing(exp, specs, pending, runs_per_gpu=per_gpu, calibrate_runs=calibrate, data_root=root)
+    return execute(specs, exp.output, data_root=root, progress=progress, isolate=isolate,
+                   options=lambda s: {**exp.options_for(s), **plan.options(s)}, **packing)

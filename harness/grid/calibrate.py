@@ -710,6 +710,26 @@ def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: i
     return Packing(fixed_n or cal.runs_per_gpu, cal, "reused" if cal.reused else "calibrated")
 
 
+def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, runs_per_gpu: int | str | None = None,
+                  calibrate_runs: bool = True, data_root: Path | None = None) -> tuple[Packing, dict[str, Any]]:
+    """What the local executor runs a grid's ``pending`` specs with (``vnr run`` and :func:`harness.api.run_grid`):
+    the :class:`Packing` (``runs_per_gpu`` given, else the config's ``local:``; calibrated where ``auto``) and
+    :func:`harness.grid.local.execute`'s packing keywords (only those that differ from its defaults)."""
+    per_gpu = runs_per_gpu if runs_per_gpu is not None else exp.local.runs_per_gpu
+    plan = resolve_packing(pending, exp.output, runs_per_gpu=per_gpu, calibrate_runs=exp.local.calibrate and calibrate_runs,
+                           data_root=data_root, gpus=exp.local.gpus,
+                           limits=Limits(budget_cap_s=exp.local.calibration_budget_s),
+                           first=next((s for s in specs if isinstance(s, FinetuneSpec)), None))
+    if plan.calibration is None and per_gpu == AUTO:
+        plan = replace(plan, reason=f"{plan.reason}; precision auto follows the rule")
+    kwargs: dict[str, Any] = {}
+    if plan.runs_per_gpu != 1:
+        kwargs["runs_per_gpu"] = plan.runs_per_gpu
+    if exp.local.gpus is not None:
+        kwargs["gpus"] = list(exp.local.gpus)
+    return plan, kwargs
+
+
 def format_table(cal: Calibration) -> str:
     """The calibration as a table (what ``vnr run`` prints)."""
     doc = cal.doc

@@ -161,12 +161,6 @@ def runs_per_gpu_flag(args: argparse.Namespace) -> int | str | None:
     return None if args.runs_per_gpu is None else runs_per_gpu_value(args.runs_per_gpu, "--runs-per-gpu")
 
 
-def calibration_limits(budget_s: float | None):
-    from harness.grid.calibrate import Limits
-
-    return Limits(budget_cap_s=budget_s)
-
-
 def first_finetune(specs):
     """The grid's first fine-tuning spec (what the calibration measures), or None."""
     from harness.specs import FinetuneSpec
@@ -213,23 +207,15 @@ def run_command(args: argparse.Namespace) -> int:
                 print(f"{'skip' if store.is_done(s.run_id()) else 'run '}  {s.run_id()}")
             print(f"{len(pending)} to run, {len(done)} done (dry run: nothing ran)")
             return 0
-        from harness.grid.calibrate import format_table, resolve_packing
+        from harness.grid.calibrate import format_table, local_packing
         from harness.grid.local import FAILED, execute, summary_line
 
-        per_gpu = runs_per_gpu if runs_per_gpu is not None else exp.local.runs_per_gpu
-        plan = resolve_packing(pending, exp.output, runs_per_gpu=per_gpu,
-                               calibrate_runs=exp.local.calibrate and not args.no_calibrate, data_root=data_root,
-                               gpus=exp.local.gpus, limits=calibration_limits(exp.local.calibration_budget_s),
-                               first=first_finetune(specs))
+        plan, packing = local_packing(exp, specs, pending, runs_per_gpu=runs_per_gpu,
+                                      calibrate_runs=not args.no_calibrate, data_root=data_root)
         if plan.calibration is not None:
             print(format_table(plan.calibration))
-        elif per_gpu == "auto":
-            print(f"runs_per_gpu auto: {plan.runs_per_gpu} ({plan.reason}); precision auto follows the rule")
-        packing = {}  # only where asked for, so an executor without these parameters keeps working
-        if plan.runs_per_gpu != 1:
-            packing["runs_per_gpu"] = plan.runs_per_gpu
-        if exp.local.gpus is not None:
-            packing["gpus"] = list(exp.local.gpus)
+        elif (runs_per_gpu if runs_per_gpu is not None else exp.local.runs_per_gpu) == "auto":
+            print(f"runs_per_gpu auto: {plan.runs_per_gpu} ({plan.reason})")
         outcomes = execute(
             specs, exp.output, data_root=data_root, progress=not args.no_progress,
             options=lambda s: {**exp.options_for(s), **plan.options(s)}, isolate=args.isolate, **packing,
