@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{proj['one_run_per_gpu_hours']:.1f}  (the calibrated setting: {report['speedup_over_one_run']:.2f}x "
           "its throughput)")
     if proj["floor_gpu_hours"] is not None:
-        print(f"  arithmetic floor (6 x {parameters / 1e6:.0f} M parameters x {proj['real_tokens'] / 1e9:.2f} G real "
+        print(f"  arithmetic floor (6 x {parameters / 1e6:.3g} M parameters x {proj['real_tokens'] / 1e9:.2f} G real "
               f"tokens at {proj['peak_tflops']:.0f} TFLOP/s): {proj['floor_gpu_hours']:.2f}")
     else:
         print("  arithmetic floor: no peak FLOP/s for this device (give --peak-tflops)")

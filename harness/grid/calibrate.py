@@ -690,17 +690,18 @@ def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: i
     bursts; ``auto`` is then 1 and precision ``auto`` follows the rule. ``first``: the spec to calibrate
     with (the grid's first fine-tuning spec; default: the first in ``specs``); ``samples``: the training
     samples the time budget is a share of (default: those of ``specs``). Nothing is measured when
-    ``specs`` holds no fine-tuning run, or when N is fixed and so is the precision (given by the spec, or
-    fp32 as the only candidate without a GPU).
+    ``specs`` holds no fine-tuning run and no ``first`` is given (an array task of bias runs is given the
+    grid's, so it packs them as calibrated), or when N is fixed and so is the precision (given by the
+    spec, or fp32 as the only candidate without a GPU).
     """
     if runs_per_gpu is None:
         runs_per_gpu = AUTO if gpu_present(gpus) else 1
     fixed_n = None if runs_per_gpu == AUTO else int(runs_per_gpu)
     if not calibrate_runs:
         return Packing(fixed_n or 1, None, "calibration off")
-    if not any(isinstance(s, FinetuneSpec) for s in specs):
+    if not any(isinstance(s, FinetuneSpec) for s in specs) and (first is None or not specs):
         return Packing(fixed_n or 1, None, "no fine-tuning run to calibrate for")
-    first = first or next(s for s in specs if isinstance(s, FinetuneSpec))
+    first = first or next(s for s in specs if isinstance(s, FinetuneSpec))  # (an array task of bias runs: the grid's)
     if fixed_n is not None and (first.precision != AUTO or not gpu_present(gpus)):
         return Packing(fixed_n, None, "fixed (nothing left to measure)")
     cal = ensure_calibration(first, output, data_root=data_root,
@@ -719,7 +720,8 @@ def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, run
     plan = resolve_packing(pending, exp.output, runs_per_gpu=per_gpu, calibrate_runs=exp.local.calibrate and calibrate_runs,
                            data_root=data_root, gpus=exp.local.gpus,
                            limits=Limits(budget_cap_s=exp.local.calibration_budget_s),
-                           first=next((s for s in specs if isinstance(s, FinetuneSpec)), None))
+                           first=next((s for s in specs if isinstance(s, FinetuneSpec)), None)
+                           if any(isinstance(s, FinetuneSpec) for s in pending) else None)
     if plan.calibration is None and per_gpu == AUTO:
         plan = replace(plan, reason=f"{plan.reason}; precision auto follows the rule")
     kwargs: dict[str, Any] = {}
