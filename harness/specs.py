@@ -41,14 +41,17 @@ class FinetuneSpec:
     precision: str = "auto"  # auto (bf16 where supported, else fp16 on GPU; fp32 on CPU) | fp32 | fp16 | bf16
     group_by_length: bool = False
     model_args: tuple[tuple[str, Any], ...] = ()  # from_pretrained options (revision, dtype, ...), sorted pairs
+    peft: tuple[tuple[str, Any], ...] = ()  # LoRA adapters (method, r, alpha, dropout, target_modules), sorted pairs; () = full fine-tuning
 
     kind = "finetune"
 
     def __post_init__(self) -> None:
         # One run id per run: "RTE", "rte" and "deberta-base" / "microsoft/deberta-base" are the same run.
+        from harness.finetune.adapters import parse_peft
         from harness.finetune.tasks import get_task
 
         object.__setattr__(self, "task", get_task(self.task).name)
+        object.__setattr__(self, "peft", parse_peft(self.peft))
         _canonical_model(self)
 
     def identity(self) -> dict[str, Any]:
@@ -110,11 +113,17 @@ def _canonical_model(spec: Any) -> None:
 
 
 def _identity(spec: Any, code_version: int) -> dict[str, Any]:
-    """What the run id hashes. ``model_args``, a bias run's non-default ``scoring`` and the local fingerprint
-    appear only when set, so the run ids of plain hub and tiny models are those of earlier versions."""
+    """What the run id hashes. ``model_args``, a fine-tuning run's ``peft``, a bias run's non-default ``scoring``
+    and the local fingerprint appear only when set, so the run ids of plain hub and tiny models are those of
+    earlier versions."""
     out = {"kind": spec.kind, "code_version": code_version, **asdict(spec)}
     if out.get("scoring") == "default":
         del out["scoring"]
+    if "peft" in out:
+        if out["peft"]:
+            out["peft"] = {k: list(v) if isinstance(v, tuple) else v for k, v in spec.peft}
+        else:
+            del out["peft"]
     if not spec.model_args:
         del out["model_args"]
     else:

@@ -105,6 +105,7 @@ _FINETUNE_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "max_eval_samples": lambda v, w: whole(v, w, minimum=1),
     "precision": lambda v, w: choice(v, w, PRECISIONS),
     "model_args": lambda v, w: _model_args(v, w),
+    "peft": lambda v, w: _peft(v, w),
 }
 _BIAS_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "limit": lambda v, w: whole(v, w, minimum=1),
@@ -133,6 +134,7 @@ RUN_OPTION_CHECKS: dict[str, dict[str, Callable[[Any, str], Any]]] = {
         "country_iso_code": single_line,
         "region": single_line,
         "optim": single_line,
+        "report_to": lambda v, w: _report_to(v, w),
     },
     "bias": {"batch_tokens": lambda v, w: whole(v, w, minimum=1)},
 }
@@ -158,6 +160,20 @@ def _model_args(value: Any, where: str) -> Any:
     from harness.models import parse_model_args
 
     return parse_model_args(value, where=where)
+
+
+def _peft(value: Any, where: str) -> Any:
+    """LoRA settings: checked by :func:`harness.finetune.adapters.parse_peft` (a method name or a mapping)."""
+    from harness.finetune.adapters import parse_peft
+
+    return parse_peft(value, where=where)
+
+
+def _report_to(value: Any, where: str) -> Any:
+    """Trackers: checked by :func:`harness.finetune.trackers.parse_report_to` (whether installed: at run time)."""
+    from harness.finetune.trackers import parse_report_to
+
+    return parse_report_to(value, where=where)
 
 
 def check_spec_values(values: Mapping[str, Any], kind: str, *, where: Callable[[str], str] | None = None) -> None:

@@ -27,6 +27,7 @@ def finetune(
     region: str | None = None,
     track_efficiency: bool = True,
     allow_nonfinite: bool = False,
+    report_to: Any = None,
     **hyperparameters: Any,
 ) -> dict[str, Any]:
     """Fine-tune ``model`` on GLUE ``task`` with ``seed`` and return the run's record.
@@ -34,7 +35,11 @@ def finetune(
     ``model`` is a hub id, a local checkpoint directory, a paper alias or ``tiny:<family>`` (or a
     ready :class:`~harness.specs.FinetuneSpec`, then ``task``/``seed``/hyper-parameters are not given);
     ``hyperparameters`` are :class:`~harness.specs.FinetuneSpec` fields (``epochs``, ``batch_size``,
-    ``learning_rate``, ``max_length``, ``max_steps``, ``max_train_samples``, ``precision``, ...).
+    ``learning_rate``, ``max_length``, ``max_steps``, ``max_train_samples``, ``precision``, ``peft``, ...);
+    ``peft="lora"`` or ``peft={"method": "lora", "r": 8, "alpha": 16, "dropout": 0.1, "target_modules": [...]}``
+    trains LoRA adapters and the classifier head only (:mod:`harness.finetune.adapters`).
+    ``report_to`` (``"tensorboard"``, ``"wandb"``, ``"mlflow"`` or a list; default none) sends the training
+    logs to trackers, offline (:mod:`harness.finetune.trackers`); it is not part of the run id.
     A finished run is returned from the store; an interrupted one resumes.
     """
     from harness.finetune.train import run_finetune
@@ -53,5 +58,5 @@ def finetune(
     return run_finetune(
         spec, Path(output), data_root=resolve_data_root(data_root), keep_checkpoints=keep_checkpoints,
         progress=progress, save_steps=save_steps, country_iso_code=country_iso_code, region=region,
-        track_efficiency=track_efficiency, allow_nonfinite=allow_nonfinite,
+        track_efficiency=track_efficiency, allow_nonfinite=allow_nonfinite, report_to=report_to,
     )

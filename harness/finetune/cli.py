@@ -2,6 +2,7 @@
 
     vnr finetune --model bert-base-uncased --task rte --seed 0 --output results/glue
     vnr finetune --model tiny:bert --task rte --seed 0 --data-root ../shared/data --max-steps 20
+    vnr finetune --model Qwen/Qwen2.5-1.5B --task sst2 --seed 0 --peft lora --peft-args r=16,alpha=32
 
 Prints where the result went and a one-line summary. Nothing heavy is
 imported until the command runs.
@@ -42,6 +43,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-eval-samples", type=int, help="evaluate on the first N dev examples only")
     p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), help="default auto: bf16/fp16 on GPU")
     p.add_argument("--group-by-length", action="store_true", default=None, help="batch examples of similar length")
+    p.add_argument("--peft", choices=("lora", "none"),
+                   help="lora: train LoRA adapters and the classifier head only, the base model frozen (default: "
+                   "none, full fine-tuning); part of the run id")
+    p.add_argument("--peft-args", metavar="K=V,...",
+                   help="LoRA settings (with --peft lora): r (default 8), alpha (16), dropout (0.1), target_modules "
+                   "joined by + (default per model_type: query+value for BERT-likes, q_proj+v_proj for Llama-likes, ...)")
+    p.add_argument("--report-to", metavar="TRACKER[,TRACKER]",
+                   help="send the training logs to tensorboard, wandb and/or mlflow (offline, under OUTPUT; "
+                   "default none); not part of the run id")
     p.add_argument("--save-steps", type=int, help="also checkpoint every N steps (always every epoch)")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints after the result is written")
     p.add_argument("--country", help="ISO alpha-3 country for the carbon intensity (default $VNR_COUNTRY_ISO_CODE or USA)")
@@ -76,10 +86,33 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     from harness.models import parse_model_args
 
     model_args = parse_model_args(getattr(args, "model_args", "") or "")
+    peft = peft_from_args(getattr(args, "peft", None), getattr(args, "peft_args", None))
     spec = FinetuneSpec.from_mapping({"model": args.model, "task": args.task, "seed": args.seed,
-                                      "model_args": model_args, **values}, where="vnr finetune")
+                                      "model_args": model_args, "peft": peft, **values}, where="vnr finetune")
     flags = {field: f"--{opt.replace('_', '-')}" for opt, field in _OVERRIDES.items()}
     return check_spec(spec, where=lambda field: flags.get(field, f"--{field.replace('_', '-')}"))
+
+
+def peft_from_args(method: str | None, settings: str | None) -> tuple[tuple[str, Any], ...]:
+    """``--peft`` and ``--peft-args`` as the spec's ``peft`` (checked by :func:`harness.finetune.adapters.parse_peft`).
+
+    >>> dict(peft_from_args("lora", "r=4,target_modules=query+value"))["r"]
+    4
+    >>> peft_from_args(None, "r=4")
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: --peft-args needs --peft lora
+    """
+    from harness.finetune.adapters import parse_peft
+
+    if settings and method in (None, "none"):
+        raise UserError("--peft-args needs --peft lora")
+    if method in (None, "none"):
+        return ()
+    text = f"method={method}" + (f",{settings}" if settings else "")
+    if settings and "method=" in settings:
+        raise UserError("--peft-args: give the method with --peft, not method=")
+    return parse_peft(text, where="--peft-args")
 
 
 def energy_mark(efficiency: dict[str, Any]) -> str:
@@ -137,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         record = finetune(
             spec, output=output, data_root=args.data_root, keep_checkpoints=args.keep_checkpoints,
             progress=not args.no_progress, save_steps=args.save_steps, country_iso_code=args.country,
-            region=args.region, allow_nonfinite=args.allow_nonfinite,
+            region=args.region, allow_nonfinite=args.allow_nonfinite, report_to=args.report_to,
         )
     except RunFailed as exc:  # recorded as failed, with the reason
         print(f"vnr finetune: run failed: {exc}; record: {store.result_path(spec.run_id())}", file=sys.stderr)

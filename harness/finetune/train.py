@@ -35,6 +35,12 @@ from harness.finetune.checkpoints import checkpoint_step, latest_checkpoint
 from harness.finetune.checkpoints import drop_incomplete_checkpoints as _drop_incomplete_checkpoints
 from harness.finetune.metrics import best_over_epochs, compute_metrics, predictions_from_logits
 from harness.finetune.tasks import GlueTask, Split, get_task, load_task
+from harness.finetune.trackers import (
+    check_trackers_installed,
+    parse_report_to,
+    report_to_argument,
+    tracker_environment,
+)
 from harness.specs import FinetuneSpec
 from harness.store import STATUS_OK, RunFailed, RunStore, strict_json
 from ranking.errors import UserError
@@ -168,6 +174,7 @@ def run_finetune(
     eval_batch_size: int | None = None,
     dataloader_num_workers: int = 0,
     allow_nonfinite: bool = False,
+    report_to: Any = None,
 ) -> dict[str, Any]:
     """Run ``spec`` end to end (or return its stored result) and store its record through
     the store's run lifecycle (:meth:`harness.store.RunStore.run`).
@@ -175,7 +182,8 @@ def run_finetune(
     Keyword options do not change the result and are not part of the run id:
     ``save_steps`` (extra checkpoints, besides every epoch), ``country_iso_code`` /
     ``region`` (carbon intensity; default ``$VNR_COUNTRY_ISO_CODE`` or USA),
-    ``optim`` (override the optimizer choice), ``eval_batch_size``, ``dataloader_num_workers``.
+    ``optim`` (override the optimizer choice), ``eval_batch_size``, ``dataloader_num_workers``,
+    ``report_to`` (trackers for the training logs: :mod:`harness.finetune.trackers`; none by default).
 
     A diverged run (a non-finite training or evaluation loss or metric) is stored
     as ``failed`` with the reason and raises :class:`harness.store.RunFailed`,
@@ -198,8 +206,16 @@ def run_finetune(
     from ranking.paths import resolve_data_root
 
     task = get_task(spec.task)
-    check_head(resolve_model(spec.model, spec.model_args), "sequence_classification")
+    info = resolve_model(spec.model, spec.model_args)
+    check_head(info, "sequence_classification")
     _check_spec(spec)
+    if spec.peft:
+        from harness.finetune.adapters import check_peft_available, target_modules
+
+        check_peft_available()
+        target_modules(dict(spec.peft), info.family, info.name)  # a family without a default: refused now
+    trackers = parse_report_to(report_to)
+    check_trackers_installed(trackers)
     data_root = resolve_data_root(data_root)  # None: $VNR_DATA_ROOT, else the public source (as run_bias)
     if save_steps is not None and save_steps <= 0:
         raise UserError(f"save_steps must be a positive integer (got {save_steps!r})")
@@ -219,7 +235,7 @@ def run_finetune(
         _drop_incomplete_checkpoints(run_dir, resume)
         base: dict[str, Any] = {
             "task": task.name,
-            "hyperparameters": {k: v for k, v in asdict(spec).items() if k not in (*_NAMING, "model_args")},
+            "hyperparameters": {k: v for k, v in asdict(spec).items() if k not in (*_NAMING, "model_args", "peft")},
             **({"model_args": dict(spec.model_args)} if spec.model_args else {}),
             "resumed_from": None,
             "environment": environment_info(),
@@ -228,7 +244,7 @@ def run_finetune(
             result = _train(
                 spec, task, run_dir, resume,
                 data_root=data_root, progress=progress, save_steps=save_steps, optim=optim,
-                eval_batch_size=eval_batch_size, dataloader_num_workers=dataloader_num_workers,
+                eval_batch_size=eval_batch_size, dataloader_num_workers=dataloader_num_workers, trackers=trackers,
                 tracker_kwargs={"country_iso_code": country_iso_code, "region": region,
                                 "measure_power_secs": measure_power_secs} if track_efficiency else None,
             )
@@ -273,7 +289,10 @@ def _train(
     eval_batch_size: int | None,
     dataloader_num_workers: int,
     tracker_kwargs: dict[str, Any] | None,
+    trackers: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    import contextlib
+
     import numpy as np
     import transformers
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
@@ -307,6 +326,11 @@ def _train(
     if not task.is_regression:
         model.config.id2label = dict(enumerate(task.label_names))
         model.config.label2id = {n: i for i, n in enumerate(task.label_names)}
+    peft_record = None
+    if spec.peft:  # LoRA: only the adapters and the classifier head train
+        from harness.finetune.adapters import apply_peft
+
+        model, peft_record = apply_peft(model, dict(spec.peft), info.family, info.name)
 
     train_ds = _tokenize(data.train, tokenizer, spec.max_length)
     eval_sets = {suffix: _tokenize(split, tokenizer, spec.max_length) for suffix, split in data.evals.items()}
@@ -347,7 +371,8 @@ def _train(
         train_sampling_strategy="group_by_length" if spec.group_by_length else "random",
         dataloader_num_workers=dataloader_num_workers,
         dataloader_pin_memory=cuda,
-        report_to="none",
+        report_to=report_to_argument(trackers),
+        run_name=run_dir.name,
         disable_tqdm=not progress,
         use_cpu=not cuda,
         full_determinism=not cuda,  # deterministic kernels on CPU (same seed, same result)
@@ -359,6 +384,7 @@ def _train(
         "save_steps": save_steps,
         "dataloader_num_workers": dataloader_num_workers,
         "n_gpu": args.n_gpu if cuda else 0,
+        "report_to": list(trackers),
     })
     callbacks: list[Any] = []
     tracker = None
@@ -371,6 +397,10 @@ def _train(
                                     **tracker_kwargs)
         callbacks.append(EfficiencyCallback(tracker))  # before the marker: its file is part of the checkpoint
     callbacks.append(CheckpointCallback(save_steps))
+    environment = contextlib.ExitStack()  # the trackers' offline defaults, while training
+    tracker_env = environment.enter_context(tracker_environment(trackers, run_dir.parent.parent, run_dir.name))
+    if trackers:
+        settings["tracker_environment"] = tracker_env
     trainer = Trainer(
         model=model,
         args=args,
@@ -388,6 +418,7 @@ def _train(
     try:
         train_out = trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
     finally:
+        environment.close()
         if tracker is not None and tracker.started and tracker.result is None:
             tracker.stop()  # training raised: stop codecarbon's thread
     history = history_from_log(trainer.state.log_history, task, eval_keys)
@@ -416,4 +447,5 @@ def _train(
             "model_parameters": int(sum(p.numel() for p in model.parameters())),
         },
         "resumed_from": resumed_from,
+        **({"peft": peft_record} if peft_record is not None else {}),
     }
