@@ -141,14 +141,15 @@ def run_bias(
             base["model_args"] = dict(spec.model_args)
         try:
             from harness.bias.data import tokenizer_texts
-            from harness.bias.scoring import make_scorer
+            from harness.bias.scoring import loading_kwargs, make_scorer
             from harness.models import load_model, resolve_model, scoring_head
 
             info = resolve_model(spec.model, spec.model_args)
             examples = load_examples(spec.dataset, root, spec.limit)
             texts = tokenizer_texts(spec.dataset, root) if info.is_tiny else None
             model, tokenizer, info = load_model(spec.model, scoring_head(info), texts=texts, seed=0,
-                                                model_args=spec.model_args)
+                                                model_args=spec.model_args,
+                                                **loading_kwargs(spec.precision, spec.model_args))
             scorer = make_scorer(model, tokenizer, info.lm_kind, precision=spec.precision,
                                  batch_tokens=batch_tokens, progress=progress)
             head_notes = _attach_next_sentence(scorer, spec, info, model, tokenizer, batch_tokens, progress)
