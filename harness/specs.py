@@ -47,8 +47,8 @@ class FinetuneSpec:
 
     def __post_init__(self) -> None:
         # One run id per run: "RTE", "rte" and "deberta-base" / "microsoft/deberta-base" are the same run.
-        from harness.finetune.adapters import parse_peft
         from harness.finetune.tasks import get_task
+        from harness.validate import parse_peft
 
         object.__setattr__(self, "task", get_task(self.task).name)
         object.__setattr__(self, "peft", parse_peft(self.peft))

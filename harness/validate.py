@@ -19,7 +19,7 @@ ranking.errors.UserError: bias.options.limit: 0 is below 1
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ranking.errors import UserError
@@ -30,6 +30,11 @@ PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 # Vote'n'Rank authors' fairness computation (harness.bias.votenrank).
 BIAS_SCORING = ("default", "reference", "votenrank")
 SEED_MAX = 2**32 - 1  # numpy's and torch's seed range
+# Parameter-efficient fine-tuning (FinetuneSpec.peft; harness.finetune.adapters applies it).
+PEFT_METHODS = ("lora",)
+LORA_DEFAULTS: dict[str, Any] = {"r": 8, "alpha": 16.0, "dropout": 0.1}
+PEFT_KEYS = ("method", "r", "alpha", "dropout", "target_modules")
+_PEFT_OFF = ("", "none", "full")
 
 
 def finite(value: Any, where: str, *, minimum: float | None = None, exclusive: bool = False,
@@ -105,7 +110,7 @@ _FINETUNE_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "max_eval_samples": lambda v, w: whole(v, w, minimum=1),
     "precision": lambda v, w: choice(v, w, PRECISIONS),
     "model_args": lambda v, w: _model_args(v, w),
-    "peft": lambda v, w: _peft(v, w),
+    "peft": lambda v, w: parse_peft(v, w),
 }
 _BIAS_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "limit": lambda v, w: whole(v, w, minimum=1),
@@ -162,11 +167,74 @@ def _model_args(value: Any, where: str) -> Any:
     return parse_model_args(value, where=where)
 
 
-def _peft(value: Any, where: str) -> Any:
-    """LoRA settings: checked by :func:`harness.finetune.adapters.parse_peft` (a method name or a mapping)."""
-    from harness.finetune.adapters import parse_peft
+def parse_peft(value: Any, where: str = "peft") -> tuple[tuple[str, Any], ...]:
+    """A PEFT setting as sorted ``(key, value)`` pairs with the defaults filled in (``()``: full fine-tuning).
 
-    return parse_peft(value, where=where)
+    ``value`` is a method name (``"lora"``), ``"key=value,..."`` text (``target_modules`` joined by ``+``),
+    a mapping or pairs (a spec's own form, also after a JSON round trip). ``None``, ``""``, ``"none"``
+    mean full fine-tuning. Refuses an unknown key or method, ``r`` below 1, a non-positive ``alpha``,
+    ``dropout`` outside [0, 1), an empty ``target_modules``.
+
+    >>> parse_peft({"method": "lora", "r": "16", "alpha": 32, "target_modules": ["v_proj", "q_proj"]})[-1]
+    ('target_modules', ('q_proj', 'v_proj'))
+    >>> parse_peft({"r": 0})
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: peft: r: 0 is below 1
+    """
+    if value is None or (isinstance(value, str) and value.strip().lower() in _PEFT_OFF) or value == ():
+        return ()
+    items = _items(value, where)
+    unknown = sorted(set(items) - set(PEFT_KEYS))
+    if unknown:
+        raise UserError(f"{where}: unknown setting {unknown[0]!r} (allowed: {', '.join(PEFT_KEYS)})")
+    method = str(items.get("method", "lora")).strip().lower()
+    if method not in PEFT_METHODS:
+        raise UserError(f"{where}: method {items.get('method')!r} is not one of {', '.join(PEFT_METHODS)}")
+    out: dict[str, Any] = {"method": method, **LORA_DEFAULTS}
+    if items.get("r") is not None:
+        out["r"] = whole(items["r"], f"{where}: r", minimum=1)
+    if items.get("alpha") is not None:
+        out["alpha"] = finite(items["alpha"], f"{where}: alpha", minimum=0.0, exclusive=True)
+    if items.get("dropout") is not None:
+        out["dropout"] = finite(items["dropout"], f"{where}: dropout", minimum=0.0)
+        if out["dropout"] >= 1:
+            raise UserError(f"{where}: dropout {out['dropout']:g} must be below 1")
+    if items.get("target_modules") is not None:
+        out["target_modules"] = _module_names(items["target_modules"], f"{where}: target_modules")
+    return tuple(sorted(out.items()))
+
+
+def _items(value: Any, where: str) -> dict[str, Any]:
+    """``value`` as a mapping: a method name, ``k=v,...`` text, a mapping or pairs."""
+    if isinstance(value, str):
+        text = value.strip()
+        if "=" not in text:
+            return {"method": text}
+        out: dict[str, Any] = {}
+        for item in (p.strip() for p in text.split(",")):
+            key, sep, val = item.partition("=")
+            if not sep or not key.strip():
+                raise UserError(f"{where}: {item!r} is not key=value (e.g. r=8,alpha=16,target_modules=query+value)")
+            out[key.strip()] = val.strip()
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    try:
+        return {str(k): v for k, v in value}
+    except (TypeError, ValueError):
+        raise UserError(f"{where}: give a method (lora) or a mapping of {', '.join(PEFT_KEYS)}") from None
+
+
+def _module_names(value: Any, where: str) -> tuple[str, ...]:
+    """Module names from ``"q_proj+v_proj"`` or a list, sorted and without repeats."""
+    names: Iterable[Any] = value.replace(",", "+").split("+") if isinstance(value, str) else value
+    if isinstance(names, (bytes, Mapping)) or not isinstance(names, Iterable):
+        raise UserError(f"{where}: give module names, e.g. [q_proj, v_proj]")
+    out = tuple(sorted({str(n).strip() for n in names if str(n).strip()}))
+    if not out:
+        raise UserError(f"{where}: give at least one module name, e.g. [q_proj, v_proj]")
+    return out
 
 
 def _report_to(value: Any, where: str) -> Any:

@@ -1,8 +1,8 @@
 """Parameter-efficient fine-tuning: LoRA adapters (the ``peft`` library) on a sequence classifier.
 
 A run asks for it with ``FinetuneSpec.peft`` (``--peft lora`` / ``--peft-args``, ``peft:`` in a grid's
-hyper-parameters, ``peft=`` in :func:`harness.finetune`). :func:`parse_peft` is its one validation point:
-it fills the defaults (:data:`LORA_DEFAULTS`) and returns sorted pairs, so ``--peft lora`` and
+hyper-parameters, ``peft=`` in :func:`harness.finetune`). :func:`harness.validate.parse_peft` is its one
+validation point: it fills the defaults (:data:`~harness.validate.LORA_DEFAULTS`) and returns sorted pairs, so ``--peft lora`` and
 ``peft={"method": "lora", "r": 8}`` are the same run id. An empty setting is full fine-tuning.
 
 Which linear layers get adapters (``target_modules``) defaults per family, keyed by the config's
@@ -21,15 +21,15 @@ classifier outside its base model (``classifier``, ``score``, DistilBERT's ``pre
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from harness.validate import LORA_DEFAULTS, PEFT_METHODS, parse_peft
 from ranking.errors import UserError
 
-PEFT_METHODS = ("lora",)
-LORA_DEFAULTS: dict[str, Any] = {"r": 8, "alpha": 16.0, "dropout": 0.1}
-PEFT_KEYS = ("method", "r", "alpha", "dropout", "target_modules")
-_OFF = ("", "none", "full")
+__all__ = ["LORA_DEFAULTS", "PEFT_METHODS", "TARGET_MODULES", "apply_peft", "head_modules", "parse_peft",
+           "target_modules"]
+
 
 # model_type -> the linear layers LoRA adapts by default (query and value projections of attention).
 TARGET_MODULES: dict[str, tuple[str, ...]] = {
@@ -44,78 +44,6 @@ TARGET_MODULES: dict[str, tuple[str, ...]] = {
                      "olmo2", "opt", "gpt_neo", "gptj", "phi", "smollm3", "granite"), ("q_proj", "v_proj")),
     "phi3": ("qkv_proj",),  # Phi-3 fuses the query, key and value projections
 }
-
-
-def parse_peft(value: Any, where: str = "peft") -> tuple[tuple[str, Any], ...]:
-    """A PEFT setting as sorted ``(key, value)`` pairs with the defaults filled in (``()``: full fine-tuning).
-
-    ``value`` is a method name (``"lora"``), ``"key=value,..."`` text (``target_modules`` joined by ``+``),
-    a mapping or pairs (a spec's own form, also after a JSON round trip). ``None``, ``""``, ``"none"``
-    mean full fine-tuning. Refuses an unknown key or method, ``r`` below 1, a non-positive ``alpha``,
-    ``dropout`` outside [0, 1), an empty ``target_modules``.
-
-    >>> parse_peft({"method": "lora", "r": "16", "alpha": 32, "target_modules": ["v_proj", "q_proj"]})[-1]
-    ('target_modules', ('q_proj', 'v_proj'))
-    >>> parse_peft({"r": 0})
-    Traceback (most recent call last):
-    ...
-    ranking.errors.UserError: peft: r: 0 is below 1
-    """
-    from harness.validate import finite, whole
-
-    if value is None or (isinstance(value, str) and value.strip().lower() in _OFF) or value == ():
-        return ()
-    items = _items(value, where)
-    unknown = sorted(set(items) - set(PEFT_KEYS))
-    if unknown:
-        raise UserError(f"{where}: unknown setting {unknown[0]!r} (allowed: {', '.join(PEFT_KEYS)})")
-    method = str(items.get("method", "lora")).strip().lower()
-    if method not in PEFT_METHODS:
-        raise UserError(f"{where}: method {items.get('method')!r} is not one of {', '.join(PEFT_METHODS)}")
-    out: dict[str, Any] = {"method": method, **LORA_DEFAULTS}
-    if items.get("r") is not None:
-        out["r"] = whole(items["r"], f"{where}: r", minimum=1)
-    if items.get("alpha") is not None:
-        out["alpha"] = finite(items["alpha"], f"{where}: alpha", minimum=0.0, exclusive=True)
-    if items.get("dropout") is not None:
-        out["dropout"] = finite(items["dropout"], f"{where}: dropout", minimum=0.0)
-        if out["dropout"] >= 1:
-            raise UserError(f"{where}: dropout {out['dropout']:g} must be below 1")
-    if items.get("target_modules") is not None:
-        out["target_modules"] = _module_names(items["target_modules"], f"{where}: target_modules")
-    return tuple(sorted(out.items()))
-
-
-def _items(value: Any, where: str) -> dict[str, Any]:
-    """``value`` as a mapping: a method name, ``k=v,...`` text, a mapping or pairs."""
-    if isinstance(value, str):
-        text = value.strip()
-        if "=" not in text:
-            return {"method": text}
-        out: dict[str, Any] = {}
-        for item in (p.strip() for p in text.split(",")):
-            key, sep, val = item.partition("=")
-            if not sep or not key.strip():
-                raise UserError(f"{where}: {item!r} is not key=value (e.g. r=8,alpha=16,target_modules=query+value)")
-            out[key.strip()] = val.strip()
-        return out
-    if isinstance(value, Mapping):
-        return {str(k): v for k, v in value.items()}
-    try:
-        return {str(k): v for k, v in value}
-    except (TypeError, ValueError):
-        raise UserError(f"{where}: give a method (lora) or a mapping of {', '.join(PEFT_KEYS)}") from None
-
-
-def _module_names(value: Any, where: str) -> tuple[str, ...]:
-    """Module names from ``"q_proj+v_proj"`` or a list, sorted and without repeats."""
-    names: Iterable[Any] = value.replace(",", "+").split("+") if isinstance(value, str) else value
-    if isinstance(names, (bytes, Mapping)) or not isinstance(names, Iterable):
-        raise UserError(f"{where}: give module names, e.g. [q_proj, v_proj]")
-    out = tuple(sorted({str(n).strip() for n in names if str(n).strip()}))
-    if not out:
-        raise UserError(f"{where}: give at least one module name, e.g. [q_proj, v_proj]")
-    return out
 
 
 def target_modules(settings: Mapping[str, Any], family: str, model: str) -> tuple[str, ...]:
