@@ -249,6 +249,17 @@ def test_a_family_without_default_target_modules_is_refused(monkeypatch, data_ro
     assert "no default target_modules for tiny:bert (model_type bert): give them" in err
 
 
+def test_a_target_module_the_model_lacks_fails_naming_its_layers(data_root, tmp_path, capsys):
+    argv = ["finetune", "--model", "tiny:bert", "--task", "rte", "--seed", "0", "--data-root", str(data_root),
+            "--output", str(tmp_path / "o"), "--max-steps", "2", "--max-train-samples", "8", "--peft", "lora",
+            "--peft-args", "target_modules=q_proj+v_proj", "--no-progress"]
+    assert vnr(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(
+        "peft: tiny:bert has no layer named 'q_proj' (target_modules); its linear layers: classifier, dense, key, "
+        "query, value"), err
+
+
 def test_grid_config_refuses_bad_peft_naming_the_key(tmp_path):
     config = tmp_path / "grid.yaml"
     config.write_text("finetune: {models: [tiny:bert], tasks: [rte], hyperparameters: {peft: {r: 0}},"

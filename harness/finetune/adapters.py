@@ -84,6 +84,19 @@ def head_modules(model: Any) -> list[str]:
             if name != base and next(child.parameters(), None) is not None]
 
 
+def check_targets_exist(model: Any, targets: tuple[str, ...], name: str) -> None:
+    """Refuse a ``target_modules`` name that no layer of ``model`` has, naming the linear layers it does have."""
+    import torch
+
+    leaves = {n.rsplit(".", 1)[-1]: m for n, m in model.named_modules() if n}
+    missing = [t for t in targets if t not in leaves]
+    if missing:
+        linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
+                         if isinstance(m, torch.nn.Linear) or type(m).__name__ == "Conv1D"})
+        raise UserError(f"peft: {name} has no layer named {missing[0]!r} (target_modules); its linear layers: "
+                        f"{', '.join(linear[:12])}")
+
+
 def apply_peft(model: Any, settings: Mapping[str, Any], family: str, name: str) -> tuple[Any, dict[str, Any]]:
     """``model`` wrapped with the ``settings``' adapters, and what the record says about them.
 
@@ -94,6 +107,7 @@ def apply_peft(model: Any, settings: Mapping[str, Any], family: str, name: str) 
     import peft
 
     targets = target_modules(settings, family, name)
+    check_targets_exist(model, targets, name)
     heads = head_modules(model)
     config = peft.LoraConfig(task_type=peft.TaskType.SEQ_CLS, r=int(settings["r"]), lora_alpha=settings["alpha"],
                              lora_dropout=settings["dropout"], target_modules=list(targets),

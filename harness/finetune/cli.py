@@ -109,10 +109,9 @@ def peft_from_args(method: str | None, settings: str | None) -> tuple[tuple[str,
         raise UserError("--peft-args needs --peft lora")
     if method in (None, "none"):
         return ()
-    text = f"method={method}" + (f",{settings}" if settings else "")
     if settings and "method=" in settings:
         raise UserError("--peft-args: give the method with --peft, not method=")
-    return parse_peft(text, where="--peft-args")
+    return parse_peft(f"method={method}" + (f",{settings}" if settings else ""), where="--peft-args")
 
 
 def energy_mark(efficiency: dict[str, Any]) -> str:
