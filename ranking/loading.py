@@ -19,7 +19,9 @@ Directions are never guessed silently. A CSV without a sidecar whose column
 names say they are costs (energy, kWh, CO2, time, memory, size, ...) is
 refused unless ``lower=`` / ``higher=`` state those columns' directions; any
 other sidecar-less CSV is read as higher-is-better everywhere, with a one-line
-note (``note``, default: stderr) saying so.
+note (``note``, default: stderr) saying so. A CSV WITH a sidecar must have
+every column described there (or stated by ``lower=`` / ``higher=``): a partial
+sidecar is refused, never completed with defaults.
 
 >>> cost_columns(["accuracy", "energy_kwh", "train time (h)", "f1", "n_params"])
 ['energy_kwh', 'train time (h)', 'n_params']
@@ -79,8 +81,8 @@ def load_table(
     if both:
         raise UserError(f"column {both[0]!r} is given both as --lower and as --higher")
     root = resolve_data_root(data_root)
-    table, sidecar_less = read_table(str(source), root)
     stated = {**{c: "lower" for c in lower}, **{c: "higher" for c in higher}}
+    table, sidecar_less = read_table(str(source), root, stated=stated)
     unknown = [c for c in stated if c not in table.names]
     if unknown:
         raise UserError(
@@ -129,15 +131,18 @@ def root_of(path: Path, folder: str) -> Path:
     return Path(*parts[:i])
 
 
-def read_table(spec: str, root: Path | None) -> tuple[Any, bool]:
+def read_table(spec: str, root: Path | None, *, stated: Iterable[str] = ()) -> tuple[Any, bool]:
     """(table, whether it is a CSV read without a sidecar) for a TABLE; ``root``: the resolved data root.
+
+    ``stated``: columns whose direction the caller states (``--higher``/``--lower``), which a CSV's sidecar
+    may then leave undescribed.
 
     The reading half of :func:`load_table`, for callers that state directions their own way
     (a scenario's ``directions:``); everyone else calls :func:`load_table`.
     """
     for path in _candidates(spec, root):
         if path.is_dir() and (path / "matrix.csv").exists():
-            return _read_csv(path / "matrix.csv")
+            return _read_csv(path / "matrix.csv", stated)
         if not (path.exists() or path.with_suffix(".tsv").exists()):
             continue
         bb = benchbench_name(path)
@@ -157,7 +162,7 @@ def read_table(spec: str, root: Path | None) -> tuple[Any, bool]:
             return load_ranking_nlp(path), False
         if "instance_level" in path.parts:
             raise UserError(f"{spec} is an instance-level table: use `vnr analyze instance {spec}`")
-        return _read_csv(path)
+        return _read_csv(path, stated)
     from ranking.analysis.data import BENCHBENCH, load_benchbench
 
     bare = spec.strip("/").removeprefix("benchbench/")
@@ -171,11 +176,11 @@ def read_table(spec: str, root: Path | None) -> tuple[Any, bool]:
     )
 
 
-def _read_csv(path: Path) -> tuple[Any, bool]:
+def _read_csv(path: Path, stated: Iterable[str] = ()) -> tuple[Any, bool]:
     from ranking.table import ScoreTable, find_sidecar
 
     sidecar = find_sidecar(path)
-    return ScoreTable.from_csv(path, sidecar), sidecar is None
+    return ScoreTable.from_csv(path, sidecar, stated=stated), sidecar is None
 
 
 def _candidates(spec: str, root: Path | None) -> list[Path]:

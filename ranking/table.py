@@ -213,23 +213,28 @@ class ScoreTable:
         sidecar: str | Path | None = None,
         *,
         model_column: str | None = None,
+        stated: Iterable[str] = (),
     ) -> ScoreTable:
         """A table from a CSV (one row per model) and an optional criteria sidecar YAML.
 
         The model names come from ``model_column``, else the sidecar's
         ``model_column``, else a column named ``model``, else the first column.
-        The sidecar (``criteria.yaml`` beside the CSV, or ``<stem>.yaml``)::
+        The sidecar (``<stem>.yaml``, ``<stem>.criteria.yaml`` or ``criteria.yaml``
+        beside the CSV) describes exactly this table (schema: :class:`ranking.schemas.Sidecar`)::
 
+            table: scores.csv            # the CSV it describes (vnr collect adds sha256: of its bytes)
             model_column: model          # optional
             groups: [performance, efficiency, fairness]   # optional: the allowed groups
-            criteria:
+            criteria:                    # EVERY column but the model column
               cola_mcc: {direction: higher, weight: 1, group: performance, unit: "%"}
               rte_kwh:  {direction: lower, group: efficiency, unit: kWh, method: estimate}
 
         ``source`` and ``method`` (how the figures were obtained) are optional text,
         carried along (the HTML report shows the method beside the unit), never used
-        in a ranking. Criteria absent from the sidecar keep the defaults; criteria in the
-        sidecar but not in the CSV are an error. An empty cell is a missing
+        in a ranking. A column the sidecar does not describe is refused unless its
+        direction is ``stated`` by the caller (``--higher``/``--lower``); a sidecar that
+        names another table, columns the CSV lacks, or a sha256 the CSV's bytes no
+        longer have is refused (:func:`check_binding`). An empty cell is a missing
         score; any other cell must be a number. (Read with the ``csv`` module,
         not pandas, so ``vnr rank`` does not pay for importing pandas.)
         """
@@ -238,8 +243,10 @@ class ScoreTable:
         _no_duplicates([h.strip() for h in header], "column", f" in {path}")
         if sidecar is None:
             sidecar = find_sidecar(path)
-        spec = read_sidecar(sidecar) if sidecar is not None else {}
-        model_column = model_column or spec.get("model_column")
+        spec = read_sidecar(sidecar) if sidecar is not None else None
+        if spec is not None:
+            check_binding(spec, Path(sidecar), path)
+        model_column = model_column or (spec.model_column if spec is not None else None)
         if model_column is None:
             model_column = "model" if "model" in header else (header[0] if header else None)
         if model_column is None or model_column not in header:
@@ -247,9 +254,12 @@ class ScoreTable:
         m = header.index(model_column)
         _no_blank_names(header, rows, lines, m, str(path))
         columns = [h for k, h in enumerate(header) if k != m]
-        described = [_criterion_from_mapping(str(n), a, sidecar) for n, a in (spec.get("criteria") or {}).items()]
         where = f" in {path}"
-        crits = _criteria_of(columns, described, spec.get("groups"), where)
+        described: list[Criterion] = []
+        if spec is not None:
+            _describes_every_column(spec, Path(sidecar), path, columns, set(stated))
+            described = [Criterion(name, **attrs.model_dump()) for name, attrs in spec.criteria.items()]
+        crits = _criteria_of(columns, described, spec.groups if spec is not None else None, where)
         models = tuple(row[m] for row in rows)
         values = np.empty((len(rows), len(columns)), dtype=float)
         for j, k in enumerate(k for k in range(len(header)) if k != m):  # column by column, like from_frame
@@ -431,17 +441,20 @@ class ScoreTable:
 
     # ------------------------------------------------------------------ persistence
     def to_csv(self, path: str | Path, sidecar: str | Path | None = None) -> None:
-        """Write the CSV (first column ``model``) and its criteria sidecar YAML."""
+        """Write the CSV (first column ``model``) and its criteria sidecar YAML, bound to it by name and hash."""
+        from ranking.paths import write_text_atomic
+
         path = Path(path)
         frame = self.frame()
         frame.index.name = "model"
-        frame.to_csv(path)
+        text = frame.to_csv()
         sidecar = Path(sidecar) if sidecar is not None else path.with_name("criteria.yaml")
-        doc: dict[str, Any] = {"model_column": "model"}
+        doc: dict[str, Any] = {"table": path.name, "sha256": sha256_of(text.encode("utf-8")), "model_column": "model"}
         if self.group_names:
             doc["groups"] = list(self.group_names)
         doc["criteria"] = {c.name: c.to_dict() for c in self.criteria}
-        sidecar.write_text(yaml.safe_dump(doc, sort_keys=False))
+        write_text_atomic(path, text)
+        write_text_atomic(sidecar, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
 
 
 # ---------------------------------------------------------------------- helpers
@@ -542,7 +555,10 @@ def _criteria_of(
 
 
 def find_sidecar(csv_path: Path) -> Path | None:
-    """The criteria sidecar for a CSV: ``<stem>.yaml`` / ``<stem>.criteria.yaml`` / ``criteria.yaml`` beside it."""
+    """The criteria sidecar for a CSV: ``<stem>.yaml`` / ``<stem>.criteria.yaml`` / ``criteria.yaml`` beside it.
+
+    Whether it describes THIS CSV is :func:`check_binding`'s question, asked when it is read.
+    """
     for candidate in (
         csv_path.with_suffix(".yaml"),
         csv_path.with_name(csv_path.stem + ".criteria.yaml"),
@@ -553,27 +569,76 @@ def find_sidecar(csv_path: Path) -> Path | None:
     return None
 
 
-def read_sidecar(path: str | Path) -> dict[str, Any]:
+def read_sidecar(path: str | Path) -> Any:
+    """The validated sidecar (a :class:`ranking.schemas.Sidecar`); one-line errors naming the file and key."""
+    from ranking.schemas import SIDECAR, validate
+
     path = Path(path)
-    doc = read_yaml(path, "criteria sidecar")
-    if doc is None:
-        return {}
-    if not isinstance(doc, dict):
-        raise UserError(f"criteria sidecar {path} must be a mapping with a 'criteria' key")
-    unknown = set(doc) - {"model_column", "groups", "criteria"}
-    if unknown:
-        raise UserError(f"criteria sidecar {path}: unknown key {sorted(unknown)[0]!r} (allowed: model_column, groups, criteria)")
-    if doc.get("criteria") is not None and not isinstance(doc["criteria"], dict):
-        raise UserError(f"criteria sidecar {path}: 'criteria' must map column names to attributes")
-    return doc
+    return validate(SIDECAR, read_yaml(path, "criteria sidecar"), path)
 
 
-def _criterion_from_mapping(name: str, attrs: Any, where: Any) -> Criterion:
-    attrs = attrs or {}
-    if not isinstance(attrs, dict):
-        raise UserError(f"{where}: attributes of criterion {name!r} must be a mapping")
-    allowed = {"direction", "weight", "group", "unit", "source", "method"}
-    unknown = set(attrs) - allowed
-    if unknown:
-        raise UserError(f"{where}: criterion {name!r} has unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
-    return Criterion(name=name, **attrs)
+def sha256_of(data: bytes) -> str:
+    """The hex sha256 of ``data`` (what a sidecar's ``sha256:`` records of its table's bytes)."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+#: The CSV a generic ``criteria.yaml`` without ``table:`` describes when its folder holds other CSVs too
+#: (the folder ``vnr collect`` writes: matrix.csv beside seeds.csv and seed_stats.csv).
+COLLECTED_MATRIX = "matrix.csv"
+
+
+def check_binding(spec: Any, sidecar: Path, csv_path: Path) -> None:
+    """A :class:`UserError` unless the sidecar ``spec`` (read from ``sidecar``) describes ``csv_path``.
+
+    * ``table:`` names the CSV by file name: another name is refused;
+    * ``sha256:`` (written by ``vnr collect``) must be the CSV's bytes' digest: else the two are out of step;
+    * an older sidecar without ``table:`` is bound by its name (``<stem>.yaml``), or, as ``criteria.yaml``,
+      to the only CSV of its folder, or to ``matrix.csv`` (a collected folder); beside several other CSVs it
+      is refused, with the line to add.
+    """
+    if spec.table is not None and spec.table != csv_path.name:
+        raise UserError(
+            f"{sidecar}: table: it describes {spec.table}, not {csv_path.name} — rank {csv_path.with_name(spec.table)}, "
+            f"or give {csv_path.name} its own sidecar ({csv_path.stem}.yaml, `vnr criteria init {csv_path}`)"
+        )
+    if spec.table is None and sidecar.name == "criteria.yaml" and csv_path.name != COLLECTED_MATRIX:
+        others = sorted(p.name for p in csv_path.parent.glob("*.csv") if p.name != csv_path.name)
+        if others:
+            raise UserError(
+                f"{sidecar}: names no table and its folder holds other CSVs ({', '.join(others[:3])}"
+                f"{', …' if len(others) > 3 else ''}) — add the line `table: {csv_path.name}` if it describes "
+                f"{csv_path.name}, or give {csv_path.name} its own sidecar ({csv_path.stem}.yaml)"
+            )
+    if spec.sha256 is not None:
+        try:
+            digest = sha256_of(csv_path.read_bytes())
+        except OSError as exc:
+            raise UserError(f"cannot read {csv_path}: {exc.strerror or exc}") from None
+        if digest != spec.sha256:
+            raise UserError(
+                f"{csv_path.name} changed since {sidecar.name} was written — re-run vnr collect, or remove the "
+                f"sha256 line of {sidecar} if you edited {csv_path.name} on purpose"
+            )
+
+
+def _describes_every_column(spec: Any, sidecar: Path, csv_path: Path, columns: Sequence[str],
+                            stated: set[str]) -> None:
+    """A :class:`UserError` for a column the sidecar leaves undescribed (and no ``--higher/--lower`` states),
+    or one it describes that the CSV lacks."""
+    extra = [c for c in spec.criteria if c not in columns]
+    if extra:
+        raise UserError(
+            f"{sidecar}: criteria.{extra[0]}: {csv_path.name} has no column {extra[0]!r} — remove the entry or fix "
+            f"its name (columns: {', '.join(columns)})"
+        )
+    missing = [c for c in columns if c not in spec.criteria and c not in stated]
+    if missing:
+        shown = ", ".join(repr(c) for c in missing[:5]) + (f", … ({len(missing)} in all)" if len(missing) > 5 else "")
+        cols = ",".join(missing[:5])
+        raise UserError(
+            f"{sidecar}: criteria: column(s) {shown} of {csv_path.name} are not described (a partial or truncated "
+            f"sidecar?) — add them under criteria: (`vnr criteria init {csv_path} --print` shows every line), or "
+            f"state their direction with --higher {cols} or --lower {cols}"
+        )

@@ -75,8 +75,8 @@ def test_csv_roundtrip_with_sidecar(tmp_path):
 
 def test_a_sidecar_may_say_how_a_criterion_was_obtained(tmp_path):
     (tmp_path / "m.csv").write_text("model,acc,kwh\nA,0.9,3\nB,0.8,1\n")
-    (tmp_path / "m.yaml").write_text("criteria:\n  kwh: {direction: lower, unit: kWh, method: estimate, "
-                                     "source: codecarbon's CPU and RAM models}\n")
+    (tmp_path / "m.yaml").write_text("criteria:\n  acc: {direction: higher}\n  kwh: {direction: lower, unit: kWh, "
+                                     "method: estimate, source: codecarbon's CPU and RAM models}\n")
     t = ScoreTable.from_csv(tmp_path / "m.csv")
     assert t.criterion("kwh").method == "estimate" and t.criterion("acc").method is None
     t.to_csv(tmp_path / "out.csv")
@@ -84,10 +84,12 @@ def test_a_sidecar_may_say_how_a_criterion_was_obtained(tmp_path):
         "direction": "lower", "weight": 1.0, "unit": "kWh", "source": "codecarbon's CPU and RAM models",
         "method": "estimate"}
     (tmp_path / "m.yaml").write_text("criteria:\n  kwh: {direction: lower, method: 3}\n")
-    with pytest.raises(UserError, match=r"criterion 'kwh': method 3 is not text \(e.g. measured, estimate\)"):
+    with pytest.raises(UserError, match=r"m.yaml: criteria.kwh.method: input should be a valid string \(got 3\) — "
+                       r"write how the figures were obtained, as text \(e.g. measured, estimate\)$"):
         ScoreTable.from_csv(tmp_path / "m.csv")
     (tmp_path / "m.yaml").write_text("criteria:\n  kwh: {direction: lower, methd: estimate}\n")
-    with pytest.raises(UserError, match=r"unknown key 'methd' \(allowed: direction, group, method, source, unit, weight\)"):
+    with pytest.raises(UserError, match=r"criteria.kwh.methd: unknown key — remove it or fix its spelling "
+                       r"\(allowed: direction, weight, group, unit, source, method\)"):
         ScoreTable.from_csv(tmp_path / "m.csv")
 
 
@@ -99,8 +101,9 @@ def test_csv_errors(tmp_path):
         ScoreTable.from_csv(tmp_path / "m.csv")
     (tmp_path / "m.csv").write_text("model,a\nA,1\nB,2\n")
     (tmp_path / "m.yaml").write_text("criteria:\n  a: {direction: sideways}\n")
-    with pytest.raises(UserError, match="direction 'sideways'"):
+    with pytest.raises(UserError, match="m.yaml: criteria.a.direction: 'sideways' is not allowed — write "
+                       "'higher' or 'lower'"):
         ScoreTable.from_csv(tmp_path / "m.csv")
     (tmp_path / "m.yaml").write_text("criteria:\n  zz: {}\n")
-    with pytest.raises(UserError, match="'zz' is described but is not a column"):
+    with pytest.raises(UserError, match="m.yaml: criteria.zz: m.csv has no column 'zz' — remove the entry"):
         ScoreTable.from_csv(tmp_path / "m.csv")
