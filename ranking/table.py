@@ -69,6 +69,16 @@ class Criterion:
 
 
 def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criterion:
+    """The criterion with its weight as a float, or a :class:`UserError` saying what is wrong with it.
+
+    The one check of a :class:`Criterion` object, whatever built it (the Python API, a file's schema-checked
+    entry); files are checked against their schema (:mod:`ranking.schemas`) before.
+
+    >>> _check_criterion(Criterion("acc", direction="up"), None)
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: criterion 'acc': direction 'up' is not one of higher, lower
+    """
     if not isinstance(c.name, str) or not c.name.strip():
         raise UserError(f"criterion name {c.name!r} is empty: give every column a name")
     if not isinstance(c.direction, str) or c.direction not in DIRECTIONS:
@@ -92,23 +102,6 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
             f"criterion {c.name!r}: unknown group {c.group!r} (known groups: {', '.join(known_groups)})"
         )
     return c if type(c.weight) is float else replace(c, weight=weight)
-
-
-def check_criterion(c: Criterion, known_groups: Sequence[str] | None = None) -> Criterion:
-    """The criterion with its weight as a float, or a :class:`UserError` saying what is wrong with it.
-
-    The one validation point of a criterion, whatever it came from (sidecar, leaderboard spec, scenario, API).
-
-    >>> check_criterion(Criterion("acc", direction="up"))
-    Traceback (most recent call last):
-    ...
-    ranking.errors.UserError: criterion 'acc': direction 'up' is not one of higher, lower
-    >>> check_criterion(Criterion("acc", weight=float("nan")))
-    Traceback (most recent call last):
-    ...
-    ranking.errors.UserError: criterion 'acc': weight nan is not finite
-    """
-    return _check_criterion(c, known_groups)
 
 
 @dataclass(frozen=True, eq=False)

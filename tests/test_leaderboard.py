@@ -61,6 +61,7 @@ def test_spec_errors(tmp_path, data_root):
     spec.write_text("file: nowhere.csv\nmodel_column: Model\n")
     with pytest.raises(UserError, match="not found under the data root"):
         load_leaderboard(spec, data_root=data_root)
-    spec.write_text("file: x.csv\nmodel_colum: Model\n")
-    with pytest.raises(UserError, match="unknown key 'model_colum'"):
+    spec.write_text("file: x.csv\nmodel_column: Model\nmodel_colum: Model\n")
+    with pytest.raises(UserError, match="s.yaml: model_colum: unknown key — remove it or fix its spelling "
+                       "\\(allowed: file, "):
         load_leaderboard(spec, data_root=data_root)
