@@ -190,24 +190,29 @@ def _candidates(spec: str, root: Path | None) -> list[Path]:
     return out
 
 
-def sidecar_template(table: Any, stated: Mapping[str, str] | None = None) -> str:
+def sidecar_template(table: Any, stated: Mapping[str, str] | None = None, table_file: str | None = None) -> str:
     """A ``criteria.yaml`` for ``table``: every column with its direction, weight, group and unit.
 
     The direction is the one ``stated`` (column → higher/lower), else lower for a cost-like
-    name (:func:`cost_columns`), else the table's.
+    name (:func:`cost_columns`), else the table's. ``table_file``: the CSV's file name, written as
+    ``table:`` so the sidecar describes that CSV only. Any column name round-trips (quoted where YAML
+    would read it otherwise: ``true``, ``a: b``, ``#x``, ``-x``, emoji, quotes, ...).
 
     >>> import numpy as np
     >>> from ranking.table import Criterion, ScoreTable
-    >>> t = ScoreTable(("A", "B"), (Criterion("acc"), Criterion("kwh")), np.array([[0.9, 2.0], [0.8, 1.0]]))
-    >>> print(sidecar_template(t))  # doctest: +NORMALIZE_WHITESPACE
+    >>> t = ScoreTable(("A", "B"), (Criterion("acc"), Criterion("kwh"), Criterion("yes")),
+    ...                np.array([[0.9, 2.0, 1], [0.8, 1.0, 0]]))
+    >>> print(sidecar_template(t, table_file="scores.csv"))  # doctest: +NORMALIZE_WHITESPACE
     # Criteria of the score table: one entry per column.
     #   direction: higher | lower   (which way is better; check every line)
     #   weight:    >= 0             (default 1; 0 = shown but not ranked)
     #   group:     optional name    (e.g. performance / efficiency / fairness; needed by --setting weighted/two-step)
     #   unit:      optional text
+    table: scores.csv
     criteria:
       acc: {direction: higher, weight: 1}
       kwh: {direction: lower, weight: 1}
+      "yes": {direction: higher, weight: 1}
     <BLANKLINE>
     """
     costs = set(cost_columns(table.names))
@@ -217,13 +222,15 @@ def sidecar_template(table: Any, stated: Mapping[str, str] | None = None) -> str
         "#   weight:    >= 0             (default 1; 0 = shown but not ranked)",
         "#   group:     optional name    (e.g. performance / efficiency / fairness; needed by --setting weighted/two-step)",
         "#   unit:      optional text",
-        "criteria:",
     ]
+    if table_file is not None:
+        lines.append(f"table: {_yaml_scalar(table_file)}")
+    lines.append("criteria:")
     for c in table.criteria:
         direction = (stated or {}).get(c.name) or ("lower" if c.name in costs else c.direction)
         attrs = f"direction: {direction}, weight: {c.weight:g}"
         if c.group:
-            attrs += f", group: {c.group}"
+            attrs += f", group: {_yaml_scalar(c.group)}"
         if c.unit:
             attrs += f", unit: {_yaml_scalar(c.unit)}"
         lines.append(f"  {_yaml_scalar(c.name)}: {{{attrs}}}")
@@ -231,6 +238,14 @@ def sidecar_template(table: Any, stated: Mapping[str, str] | None = None) -> str
 
 
 def _yaml_scalar(text: str) -> str:
-    import json
+    """``text`` as a YAML scalar that reads back as exactly ``text``: plain where that is safe, else double-quoted."""
+    import yaml
 
-    return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\- ]*", text) and text == text.strip() else json.dumps(text)
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*(?: [A-Za-z0-9_.\-]+)*", text):
+        try:
+            if yaml.safe_load(f"{text}: 1") == {text: 1} and yaml.safe_load(f"[{text}]") == [text]:
+                return text
+        except yaml.YAMLError:
+            pass
+    quoted = yaml.safe_dump(text, default_style='"', allow_unicode=True, width=float("inf"))
+    return quoted.removesuffix("\n").removesuffix("\n...").rstrip("\n")

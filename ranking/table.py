@@ -203,7 +203,7 @@ class ScoreTable:
     def from_csv(
         cls,
         path: str | Path,
-        sidecar: str | Path | None = None,
+        sidecar: str | Path | None | bool = None,
         *,
         model_column: str | None = None,
         stated: Iterable[str] = (),
@@ -213,7 +213,8 @@ class ScoreTable:
         The model names come from ``model_column``, else the sidecar's
         ``model_column``, else a column named ``model``, else the first column.
         The sidecar (``<stem>.yaml``, ``<stem>.criteria.yaml`` or ``criteria.yaml``
-        beside the CSV) describes exactly this table (schema: :class:`ranking.schemas.Sidecar`)::
+        beside the CSV, found by :func:`find_sidecar` when ``sidecar`` is None; ``False``: none)
+        describes exactly this table (schema: :class:`ranking.schemas.Sidecar`)::
 
             table: scores.csv            # the CSV it describes (vnr collect adds sha256: of its bytes)
             model_column: model          # optional
@@ -236,7 +237,7 @@ class ScoreTable:
         _no_duplicates([h.strip() for h in header], "column", f" in {path}")
         if sidecar is None:
             sidecar = find_sidecar(path)
-        spec = read_sidecar(sidecar) if sidecar is not None else None
+        spec = read_sidecar(sidecar) if sidecar else None
         if spec is not None:
             check_binding(spec, Path(sidecar), path)
         model_column = model_column or (spec.model_column if spec is not None else None)

@@ -62,7 +62,7 @@ from harness.energy import basis
 from harness.finetune.tasks import get_task
 from harness.grid.config import Experiment
 from harness.specs import BiasSpec, FinetuneSpec
-from harness.store import STATUS_OK, RunStore, atomic_write_bytes
+from harness.store import STATUS_OK, RunStore
 from ranking.errors import UserError
 
 log = logging.getLogger("harness.grid")
@@ -288,7 +288,7 @@ def collect(
     import pandas as pd
     import yaml
 
-    from ranking.table import ScoreTable
+    from ranking.table import ScoreTable, sha256_of
 
     if epoch not in ("final", "best"):
         raise UserError(f"--epoch {epoch!r}: use final or best")
@@ -353,13 +353,14 @@ def collect(
     seeds_all = list(exp.seeds)
     seeds_text = ",".join(map(str, seeds_all))
     for task in exp.tasks:
+        share = task_share(task)
         for crit in get_task(task).criteria:
             meta[crit.name] = {
                 "direction": "higher",
-                "weight": 1.0,
+                "weight": share,
                 "group": "performance",
                 "unit": crit.unit,
-                "source": crit.source(epoch, seeds_text),
+                "source": crit.source(epoch, seeds_text) + _share_text(task),
             }
         for _key, suffix, unit, note in EFFICIENCY_METRICS:
             meta[f"{task}_{suffix}"] = {
@@ -494,6 +495,8 @@ def collect(
     seeds_path, stats_path = out / "seeds.csv", out / "seed_stats.csv"
     present = [g for g in GROUPS if any(meta[c]["group"] == g for c in frame.columns)]
     doc = {
+        "table": matrix_path.name,
+        "sha256": sha256_of(matrix_bytes := _csv_bytes(frame)),
         "model_column": "model",
         "groups": present,
         "criteria": {c: meta[c] for c in frame.columns},
@@ -518,9 +521,6 @@ def collect(
         + (f"# grid preset: {exp.preset} (rank with --preset {exp.preset} to follow its conventions)\n"
            if exp.preset != "default" else "")
     )
-    buf = io.StringIO()
-    frame.to_csv(buf, float_format="%.10g")
-    matrix_bytes = buf.getvalue().encode()
     criteria_bytes = (header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)).encode()
     kept = set(frame.columns) & set(perf_names + eff_names)
     side_bytes = []
@@ -533,17 +533,84 @@ def collect(
         side_bytes.append(buf.getvalue().encode())
     if not os.access(out, os.W_OK):  # refuse before writing any of the four files, not half-way
         raise UserError(f"cannot write the matrix into {out}: the directory is not writable")
-    try:
-        for path, content in ((matrix_path, matrix_bytes), (criteria_path, criteria_bytes),
-                              (seeds_path, side_bytes[0]), (stats_path, side_bytes[1])):
-            atomic_write_bytes(path, content)
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    # one unit: the side tables, then the matrix, then its sidecar (which holds the matrix's hash) last
+    write_together([(seeds_path, side_bytes[0]), (stats_path, side_bytes[1]), (matrix_path, matrix_bytes),
+                    (criteria_path, criteria_bytes)])
 
     ScoreTable.load(matrix_path)  # what `vnr rank` reads must load; a failure here is a bug, not user input
     return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
                      [*missing, *unusable], dict(unusable), packing_by_task, preset=exp.preset,
                      energy_basis=basis_by_task)
+
+
+def task_share(task: str) -> float:
+    """The own weight of each criterion of ``task``: 1 / the number of its metrics, so a task with two
+    metrics (STS-B Pearson and Spearman, MRPC and QQP accuracy and F1) counts once, as on the GLUE
+    leaderboard and in Vote'n'Rank. MNLI's matched and mismatched dev sets are two GLUE columns of one
+    metric each: weight 1 each, as there.
+
+    >>> task_share("stsb"), task_share("rte"), task_share("mnli")
+    (0.5, 1.0, 1.0)
+    """
+    return 1.0 / len(get_task(task).metrics)
+
+
+def _share_text(task: str) -> str:
+    n = len(get_task(task).metrics)
+    return f"; weight 1/{n}: one of {task}'s {n} metrics, so the task counts once" if n > 1 else ""
+
+
+def _csv_bytes(frame: Any) -> bytes:
+    buf = io.StringIO()
+    frame.to_csv(buf, float_format="%.10g")
+    return buf.getvalue().encode()
+
+
+def write_together(files: Sequence[tuple[Path, bytes]]) -> None:
+    """Write ``files`` (path, content) as one unit: every file is first written aside (a temporary name in
+    its folder, permissions from the umask, synced), then each is renamed over its target in the given order.
+
+    A failure while writing aside (disk full, read-only folder) changes none of the targets; a failure
+    between the renames puts back the files already replaced (kept as hard links until the end). Either
+    way a one-line :class:`UserError`, and no temporary file is left.
+    """
+    staged: list[tuple[Path, Path]] = []
+    backups: list[tuple[Path, Path | None, bool]] = []  # (target, its old version, whether it existed), in order
+    try:
+        for path, content in files:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            staged.append((tmp, path))
+            with open(tmp, "xb") as fh:
+                fh.write(content)
+                fh.flush()
+                os.fsync(fh.fileno())
+        for tmp, path in staged:
+            old: Path | None = path.with_name(f".{path.name}.{os.getpid()}.old")
+            existed = path.exists()
+            try:
+                os.link(path, old) if existed else None
+            except OSError:  # no hard links here: that file cannot be put back (the sidecar's hash still guards)
+                old = None
+            backups.append((path, old if existed else None, existed))
+            os.replace(tmp, path)
+    except OSError as exc:
+        for target, old, existed in reversed(backups):  # undo the renames done: the old unit stays whole
+            try:
+                if old is not None:
+                    os.replace(old, target)
+                elif not existed:
+                    target.unlink(missing_ok=True)
+            except OSError:
+                pass
+        where = getattr(exc, "filename", None) or (staged[-1][1] if staged else files[0][0])
+        raise UserError(f"cannot write {where}: {exc.strerror or exc} — nothing was changed; free space or "
+                        "fix the folder's permissions, then re-run vnr collect") from None
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        for _, old, _ in backups:
+            if old is not None:
+                old.unlink(missing_ok=True)
 
 
 def describe(result: Collected) -> str:
