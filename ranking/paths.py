@@ -29,17 +29,25 @@ def resolve_data_root(cli_value: str | Path | None = None, *, required: bool = F
     return root
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` all at once: a temporary file beside it, then a rename.
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` all at once: a temporary file beside it, then a rename.
 
     A reader never sees a half-written file, and the file gets the permissions
-    the umask allows (like ``open(path, "w")``, unlike ``tempfile``'s 0600).
+    the umask allows (like ``open(path, "w")``, unlike ``tempfile.mkstemp``'s 0600).
+    Every file ranking writes (reports, sidecars, tables) goes through here.
     """
+    import uuid
+
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with open(tmp, "x", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(tmp, "xb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """:func:`write_bytes_atomic` of ``text`` in UTF-8."""
+    write_bytes_atomic(path, text.encode("utf-8"))

@@ -7,7 +7,8 @@
   (:mod:`ranking.scenarios.live`), embedded with its data; paths in it are relative
   (a data path reads ``<data root>/…``, others are relative to the report's folder);
 - ``comparison.csv`` / ``comparison.json`` — the comparison table (as ``vnr rank`` prints it);
-Every file is written atomically (a temporary file, then a rename).
+Every file is written atomically (a temporary file, then a rename) with the umask's permissions
+(:func:`ranking.paths.write_bytes_atomic`).
 
 - ``bump_chart.png``, ``criteria_heatmap.png``, ``simplex_map.png`` (three groups and at
   least one weighted / two-step column), ``rank_probabilities.png`` (with a seed bootstrap).
@@ -21,12 +22,12 @@ import io
 import math
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ranking.paths import write_bytes_atomic as _write
 from ranking.scenarios.compare import (
     Comparison,
     criterion_order,
@@ -54,19 +55,6 @@ code{background:#f5f5f5;padding:0 .25em}
 .live-share{display:inline-block;min-width:2.6em;text-align:right;color:#666}
 #live-table td[data-rule]{text-align:right} td.live-first{background:#e8f5e9;font-weight:600}
 """
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then a rename)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def relative_paths(text: str, out_dir: str | Path, data_root: str | Path | None = None) -> str:
