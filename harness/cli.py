@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("harness.grid.cli", "done / running / failed / missing per run of an experiment grid"),
     "collect": ("harness.grid.cli", "collect a grid's runs into matrix.csv + criteria.yaml for ranking"),
     "prefetch": ("harness.prefetch", "download a grid's models and data into the caches (before going offline)"),
+    "schema": ("harness.schema_cli", "print the JSON Schema of an input file (config, criteria, leaderboard, scenario)"),
 }
 
 #: commands that train or score models: they need the ``harness`` extra.

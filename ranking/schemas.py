@@ -463,6 +463,30 @@ def json_schema(kind: str) -> dict[str, Any]:
     if kind not in KINDS:
         raise UserError(f"unknown schema {kind!r} — write one of: config, {', '.join(KINDS)}")
     schema = KINDS[kind].model_json_schema()
+    _short_forms(kind, schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = _title(KINDS[kind])
     return schema
+
+
+def _short_forms(kind: str, schema: dict[str, Any]) -> None:
+    """Add to ``schema`` the short forms the readers accept before validation (``acc:`` with no attributes,
+    ``groups: [a, b]``, ``performance: [t1, t2]``, ``criteria: "a*"``), so an editor does not flag them."""
+    defs = schema.get("$defs", {})
+
+    def entries_may_be_empty(prop: dict[str, Any]) -> None:
+        for arm in prop.get("anyOf", [prop]):
+            if arm.get("type") == "object" and "additionalProperties" in arm:
+                arm["additionalProperties"] = {"anyOf": [arm["additionalProperties"], {"type": "null"}]}
+
+    if kind in ("criteria", "leaderboard"):
+        entries_may_be_empty(schema["properties"]["criteria"])
+    if kind == "scenario":
+        strings = {"type": "array", "items": {"type": "string"}}
+        groups = schema["properties"]["groups"]
+        for arm in groups["anyOf"]:
+            if arm.get("type") == "object":
+                arm["additionalProperties"] = {"anyOf": [arm["additionalProperties"], strings, {"type": "string"},
+                                                         {"type": "null"}]}
+        groups["anyOf"].insert(1, strings)
+        defs["GroupSpecModel"]["properties"]["criteria"]["anyOf"].insert(1, {"type": "string"})

@@ -32,14 +32,14 @@ def test_ranking_does_not_import_torch_or_harness():
     assert out.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("command", [None, "rank", "prospective", "analyze", "report", "criteria"])
+@pytest.mark.parametrize("command", [None, "rank", "prospective", "analyze", "report", "criteria", "schema"])
 def test_cli_starts_without_numpy_pandas_or_torch(command):
     # what `vnr --help` / `vnr <ranking command> --help` import: the dispatcher, the package, one cli module
     code = (
         "import sys\n"
         "import harness.cli, ranking\n"
         f"harness.cli.build_parser({command!r})\n"
-        "heavy = ('numpy', 'pandas', 'scipy', 'torch', 'transformers', 'matplotlib', 'yaml')\n"
+        "heavy = ('numpy', 'pandas', 'scipy', 'torch', 'transformers', 'matplotlib', 'yaml', 'pydantic')\n"
         "print(','.join(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy})))\n"
     )
     out = python(code)
