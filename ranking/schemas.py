@@ -64,9 +64,13 @@ def parse_weight(value: Any) -> float:
             raise ValueError(f"weight {_shown(value)} is too large — write a finite number >= 0") from None
     elif isinstance(value, str):
         try:
-            w = float(Fraction(value.strip()))
-        except (ValueError, ZeroDivisionError, OverflowError):
-            raise ValueError(f"weight {value!r} does not parse — write e.g. 0.5 or 1/2") from None
+            fraction = Fraction(value.strip())
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"weight {_shown(value)} does not parse — write e.g. 0.5 or 1/2") from None
+        try:
+            w = float(fraction)
+        except OverflowError:
+            raise ValueError(f"weight {_shown(value)} is too large — write a finite number >= 0") from None
     else:
         raise ValueError(f"weight {_shown(value)} is not a number — write e.g. 0.5 or 1/2")
     if not math.isfinite(w):
@@ -366,6 +370,8 @@ def error_line(error: Any, model: type[BaseModel], where: Any) -> str:
     kind = error["type"]
     field, parent = _field_at(model, loc)
     path = _path(loc) or "(top level)"
+    if not loc and kind == "value_error":  # a check across keys (model validator): its message names them
+        return f"{where}: {str(error['msg']).removeprefix('Value error, ')}"
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
     if kind == "missing":
         what, fix = "is missing", f"add it: {_describe(field)}"
