@@ -281,7 +281,7 @@ def test_a_partial_sidecar_is_refused_unless_the_cli_states_the_rest(tmp_path):
     partial = {**SIDECAR, "criteria": {k: v for k, v in SIDECAR["criteria"].items() if k != "energy_kwh"}}
     _table_folder(tmp_path, yaml.safe_dump(partial))
     line = _one_line(tmp_path, ["rank", "t.csv"])
-    assert line.startswith(f"vnr rank: error: t.yaml: criteria: column(s) 'energy_kwh' of t.csv are "
+    assert line.startswith("vnr rank: error: t.yaml: criteria: column(s) 'energy_kwh' of t.csv are "
                            "not described")
     assert "--higher energy_kwh or --lower energy_kwh" in line
     code, lines = run_cli(["rank", "t.csv", "--lower", "energy_kwh", "--format", "json", "--rule", "borda"], tmp_path)
@@ -314,14 +314,14 @@ def test_a_duplicate_key_is_refused_naming_the_key_and_line(tmp_path):
 def test_a_wrong_type_is_one_line_with_the_key_path_and_the_fix(tmp_path):
     _table_folder(tmp_path, FULL.replace("weight: 0.5", "weight: [1]"))
     line = _one_line(tmp_path, ["rank", "t.csv"])
-    assert line == (f"vnr rank: error: t.yaml: criteria.f1.weight: weight [1] is not a number — "
+    assert line == ("vnr rank: error: t.yaml: criteria.f1.weight: weight [1] is not a number — "
                     "write e.g. 0.5 or 1/2")
 
 
 def test_a_sidecar_of_another_table_is_refused(tmp_path):
     _table_folder(tmp_path, FULL.replace("table: t.csv", "table: other.csv"), name="criteria.yaml")
     line = _one_line(tmp_path, ["rank", "t.csv"])
-    assert line.startswith(f"vnr rank: error: criteria.yaml: table: it describes other.csv, not t.csv")
+    assert line.startswith("vnr rank: error: criteria.yaml: table: it describes other.csv, not t.csv")
 
 
 def test_a_neighbouring_csv_does_not_borrow_the_folder_sidecar(tmp_path):
@@ -344,7 +344,7 @@ def test_a_sidecar_naming_a_column_the_table_lacks_is_refused(tmp_path):
     doc["criteria"]["bleu"] = {"direction": "higher"}
     _table_folder(tmp_path, yaml.safe_dump(doc))
     line = _one_line(tmp_path, ["rank", "t.csv"])
-    assert line.startswith(f"vnr rank: error: t.yaml: criteria.bleu: t.csv has no column 'bleu' — "
+    assert line.startswith("vnr rank: error: t.yaml: criteria.bleu: t.csv has no column 'bleu' — "
                            "remove the entry or fix its name")
 
 
@@ -438,3 +438,13 @@ def test_bundled_files_fit_their_schemas():
         validate(KINDS["leaderboard"], yaml.safe_load(path.read_text()), path)
     for path in SCENARIOS:
         validate(KINDS["scenario"], yaml.safe_load(path.read_text()), path)
+
+
+def test_an_experiment_config_with_a_duplicate_key_is_refused_too(tmp_path):
+    from harness.grid.config import load_experiment
+
+    path = tmp_path / "grid.yaml"
+    path.write_text("name: a\nfinetune:\n  models: [tiny:bert]\n  tasks: [rte]\n  tasks: [mrpc]\n  seeds: [0]\n")
+    with pytest.raises(UserError, match=r"grid.yaml: line 5: key 'tasks' appears twice in one mapping \(first on "
+                       r"line 4\) — keep one of them$"):
+        load_experiment(path)
