@@ -622,6 +622,9 @@ def _describes_every_column(spec: Any, sidecar: Path, csv_path: Path, columns: S
     """A :class:`UserError` for a column the sidecar leaves undescribed (and no ``--higher/--lower`` states),
     or one it describes that the CSV lacks."""
     extra = [c for c in spec.criteria if c not in columns]
+    if extra and extra[0] in _csv_header(csv_path):  # described, but it holds the model names
+        raise UserError(f"{sidecar}: criteria.{extra[0]}: {extra[0]!r} is the model column of {csv_path.name}, not a "
+                        "criterion — remove the entry (or name another model_column)")
     if extra:
         raise UserError(
             f"{sidecar}: criteria.{extra[0]}: {csv_path.name} has no column {extra[0]!r} — remove the entry or fix "

@@ -448,3 +448,12 @@ def test_an_experiment_config_with_a_duplicate_key_is_refused_too(tmp_path):
     with pytest.raises(UserError, match=r"grid.yaml: line 5: key 'tasks' appears twice in one mapping \(first on "
                        r"line 4\) — keep one of them$"):
         load_experiment(path)
+
+
+def test_describing_the_model_column_says_so(tmp_path):
+    doc = copy.deepcopy(SIDECAR)
+    doc["criteria"]["model"] = {"direction": "higher"}
+    _table_folder(tmp_path, yaml.safe_dump(doc))
+    line = _one_line(tmp_path, ["rank", "t.csv"])
+    assert line == ("vnr rank: error: t.yaml: criteria.model: 'model' is the model column of t.csv, not a criterion — "
+                    "remove the entry (or name another model_column)")
