@@ -8,9 +8,19 @@ other exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+#: Every character ``str.splitlines`` breaks a line at, and how a message shows it instead.
+_LINE_BREAKS = str.maketrans({ch: repr(ch)[1:-1] for ch in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
 
 class UserError(ValueError):
-    """Bad input: a message for a person, not a traceback."""
+    r"""Bad input: a message for a person, not a traceback — ONE line, whatever names it quotes.
+
+    >>> print(UserError("unknown group 'a\x0cb' (groups: c\nd)"))
+    unknown group 'a\x0cb' (groups: c\nd)
+    """
+
+    def __str__(self) -> str:
+        return super().__str__().translate(_LINE_BREAKS)
 
 
 EXIT_USAGE = 2

@@ -43,9 +43,12 @@ from pydantic import (
 
 from ranking.errors import UserError
 
-DIRECTIONS = ("higher", "lower")  # = ranking.table.DIRECTIONS (that module imports numpy; this one must not)
+# The allowed values, spelled here so that printing a schema imports no numpy; tests/test_schema_ranking.py
+# checks they equal ranking.table.DIRECTIONS, ranking.rules.TIES, ranking.settings.SETTINGS and PRESETS.
+DIRECTIONS = ("higher", "lower")
 TIES = ("default", "votenrank")
-SETTINGS = ("basic", "weighted", "two-step")  # = ranking.settings.SETTINGS
+SETTINGS = ("basic", "weighted", "two-step")
+PRESETS = ("default", "votenrank")
 
 
 # ---------------------------------------------------------------------- value types
@@ -116,7 +119,7 @@ Weight = Annotated[
 ]
 Name = Annotated[str, BeforeValidator(_text)]
 FileName = Annotated[str, BeforeValidator(_file_name)]
-Direction = Literal["higher", "lower"]
+Direction = Literal[DIRECTIONS]  # type: ignore[valid-type]
 
 
 class _Strict(BaseModel):
@@ -281,6 +284,9 @@ def _groups(value: Any) -> Any:
     if isinstance(value, dict):
         if not value:
             raise ValueError("no group — name at least one group, or remove 'groups'")
+        blank = [k for k in value if not k.strip()]
+        if blank:
+            raise ValueError(f"group name {blank[0]!r} is blank — give every group a name")
         return {k: _group_entry(v) for k, v in value.items()}
     return value
 
@@ -290,13 +296,14 @@ class ColumnModel(_Strict):
 
     name: Name = Field(description="the column's name (unique)")
     rule: Name = Field(description="a rule name, e.g. borda (see vnr rank --help)")
-    setting: Literal["basic", "weighted", "two-step"] = Field("basic", description="basic, weighted or two-step")
+    setting: Literal[SETTINGS] = Field(  # type: ignore[valid-type]
+        "basic", description="basic, weighted or two-step")
     group_weights: Annotated[dict[str, Weight], BeforeValidator(_string_keys)] | None = Field(
         None, description="group → weight, for weighted and two-step (default 1 each)")
     group: Name | None = Field(None, description="rank inside this one group only (setting basic)")
     params: Annotated[dict[str, Any], BeforeValidator(_string_keys)] | None = Field(
         None, description="extra parameters of the rule")
-    ties: Literal["default", "votenrank"] | None = Field(None, description="default or votenrank")
+    ties: Literal[TIES] | None = Field(None, description="default or votenrank")  # type: ignore[valid-type]
     description: str | None = Field(None, description="free text")
 
 
@@ -326,12 +333,12 @@ class ScenarioModel(_Strict):
     name: Name | None = Field(None, description="the scenario's name (default: the file's stem)")
     description: str | None = Field(None, description="free text")
     table: TableSource | None = Field(None, description="where the scores come from: {importer: NAME} or {path: DIR}")
-    preset: Literal["default", "votenrank"] | None = Field(None, description="default or votenrank (the paper's "
-                                                            "conventions)")
+    preset: Literal[PRESETS] | None = Field(  # type: ignore[valid-type]
+        None, description="default or votenrank (the paper's conventions)")
     og_gamma: Annotated[float, BeforeValidator(_finite_positive)] | None = Field(
         None, description="optimality_gap's gamma, a finite number > 0 (0.95 = 95 on a 0-100 scale)")
-    ties: Literal["default", "votenrank"] | None = Field(None, description="default or votenrank (default: the "
-                                                          "preset's)")
+    ties: Literal[TIES] | None = Field(  # type: ignore[valid-type]
+        None, description="default or votenrank (default: the preset's)")
     groups: Annotated[dict[str, GroupSpecModel], BeforeValidator(_groups)] | None = Field(
         None, description="group name → {criteria, weights, direction}, in order")
     directions: Annotated[dict[str, Direction], BeforeValidator(_string_keys)] | None = Field(

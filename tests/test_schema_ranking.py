@@ -457,3 +457,11 @@ def test_describing_the_model_column_says_so(tmp_path):
     line = _one_line(tmp_path, ["rank", "t.csv"])
     assert line == ("vnr rank: error: t.yaml: criteria.model: 'model' is the model column of t.csv, not a criterion — "
                     "remove the entry (or name another model_column)")
+
+
+def test_the_schemas_allow_the_values_the_engine_knows():
+    from ranking import rules, schemas, settings, table
+
+    assert schemas.DIRECTIONS == table.DIRECTIONS and schemas.TIES == rules.TIES
+    assert schemas.SETTINGS == settings.SETTINGS and schemas.PRESETS == tuple(settings.PRESETS)
+    assert json_schema("scenario")["$defs"]["ColumnModel"]["properties"]["setting"]["enum"] == list(settings.SETTINGS)
