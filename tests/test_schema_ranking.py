@@ -31,7 +31,9 @@ from ranking.table import ScoreTable
 REPO = Path(__file__).resolve().parents[1]
 LEADERBOARDS = sorted((REPO / "configs" / "leaderboards").glob("*.yaml"))
 SCENARIOS = sorted((REPO / "configs" / "scenarios").glob("*.yaml"))
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+#: 150 examples per input kind by default; VNR_PROPERTY_EXAMPLES=2000 for a longer search.
+PROPERTY = settings(max_examples=int(os.environ.get("VNR_PROPERTY_EXAMPLES", "150")), deadline=None,
+                    suppress_health_check=list(HealthCheck))
 
 CSV = "model,acc,f1,energy_kwh\nA,0.9,0.8,3\nB,0.7,0.9,1\nC,0.5,0.6,2\n"
 SIDECAR = {
@@ -465,3 +467,18 @@ def test_the_schemas_allow_the_values_the_engine_knows():
     assert schemas.DIRECTIONS == table.DIRECTIONS and schemas.TIES == rules.TIES
     assert schemas.SETTINGS == settings.SETTINGS and schemas.PRESETS == tuple(settings.PRESETS)
     assert json_schema("scenario")["$defs"]["ColumnModel"]["properties"]["setting"]["enum"] == list(settings.SETTINGS)
+
+
+def test_criteria_init_never_takes_over_another_tables_sidecar(tmp_path):
+    (tmp_path / "a.csv").write_text("model,acc,kwh\nA,1,2\nB,2,1\n")
+    (tmp_path / "b.csv").write_text("model,acc,kwh\nA,1,2\nB,2,1\n")
+    assert run_cli(["criteria", "init", "a.csv"], tmp_path)[0] == 0
+    assert run_cli(["criteria", "init", "b.csv"], tmp_path)[0] == 0  # criteria.yaml is a.csv's: b.csv gets b.yaml
+    assert yaml.safe_load((tmp_path / "criteria.yaml").read_text())["table"] == "a.csv"
+    assert yaml.safe_load((tmp_path / "b.yaml").read_text())["table"] == "b.csv"
+    assert ScoreTable.from_csv(tmp_path / "b.csv").criterion("kwh").direction == "lower"
+    # a broken sidecar: refused in one line, replaced with --force
+    (tmp_path / "b.yaml").write_text("criteria: [\n")
+    assert "b.csv already has a sidecar (b.yaml)" in _one_line(tmp_path, ["criteria", "init", "b.csv"])
+    assert run_cli(["criteria", "init", "b.csv", "--force"], tmp_path)[0] == 0
+    assert ScoreTable.from_csv(tmp_path / "b.csv").names == ("acc", "kwh")
