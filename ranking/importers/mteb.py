@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from ranking.errors import UserError
-from ranking.importers.common import Options, assemble, describe_paths, existing, number, pick_newest, read_json
+from ranking.importers.common import (
+    Options,
+    assemble,
+    describe_paths,
+    existing,
+    number,
+    pick_newest,
+    read_json,
+)
 
 UNIT = "main score (0-1)"
 
