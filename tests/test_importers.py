@@ -500,3 +500,14 @@ def test_codecarbon_alone_and_with_a_yaml_map(tmp_path, capsys):
 def test_unknown_format_in_the_api():
     with pytest.raises(UserError, match="unknown import format 'lm_eval'"):
         ranking.load_table("x", format="lm_eval")
+
+
+def test_helm_table_given_twice(tmp_path):
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text(json.dumps(helm_tables()[:1]))
+    notes = []
+    table = ranking.load_table([tmp_path / "a.json", tmp_path / "b.json"], format="helm", note=notes.append)
+    assert "Accuracy / MMLU - EM" in table.names  # a name two tables share carries the table's title
+    assert any("appears twice: kept the one of" in n for n in notes)
+    with pytest.raises(UserError, match="appears twice"):
+        ranking.load_table([tmp_path / "a.json", tmp_path / "b.json"], format="helm", on_duplicate="error")

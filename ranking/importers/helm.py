@@ -14,8 +14,8 @@ becomes a criterion:
 * ``Mean win rate`` columns are left out (a ranking of the models, not a score; note).
 
 A cell without a value (HELM's "No matching runs") is a missing score. HELM's summary tables
-carry no standard errors. A model in two files keeps the value of the file given last for a
-column both have; with ``on_duplicate="error"`` that is refused.
+carry no standard errors. A column given twice (the same table in two files) keeps the file
+given last, said in a note; with ``on_duplicate="error"`` that is refused.
 """
 
 from __future__ import annotations
@@ -84,9 +84,11 @@ def read(paths: Sequence[Path], options: Options) -> Any:
             undirected.append(name)
             continue
         metric = (head.get("metadata") or {}).get("metric")
-        if name in criteria and options.on_duplicate == "error":
-            raise UserError(f"HELM column {name!r} appears twice ({path}): give each table once, or pass "
-                            "--on-duplicate newest")
+        if name in criteria:
+            if options.on_duplicate == "error":
+                raise UserError(f"HELM column {name!r} appears twice ({path}): give each table once, or pass "
+                                "--on-duplicate newest")
+            options.note(f"helm: column {name!r} appears twice: kept the one of {path} (given last)")
         criteria[name] = Criterion(name, direction=direction, group=title, unit=str(metric) if metric else "as reported",
                                    source=f"HELM {path.stem}")
         for row in t["rows"]:
