@@ -511,3 +511,23 @@ def test_helm_table_given_twice(tmp_path):
     assert any("appears twice: kept the one of" in n for n in notes)
     with pytest.raises(UserError, match="appears twice"):
         ranking.load_table([tmp_path / "a.json", tmp_path / "b.json"], format="helm", on_duplicate="error")
+
+
+@pytest.mark.parametrize("format, what", [("lm-eval", "holds no lm-eval results_*.json"),
+                                          ("helm", "holds no HELM group JSON"),
+                                          ("mteb", "holds no MTEB task results"),
+                                          ("codecarbon", "holds no emissions.csv")])
+def test_empty_folders_are_one_line_errors(format, what, tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    code, _, err = vnr(capsys, "import", format, tmp_path / "empty", "-o", tmp_path / "res")
+    assert code == 2 and err.count("\n") == 1 and what in err
+    assert not (tmp_path / "res").exists()
+
+
+def test_malformed_helm_json_names_the_file(tmp_path, capsys):
+    (tmp_path / "core_scenarios.json").write_text('[{"title": "Accuracy", "header": [}]')
+    code, _, err = vnr(capsys, "import", "helm", tmp_path / "core_scenarios.json", "-o", tmp_path / "res")
+    assert code == 2 and err.count("\n") == 1 and "core_scenarios.json is not valid JSON" in err
+    (tmp_path / "core_scenarios.json").write_text('{"rows": []}')
+    code, _, err = vnr(capsys, "import", "helm", tmp_path / "core_scenarios.json", "-o", tmp_path / "res")
+    assert code == 2 and "is not a HELM summary" in err

@@ -58,6 +58,8 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     unmapped: set[str] = set()
     for path in existing(paths, "codecarbon emissions"):
         if path.is_dir():
+            if not (path / "emissions.csv").is_file():
+                raise UserError(f"{path} holds no emissions.csv: give the file codecarbon wrote (output_dir)")
             path = path / "emissions.csv"
         try:
             with open(path, newline="", encoding="utf-8-sig") as fh:

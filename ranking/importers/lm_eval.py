@@ -144,7 +144,7 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     from ranking.table import Criterion
 
     files = result_files(paths)
-    runs: dict[tuple[str, str], list[tuple[float, Path, tuple[Mapping[str, Any], Mapping[str, Any], str]]]] = {}
+    runs: dict[tuple[str, str], list[tuple[float, Path, tuple[Mapping[str, Any], Mapping[str, Any], str, Path]]]] = {}
     left_out_groups: set[str] = set()
     for f in files:
         doc = read_json(f, "lm-eval results file")
@@ -157,13 +157,13 @@ def read(paths: Sequence[Path], options: Options) -> Any:
                 left_out_groups.add(task)
             elif isinstance(metrics, Mapping):
                 group = roots.get(str(task), str(task))
-                runs.setdefault((model, str(task)), []).append((stamp, f, (doc, metrics, group)))
+                runs.setdefault((model, str(task)), []).append((stamp, f, (doc, metrics, group, f)))
     scores: dict[str, dict[str, float]] = {}
     errors: dict[str, dict[str, float]] = {}
     criteria: dict[str, Criterion] = {}
     shots: dict[str, dict[str, Any]] = {}
     for (model, task), candidates in runs.items():
-        doc, metrics, group = pick_newest(candidates, f"lm-eval task {task!r} of model {model!r}", options)
+        doc, metrics, group, chosen = pick_newest(candidates, f"lm-eval task {task!r} of model {model!r}", options)
         shot = (doc.get("n-shot") or {}).get(task)
         shots.setdefault(task, {})[model] = shot
         scores.setdefault(model, {})
@@ -176,7 +176,7 @@ def read(paths: Sequence[Path], options: Options) -> Any:
                 continue
             name = column_name(task, metric, filter_name)
             if name not in criteria:
-                criteria[name] = _criterion(name, task, metric, group, doc, shot, options, where=str(candidates[-1][1]))
+                criteria[name] = _criterion(name, task, metric, group, doc, shot, options, where=str(chosen))
             scores[model][name] = score
             se = number(metrics.get(f"{metric}_stderr,{filter_name}"))
             if se is not None and se >= 0:
