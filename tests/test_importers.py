@@ -531,3 +531,18 @@ def test_malformed_helm_json_names_the_file(tmp_path, capsys):
     (tmp_path / "core_scenarios.json").write_text('{"rows": []}')
     code, _, err = vnr(capsys, "import", "helm", tmp_path / "core_scenarios.json", "-o", tmp_path / "res")
     assert code == 2 and "is not a HELM summary" in err
+
+
+def test_open_llm_leaderboard_parquet_reads_like_the_csv(tmp_path):
+    pytest.importorskip("pyarrow")
+    import pandas as pd
+
+    rows = [("org/big", "bfloat16", 40.0, 70.0, 30.0, "2024-06-12"), ("org/mid", "bfloat16", 30.0, 7.0, 3.0, "2024-06-12")]
+    csv_path = write_open_llm(tmp_path / "contents.csv", rows)
+    frame = pd.read_csv(csv_path)
+    frame["Submission Date"] = pd.to_datetime(frame["Submission Date"])  # the dataset stores dates as timestamps
+    frame.to_parquet(tmp_path / "contents.parquet")
+    from_csv = ranking.load_table(csv_path, format="open-llm-leaderboard", note=None)
+    from_parquet = ranking.load_table(tmp_path / "contents.parquet", format="open-llm-leaderboard", note=None)
+    assert from_parquet.names == from_csv.names and from_parquet.models == from_csv.models
+    np.testing.assert_allclose(from_parquet.values, from_csv.values)
