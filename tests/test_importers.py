@@ -298,6 +298,9 @@ def test_lm_eval_bad_sources_are_one_line_errors(tmp_path, capsys):
     (bad / "results_2024-01-01T00-00-00.json").write_text('{"results": {"arc_easy": {"acc,none": 0.5,}}}')
     code, _, err = vnr(capsys, "import", "lm-eval", tmp_path / "bad", "-o", tmp_path / "res")
     assert code == 2 and err.count("\n") == 1 and "results_2024-01-01T00-00-00.json is not valid JSON" in err
+    (bad / "results_2024-01-01T00-00-00.json").write_text('{"results": {"arc_easy": {"acc": 0.5, "acc_stderr": 0.01}}}')
+    code, _, err = vnr(capsys, "import", "lm-eval", tmp_path / "bad", "-o", tmp_path / "res")
+    assert code == 2 and "no '<metric>,<filter>' scores (lm-eval 0.3's format?)" in err
     (bad / "results_2024-01-01T00-00-00.json").write_text('{"scores": {}}')
     code, _, err = vnr(capsys, "import", "lm-eval", tmp_path / "bad", "-o", tmp_path / "res")
     assert code == 2 and "no top-level 'results' mapping" in err

@@ -150,6 +150,10 @@ def read(paths: Sequence[Path], options: Options) -> Any:
         doc = read_json(f, "lm-eval results file")
         if not isinstance(doc, Mapping) or not isinstance(doc.get("results"), Mapping):
             raise UserError(f"{f} is not an lm-eval results file: it has no top-level 'results' mapping")
+        if doc["results"] and not any("," in str(k) for m in doc["results"].values() if isinstance(m, Mapping)
+                                      for k in m):
+            raise UserError(f"{f} has no '<metric>,<filter>' scores (lm-eval 0.3's format?): re-run with "
+                            "lm-evaluation-harness >= 0.4, which writes keys such as 'acc,none'")
         model, stamp = model_of(doc, f), stamp_of(doc, f)
         roots, groups = subtask_roots(doc)
         for task, metrics in doc["results"].items():
