@@ -15,8 +15,6 @@ from ranking.cli_types import column_list
 from ranking.errors import UserError
 from ranking.importers import FORMATS, ON_DUPLICATE
 
-OUTPUTS = ("stderr.csv", "matrix.csv", "criteria.yaml")  # moved in this order: the sidecar last
-
 
 def register(subparsers: Any) -> None:
     """Add the ``import`` sub-command to the ``vnr`` parser."""
@@ -74,6 +72,7 @@ def run_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ranking.importers import import_table
+    from ranking.table import STANDARD_ERRORS_FILE
 
     out = Path(args.out)
     model_map = parse_model_map(args.model_map)
@@ -92,7 +91,7 @@ def run_import(args: argparse.Namespace) -> int:
     staging = Path(tempfile.mkdtemp(dir=out, prefix=".import-"))
     try:
         table.to_csv(staging / "matrix.csv", staging / "criteria.yaml")
-        for name in OUTPUTS:
+        for name in (STANDARD_ERRORS_FILE, "matrix.csv", "criteria.yaml"):  # the sidecar last
             if (staging / name).exists():
                 os.replace(staging / name, out / name)
             elif (out / name).exists():
