@@ -12,6 +12,11 @@ A TABLE is any of:
   (``ranking_nlp/glue.data``), as given or under the data root and its
   ``leaderboards/`` folder.
 
+With ``format=`` (``lm-eval``, ``open-llm-leaderboard``, ``helm``, ``mteb``, ``codecarbon``) the
+source is another tool's results, read by :mod:`ranking.importers` (``vnr import`` writes the same
+table as a results folder). A table's ``standard_errors`` come from its sidecar's
+``standard_errors:`` file (``stderr.csv``) or from the imported source.
+
 The data root is resolved once, here (``data_root`` argument, else
 ``$VNR_DATA_ROOT``), and passed down to the loaders.
 

@@ -24,6 +24,7 @@ empty table, a criterion or a model without any score.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -471,7 +472,7 @@ class ScoreTable:
             errors = pd.DataFrame(self.standard_errors, index=list(self.models), columns=list(self.names))
             errors.index.name = "model"
             errors.to_csv(errors_path)
-            doc["standard_errors"] = errors_path.name
+            doc["standard_errors"] = os.path.relpath(errors_path, sidecar.parent)  # read relative to the sidecar
         doc["criteria"] = {c.name: c.to_dict() for c in self.criteria}
         sidecar.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
 

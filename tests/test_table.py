@@ -148,3 +148,11 @@ def test_bad_standard_errors_name_the_cell(tmp_path):
     (tmp_path / "stderr.csv").write_text("model,acc\nA,big\n")
     with pytest.raises(UserError, match="'big', not a number"):
         ScoreTable.load(tmp_path)
+
+
+def test_standard_errors_file_is_named_relative_to_the_sidecar(tmp_path):
+    (tmp_path / "meta").mkdir()
+    _with_errors().to_csv(tmp_path / "scores.csv", tmp_path / "meta" / "scores.yaml")
+    assert "standard_errors: ../stderr.csv" in (tmp_path / "meta" / "scores.yaml").read_text()
+    back = ScoreTable.from_csv(tmp_path / "scores.csv", tmp_path / "meta" / "scores.yaml")
+    np.testing.assert_array_equal(back.standard_errors, _with_errors().standard_errors)
