@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rank": ("ranking.cli", "rank the models of a score table with voting rules (or a scenario with --scenario)"),
     "prospective": ("ranking.cli", "which models some weighting of the criteria makes the Condorcet winner"),
     "criteria": ("ranking.cli", "write a criteria.yaml template (directions, weights, groups) for a CSV"),
+    "import": ("ranking.importers.cli", "import lm-eval / Open LLM Leaderboard / HELM / MTEB / codecarbon results as a table"),
     "report": ("ranking.scenarios.cli", "HTML report of a scenario: comparison, bump chart, heatmap, weight map"),
     "whatif": ("ranking.scenarios.cli", "the nearest group weights that make a given model win"),
     "analyze": ("ranking.analysis.cli", "trustworthiness analyses: agreement, IIA, diversity, sensitivity, Kemeny"),
@@ -49,6 +50,7 @@ EPILOG = """common tasks:
   vnr rank results/paper/matrix.csv                      rank a score table with every rule
   vnr rank TABLE --setting weighted --group-weights performance=0.4,efficiency=0.3,fairness=0.3
   vnr criteria init my_scores.csv                        state directions/weights in a sidecar first
+  vnr import lm-eval lm_eval_out/ -o results/lm_eval     another tool's results as a table (+ criteria.yaml)
   vnr rank --scenario configs/scenarios/paper_case_study.yaml
   vnr report --scenario SCENARIO --out report/           HTML report with plots
   vnr finetune --model bert-base-uncased --task RTE --seed 1

@@ -88,7 +88,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     p.add_argument("--scenario", metavar="FILE", help="rank a user-preference scenario (YAML) instead")
     p.add_argument("--results", metavar="DIR", help="scenario mode: results directory or CSV to rank")
-    p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N", help="scenario mode: seed-bootstrap repetitions")
+    p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N", help="scenario mode: bootstrap replicates (from the standard errors where the table has "
+                   "them, else from the seeds)")
     p.add_argument("--seed", type=int, default=None, metavar="N", help="scenario mode: random seed of the bootstrap")
     p.set_defaults(func=run_rank)
 

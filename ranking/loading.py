@@ -12,6 +12,11 @@ A TABLE is any of:
   (``ranking_nlp/glue.data``), as given or under the data root and its
   ``leaderboards/`` folder.
 
+With ``format=`` (``lm-eval``, ``open-llm-leaderboard``, ``helm``, ``mteb``, ``codecarbon``) the
+source is another tool's results, read by :mod:`ranking.importers` (``vnr import`` writes the same
+table as a results folder). A table's ``standard_errors`` come from its sidecar's
+``standard_errors:`` file (``stderr.csv``) or from the imported source.
+
 The data root is resolved once, here (``data_root`` argument, else
 ``$VNR_DATA_ROOT``), and passed down to the loaders.
 
@@ -62,12 +67,14 @@ def _stderr_note(message: str) -> None:
 
 
 def load_table(
-    source: str | Path,
+    source: str | Path | Iterable[str | Path],
     *,
     data_root: str | Path | None = None,
     lower: Iterable[str] = (),
     higher: Iterable[str] = (),
     note: Callable[[str], None] | None = _stderr_note,
+    format: str | None = None,
+    **import_options: Any,
 ) -> Any:
     """The :class:`~ranking.table.ScoreTable` of a TABLE (module docstring).
 
@@ -75,7 +82,21 @@ def load_table(
     caller (``--lower`` / ``--higher``); they win over a sidecar's or a
     leaderboard's direction. ``note`` receives the one-line note about a
     sidecar-less CSV (None: no note).
+
+    ``format`` reads another tool's results directly (``"lm-eval"``, ``"open-llm-leaderboard"``,
+    ``"helm"``, ``"mteb"``, ``"codecarbon"``; ``source``: one path or several) through
+    :func:`ranking.importers.import_table`, which takes ``import_options`` (``on_duplicate``,
+    ``codecarbon``, ``codecarbon_map``, ``codecarbon_key``); ``lower`` / ``higher`` then name
+    metrics or columns whose direction the source does not state.
     """
+    if format is not None:
+        from ranking.importers import import_table
+
+        return import_table(format, source, higher=higher, lower=lower, note=note or (lambda _m: None),
+                            **import_options)
+    if import_options:
+        raise TypeError(f"load_table() got unexpected keyword argument(s) {', '.join(import_options)} "
+                        "(they are options of format=...)")
     lower, higher = [str(c) for c in lower], [str(c) for c in higher]
     both = sorted(set(lower) & set(higher))
     if both:

@@ -101,6 +101,12 @@ def _file_name(value: Any) -> Any:
     return value
 
 
+def _relative_path(value: Any) -> Any:
+    if isinstance(value, str) and (not value.strip() or value.startswith(("/", "\\", "~")) or ":" in value[:3]):
+        raise ValueError(f"{value!r} is not a path relative to the sidecar — write e.g. stderr.csv or ../stderr.csv")
+    return value
+
+
 def _sha256(value: Any) -> Any:
     if isinstance(value, str):
         digest = value.removeprefix("sha256:")
@@ -119,6 +125,7 @@ Weight = Annotated[
 ]
 Name = Annotated[str, BeforeValidator(_text)]
 FileName = Annotated[str, BeforeValidator(_file_name)]
+RelativePath = Annotated[str, BeforeValidator(_relative_path)]
 Direction = Literal[DIRECTIONS]  # type: ignore[valid-type]
 
 
@@ -169,8 +176,9 @@ class Sidecar(_Strict):
     model_column: Name | None = Field(None, description="the CSV column holding the model names (default: model, "
                                       "else the first column)")
     groups: list[Name] | None = Field(None, description="the allowed group names, in order")
-    standard_errors: FileName | None = Field(
-        None, description="the file name of a CSV beside the table holding the scores' standard errors")
+    standard_errors: RelativePath | None = Field(
+        None, description="a CSV holding the scores' standard errors (same model column and column names), "
+        "its path relative to the sidecar, e.g. stderr.csv")
     criteria: Annotated[dict[str, SidecarCriterion], BeforeValidator(_entries)] = Field(
         default_factory=dict, description="column name → {direction, weight, group, unit, source, method}; "
         "every column of the table but the model column")

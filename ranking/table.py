@@ -24,6 +24,7 @@ empty table, a criterion or a model without any score.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -112,6 +113,8 @@ class ScoreTable:
     criteria: tuple[Criterion, ...]
     values: np.ndarray = field(repr=False)
     source: str | None = None
+    #: per-score standard errors from the source (same shape as ``values``; NaN = unknown), or None.
+    standard_errors: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         models = tuple(str(m) for m in self.models)
@@ -152,6 +155,8 @@ class ScoreTable:
             raise UserError(f"model {name!r}{where} has no score on any criterion: drop the row")
         values.setflags(write=False)
         object.__setattr__(self, "values", values)
+        if self.standard_errors is not None:
+            object.__setattr__(self, "standard_errors", _checked_errors(self.standard_errors, models, criteria, where))
         if not any(c.weight > 0 for c in criteria):
             raise UserError(f"all criterion weights{where} are zero: at least one must be positive")
 
@@ -259,7 +264,11 @@ class ScoreTable:
         for j, k in enumerate(k for k in range(len(header)) if k != m):  # column by column, like from_frame
             for i, row in enumerate(rows):
                 values[i, j] = _cell(row[k], models[i], header[k], where)
-        return cls(models, crits, values, source=str(path))
+        errors = None
+        if spec is not None and spec.standard_errors is not None:
+            errors = read_standard_errors(Path(sidecar).parent / spec.standard_errors, models, columns,
+                                          model_column)
+        return cls(models, crits, values, source=str(path), standard_errors=errors)
 
     @classmethod
     def load(cls, path: str | Path) -> ScoreTable:
@@ -350,7 +359,16 @@ class ScoreTable:
 
     # ------------------------------------------------------------------ transformations
     def with_values(self, values: np.ndarray) -> ScoreTable:
+        """A copy with new values (and no standard errors: they described the old ones)."""
         return ScoreTable(self.models, self.criteria, values, source=self.source)
+
+    def _errors(self, rows: Any = slice(None), cols: Any = slice(None)) -> np.ndarray | None:
+        """The standard errors of the sub-table ``rows`` × ``cols`` (None when the table has none)."""
+        return None if self.standard_errors is None else self.standard_errors[rows][:, cols]
+
+    def with_standard_errors(self, errors: np.ndarray | None) -> ScoreTable:
+        """A copy with per-score standard errors (models × criteria, NaN = unknown; None: none)."""
+        return ScoreTable(self.models, self.criteria, self.values, source=self.source, standard_errors=errors)
 
     def with_weights(self, weights: Mapping[str, float] | Sequence[float] | np.ndarray) -> ScoreTable:
         """A copy with new weights: a mapping (name → weight; others unchanged) or one per criterion."""
@@ -365,18 +383,19 @@ class ScoreTable:
                 raise UserError(f"expected {self.n_criteria} weights, got {w.shape[0] if w.ndim else 1}")
             crits = tuple(replace(c, weight=float(x)) for c, x in zip(self.criteria, w))
         crits = tuple(_check_criterion(c, None) for c in crits)
-        return ScoreTable(self.models, crits, self.values, source=self.source)
+        return ScoreTable(self.models, crits, self.values, source=self.source, standard_errors=self.standard_errors)
 
     def with_criteria(self, criteria: Sequence[Criterion]) -> ScoreTable:
         """A copy with the criteria's attributes replaced (same names, same order)."""
         if tuple(c.name for c in criteria) != self.names:
             raise ValueError("with_criteria needs the same criterion names in the same order")
         crits = tuple(_check_criterion(c, None) for c in criteria)
-        return ScoreTable(self.models, crits, self.values, source=self.source)
+        return ScoreTable(self.models, crits, self.values, source=self.source, standard_errors=self.standard_errors)
 
     def select_models(self, models: Sequence[str]) -> ScoreTable:
         idx = [self.model_index(m) for m in models]
-        return ScoreTable(tuple(self.models[i] for i in idx), self.criteria, self.values[idx], source=self.source)
+        return ScoreTable(tuple(self.models[i] for i in idx), self.criteria, self.values[idx], source=self.source,
+                          standard_errors=self._errors(idx))
 
     def drop_models(self, models: Iterable[str]) -> ScoreTable:
         drop = set(models)
@@ -387,7 +406,8 @@ class ScoreTable:
     def select_criteria(self, names: Sequence[str]) -> ScoreTable:
         idx = [self.names.index(self.criterion(n).name) for n in names]
         return ScoreTable(
-            self.models, tuple(self.criteria[j] for j in idx), self.values[:, idx], source=self.source
+            self.models, tuple(self.criteria[j] for j in idx), self.values[:, idx], source=self.source,
+            standard_errors=self._errors(cols=idx),
         )
 
     def group(self, name: str) -> ScoreTable:
@@ -402,6 +422,7 @@ class ScoreTable:
             tuple(self.criteria[j] for j in cols),
             values[keep],
             source=self.source,
+            standard_errors=self._errors(keep, cols),
         )
 
     def incomplete_models(self, among: np.ndarray | None = None) -> list[str]:
@@ -435,7 +456,14 @@ class ScoreTable:
 
     # ------------------------------------------------------------------ persistence
     def to_csv(self, path: str | Path, sidecar: str | Path | None = None) -> None:
-        """Write the CSV (first column ``model``) and its criteria sidecar YAML, bound to it by name and hash."""
+        """Write the CSV (first column ``model``) and its criteria sidecar YAML, bound to it by name and hash.
+
+        A table with standard errors also writes them as ``stderr.csv`` beside the CSV (same model
+        column and column names, empty = unknown), named in the sidecar by ``standard_errors:``.
+        The sidecar is written last, so a failure never leaves a sidecar naming files that are not there.
+        """
+        import pandas as pd
+
         from ranking.paths import write_text_atomic
 
         path = Path(path)
@@ -446,9 +474,66 @@ class ScoreTable:
         doc: dict[str, Any] = {"table": path.name, "sha256": sha256_of(text.encode("utf-8")), "model_column": "model"}
         if self.group_names:
             doc["groups"] = list(self.group_names)
+        if self.standard_errors is not None:
+            errors_path = path.with_name(STANDARD_ERRORS_FILE)
+            errors = pd.DataFrame(self.standard_errors, index=list(self.models), columns=list(self.names))
+            errors.index.name = "model"
+            write_text_atomic(errors_path, errors.to_csv())
+            doc["standard_errors"] = os.path.relpath(errors_path, sidecar.parent)  # read relative to the sidecar
         doc["criteria"] = {c.name: c.to_dict() for c in self.criteria}
         write_text_atomic(path, text)
         write_text_atomic(sidecar, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+
+
+# ---------------------------------------------------------------------- standard errors
+#: The file beside a table's CSV that holds its per-score standard errors (named in the sidecar).
+STANDARD_ERRORS_FILE = "stderr.csv"
+
+
+def _checked_errors(errors: Any, models: Sequence[str], criteria: Sequence[Criterion], where: str) -> np.ndarray:
+    """Standard errors as a read-only models × criteria float array: each NaN (unknown) or finite and >= 0."""
+    try:
+        se = np.array(errors, dtype=float, copy=True)
+    except (TypeError, ValueError):
+        raise UserError(f"the standard errors{where} have non-numeric cells") from None
+    if se.shape != (len(models), len(criteria)):
+        raise ValueError(f"standard errors have shape {se.shape}, expected {(len(models), len(criteria))}")
+    bad = np.isinf(se) | (se < 0)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise UserError(f"standard error of model {models[i]!r} on criterion {criteria[j].name!r}{where} is "
+                        f"{se[i, j]}: a standard error is finite and >= 0 (leave it empty when unknown)")
+    se.setflags(write=False)
+    return se
+
+
+def read_standard_errors(path: Path, models: Sequence[str], columns: Sequence[str], model_column: str) -> np.ndarray:
+    """The standard errors CSV named by a sidecar, aligned to the table (NaN where a cell or row is absent).
+
+    Same model column and column names as the table; a model or column the table lacks is an error.
+    """
+    header, rows, lines = _read_csv_rows(path)
+    where = f" in {path}"
+    if model_column not in header:
+        raise UserError(f"{path}: model column {model_column!r} not found (columns: {', '.join(header)})")
+    m = header.index(model_column)
+    _no_blank_names(header, rows, lines, m, str(path))
+    out = np.full((len(models), len(columns)), np.nan)
+    col_of = {}
+    for k, name in enumerate(header):
+        if k == m:
+            continue
+        if name not in columns:
+            raise UserError(f"{path}: column {name!r} is not a column of the score table: the standard errors "
+                            "use the table's column names")
+        col_of[k] = columns.index(name)
+    for row in rows:
+        if row[m] not in models:
+            raise UserError(f"{path}: model {row[m]!r} is not a model of the score table")
+        i = models.index(row[m])
+        for k, j in col_of.items():
+            out[i, j] = _cell(row[k], row[m], header[k], where)
+    return out
 
 
 # ---------------------------------------------------------------------- helpers

@@ -369,12 +369,14 @@ def test_unknown_keys_nulls_and_huge_numbers_are_one_line(tmp_path):
         assert line.startswith(f"vnr rank: error: t.yaml: {expected}"), line
 
 
-def test_standard_errors_is_a_declared_key_naming_a_file_beside_the_table(tmp_path):
-    _table_folder(tmp_path, FULL + "standard_errors: t_se.csv\n")
-    assert ScoreTable.from_csv(tmp_path / "t.csv").n_criteria == 3
-    _table_folder(tmp_path, FULL + "standard_errors: ../se.csv\n")
+def test_standard_errors_is_a_declared_key_naming_a_path_relative_to_the_sidecar(tmp_path):
+    # (the importers write it; its contents are tested in test_table.py)
+    _table_folder(tmp_path, FULL + "standard_errors: /etc/se.csv\n")
     line = _one_line(tmp_path, ["rank", "t.csv"])
-    assert "standard_errors: '../se.csv' is not a file name — write the name of a file in the same folder" in line
+    assert "standard_errors: '/etc/se.csv' is not a path relative to the sidecar — write e.g. stderr.csv" in line
+    _table_folder(tmp_path, FULL + "standard_errors: ../missing_se.csv\n")
+    line = _one_line(tmp_path, ["rank", "t.csv"])
+    assert "missing_se.csv" in line and "no such file" in line
 
 
 def test_leaderboard_spec_classes(tmp_path, data_root):

@@ -107,3 +107,55 @@ def test_csv_errors(tmp_path):
     (tmp_path / "m.yaml").write_text("criteria:\n  zz: {}\n")
     with pytest.raises(UserError, match="m.yaml: criteria.zz: m.csv has no column 'zz' — remove the entry"):
         ScoreTable.from_csv(tmp_path / "m.csv")
+
+
+# ---------------------------------------------------------------------- standard errors
+def _with_errors():
+    return ScoreTable(("A", "B", "C"), (Criterion("acc", group="p"), Criterion("kwh", direction="lower", group="e")),
+                      np.array([[0.9, 2.0], [0.8, 1.0], [0.7, np.nan]]),
+                      standard_errors=np.array([[0.01, np.nan], [0.02, np.nan], [0.0, np.nan]]))
+
+
+def test_standard_errors_round_trip_through_the_csv_and_sidecar(tmp_path):
+    t = _with_errors()
+    t.to_csv(tmp_path / "matrix.csv")
+    assert (tmp_path / "stderr.csv").read_text().splitlines() == ["model,acc,kwh", "A,0.01,", "B,0.02,", "C,0.0,"]
+    back = ScoreTable.load(tmp_path)
+    np.testing.assert_array_equal(back.standard_errors, t.standard_errors)
+    # a table without standard errors writes no file and no key
+    ScoreTable(t.models, t.criteria, t.values).to_csv(tmp_path / "plain.csv", tmp_path / "plain.yaml")
+    assert "standard_errors" not in (tmp_path / "plain.yaml").read_text()
+    assert ScoreTable.from_csv(tmp_path / "plain.csv", tmp_path / "plain.yaml").standard_errors is None
+
+
+def test_standard_errors_follow_the_rows_and_columns_they_describe():
+    t = _with_errors()
+    assert t.select_models(["C", "A"]).standard_errors[:, 0].tolist() == [0.0, 0.01]
+    assert t.select_criteria(["acc"]).standard_errors.tolist() == [[0.01], [0.02], [0.0]]
+    assert t.group("p").standard_errors.tolist() == [[0.01], [0.02], [0.0]]
+    np.testing.assert_array_equal(t.with_weights({"acc": 2}).standard_errors, t.standard_errors)
+    assert t.with_values(t.values).standard_errors is None  # new values: their errors are unknown
+
+
+def test_bad_standard_errors_name_the_cell(tmp_path):
+    t = _with_errors()
+    with pytest.raises(UserError, match="standard error of model 'B' on criterion 'acc' is -0.1"):
+        t.with_standard_errors(np.array([[0.01, 0], [-0.1, 0], [0, 0]]))
+    t.to_csv(tmp_path / "matrix.csv")
+    (tmp_path / "stderr.csv").write_text("model,acc,f1\nA,0.01,0.02\n")
+    with pytest.raises(UserError, match="column 'f1' is not a column of the score table"):
+        ScoreTable.load(tmp_path)
+    (tmp_path / "stderr.csv").write_text("model,acc\nZ,0.01\n")
+    with pytest.raises(UserError, match="model 'Z' is not a model of the score table"):
+        ScoreTable.load(tmp_path)
+    (tmp_path / "stderr.csv").write_text("model,acc\nA,big\n")
+    with pytest.raises(UserError, match="'big', not a number"):
+        ScoreTable.load(tmp_path)
+
+
+def test_standard_errors_file_is_named_relative_to_the_sidecar(tmp_path):
+    (tmp_path / "meta").mkdir()
+    _with_errors().to_csv(tmp_path / "scores.csv", tmp_path / "meta" / "scores.yaml")
+    assert "standard_errors: ../stderr.csv" in (tmp_path / "meta" / "scores.yaml").read_text()
+    back = ScoreTable.from_csv(tmp_path / "scores.csv", tmp_path / "meta" / "scores.yaml")
+    np.testing.assert_array_equal(back.standard_errors, _with_errors().standard_errors)

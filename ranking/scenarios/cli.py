@@ -54,7 +54,8 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
 
 
 def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
-    """The scenario's comparison, with seed-bootstrap rank probabilities when ``--bootstrap N`` > 0."""
+    """The scenario's comparison, with bootstrap rank probabilities when ``--bootstrap N`` > 0: drawn from the
+    table's standard errors where it has them (an imported source's ``stderr.csv``), else from its seeds."""
     from ranking.scenarios.compare import compare
 
     scenario, table, seeds, source = load_inputs(args)
@@ -63,17 +64,24 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
     if n < 0:
         raise UserError(f"--bootstrap must be >= 0, got {n}")
     if n > 0:
-        from ranking.scenarios.bootstrap import bootstrap, read_seeds
+        from ranking.scenarios.bootstrap import bootstrap, error_bootstrap, read_seeds
 
-        if seeds is None:
-            where = f" (no seeds.csv beside {source})" if source else ""
-            raise UserError(
-                f"--bootstrap {n}: no per-seed results exist for this table{where}; "
-                "collect runs with several seeds (vnr collect writes seeds.csv) or drop --bootstrap"
-            )
-        seed_values = read_seeds(seeds, table)
         seed_arg = getattr(args, "seed", None)
-        cmp.rank_probabilities = bootstrap(scenario, table, seed_values, n, seed=0 if seed_arg is None else int(seed_arg))
+        seed = 0 if seed_arg is None else int(seed_arg)
+        if table.standard_errors is not None:  # the source's own noise (e.g. lm-eval's stderr) wins over seeds
+            cmp.rank_probabilities = error_bootstrap(scenario, table, n, seed=seed)
+            cmp.bootstrap_source = "standard_errors"
+            if seeds is not None:
+                cmp.notes.append(f"The bootstrap drew from the scores' standard errors; {seeds.name} was not used.")
+        else:
+            if seeds is None:
+                where = f" (no seeds.csv beside {source})" if source else ""
+                raise UserError(
+                    f"--bootstrap {n}: no per-seed results exist for this table{where} and it has no standard errors; "
+                    "collect runs with several seeds (vnr collect writes seeds.csv), import a source with standard "
+                    "errors (vnr import lm-eval), or drop --bootstrap"
+                )
+            cmp.rank_probabilities = bootstrap(scenario, table, read_seeds(seeds, table), n, seed=seed)
         cmp.bootstrap_n = n
     return cmp, scenario, seeds, source
 
@@ -189,7 +197,8 @@ def register(subparsers: Any) -> None:
     _common(p)
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
     p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
-                   help="seed-bootstrap resamples for rank probabilities (needs seeds.csv)")
+                   help="replicates for rank probabilities: draws from the scores' standard errors where the table "
+                   "has them (stderr.csv), else seed resamples (needs seeds.csv)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap")
     p.add_argument("--resolution", type=int_in_range(1, MAX_RESOLUTION), default=None, metavar="R",
                    help=f"grid steps per side of the weight simplex, 1 to {MAX_RESOLUTION} "

@@ -269,6 +269,5 @@ def rank_probability_figure(cmp: Comparison) -> Any:
     if im is not None:
         cb = fig.colorbar(im, ax=axes, fraction=0.02, pad=0.01)
         cb.set_label("P(rank)")
-    fig.suptitle(f"Rank probabilities over {cmp.bootstrap_n} seed-bootstrap resamples (cells: % of resamples)",
-                 fontsize=10)
+    fig.suptitle(f"Rank probabilities over {cmp.resamples()} (cells: % of replicates)", fontsize=10)
     return fig

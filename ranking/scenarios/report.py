@@ -297,9 +297,10 @@ def write_report(
     )
     if cmp.rank_probabilities is not None:
         img = _save_figure(plots.rank_probability_figure(cmp), out, "rank_probabilities")
+        heading = "Uncertainty over seeds" if cmp.bootstrap_source == "seeds" else "Uncertainty from the standard errors"
         sections.append(
-            f"<h2>Uncertainty over seeds</h2><p class='muted'>Probability of each rank position over "
-            f"{cmp.bootstrap_n} bootstrap resamples of the seeds.</p><img alt='rank probabilities' src='{img}'>"
+            f"<h2>{heading}</h2><p class='muted'>Probability of each rank position over "
+            f"{html.escape(cmp.resamples())}.</p><img alt='rank probabilities' src='{img}'>"
             + _probabilities_html(cmp)
         )
     all_notes = [*cmp.notes, *notes]

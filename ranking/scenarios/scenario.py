@@ -337,6 +337,7 @@ class Scenario:
             tuple(new[n] for n in order),
             values[keep],
             source=table.source,
+            standard_errors=None if table.standard_errors is None else table.standard_errors[:, idx][keep],
         )
         from ranking.settings import get_preset
 
