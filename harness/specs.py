@@ -57,6 +57,12 @@ class FinetuneSpec:
     def run_id(self) -> str:
         return _run_id(self)
 
+    def metric_keys(self) -> list[str]:
+        """The metrics a finished record of this run must hold (the task's criteria; see ``record_problem``)."""
+        from harness.finetune.tasks import get_task
+
+        return [c.record_key for c in get_task(self.task).criteria]
+
     @classmethod
     def from_mapping(cls, data: dict[str, Any], where: str = "config") -> FinetuneSpec:
         return _from_mapping(cls, data, where)
@@ -90,6 +96,12 @@ class BiasSpec:
 
     def run_id(self) -> str:
         return _run_id(self)
+
+    def metric_keys(self) -> list[str]:
+        """The metrics a finished record of this run must hold (the bias set's fairness criteria)."""
+        from harness.bias.data import get_dataset
+
+        return [f.metric for f in get_dataset(self.dataset).fairness]
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any], where: str = "config") -> BiasSpec:

@@ -36,7 +36,7 @@ from harness.finetune.checkpoints import drop_incomplete_checkpoints as _drop_in
 from harness.finetune.metrics import best_over_epochs, compute_metrics, predictions_from_logits
 from harness.finetune.tasks import GlueTask, Split, get_task, load_task
 from harness.specs import FinetuneSpec
-from harness.store import STATUS_OK, RunFailed, RunStore, strict_json
+from harness.store import RunFailed, RunStore, strict_json
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -186,11 +186,11 @@ def run_finetune(
     store = RunStore(output)
     rid = spec.run_id()
     try:
-        stored = store.get(rid)
+        stored = store.done_record(spec)
     except OSError:  # e.g. the output is a file: say so in one line
         store.ensure_writable()
         raise
-    if stored is not None and stored.get("status") == STATUS_OK:
+    if stored is not None:
         log.info("%s is done: %s", rid, store.result_path(rid))
         return stored
     # Bad input fails here, before anything is recorded.

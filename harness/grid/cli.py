@@ -185,15 +185,15 @@ def run_command(args: argparse.Namespace) -> int:
     for kind, options in exp.run_options.items():
         check_run_options(kind, options, f"{exp.source}: {kind}.run_options")
     store = RunStore(exp.output)
-    done = [s for s in specs if store.is_done(s.run_id())]
-    pending = [s for s in specs if not store.is_done(s.run_id())]
+    done = [s for s in specs if store.is_done(s)]
+    pending = [s for s in specs if not store.is_done(s)]
     log.info("%s: %d runs in the grid%s, %d done, %d to run; results in %s", exp.source, len(exp.specs),
              f" ({len(specs)} selected by --only)" if args.only else "", len(done), len(pending), exp.output)
 
     if args.executor == "local":
         if args.dry_run:
             for s in specs:
-                print(f"{'skip' if store.is_done(s.run_id()) else 'run '}  {s.run_id()}")
+                print(f"{'skip' if store.is_done(s) else 'run '}  {s.run_id()}")
             print(f"{len(pending)} to run, {len(done)} done (dry run: nothing ran)")
             return 0
         from harness.grid.local import FAILED, execute, summary_line
