@@ -111,11 +111,18 @@ class BiasSpec:
 def _canonical_model(spec: Any) -> None:
     """The model's canonical name (offline), its ``model_args`` as sorted pairs, and for a local
     directory its content fingerprint (taken once, when the spec is made)."""
-    from harness.models import canonical_model, is_local, local_fingerprint, parse_model_args
+    from harness.models import (
+        canonical_model,
+        check_model_args,
+        is_local,
+        local_fingerprint,
+        parse_model_args,
+    )
 
     model = canonical_model(spec.model)
     object.__setattr__(spec, "model", model)
     args = parse_model_args(spec.model_args, where=f"model_args of {model}")
+    check_model_args(model, args)  # e.g. a revision for a local folder or a tiny model: refused, not ignored
     object.__setattr__(spec, "model_args", args)
     if is_local(model):
         object.__setattr__(spec, "_fingerprint", local_fingerprint(model, dict(args).get("subfolder")))
