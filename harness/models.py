@@ -761,11 +761,12 @@ def _as_ids(value: Any) -> list[int]:
     return []
 
 
-def check_tokenizer_fits(info: ModelInfo, tokenizer: Any, model: Any) -> None:
-    """Refuse, before any work, a tokenizer that is not the model's (one-line :class:`ModelError`).
+def check_tokenizer_fits(info: ModelInfo, tokenizer: Any, config: Any) -> None:
+    """Refuse, before the weights load, a tokenizer that is not the model's (one-line :class:`ModelError`).
 
-    * every id the tokenizer can produce must have an embedding row (``max id < rows``; fewer ids than
-      rows is fine: vocabularies are often padded to a multiple of 64 or 128);
+    * every id the tokenizer can produce must have an embedding row (``max id < config.vocab_size``, the
+      rows the model's embeddings are built with; fewer ids than rows is fine: vocabularies are often
+      padded to a multiple of 64 or 128);
     * it must know the words of :data:`PROBE_TEXT` (not all of them unknown, at least one id);
     * the special tokens the model's config names must be the tokenizer's: where both name an EOS (or
       BOS) token they agree, and a decoder whose config names an EOS has a tokenizer with one (padding
@@ -773,9 +774,7 @@ def check_tokenizer_fits(info: ModelInfo, tokenizer: Any, model: Any) -> None:
       are not compared by name: DistilBERT with ``BertTokenizer``, fast and slow variants and the generic
       ``PreTrainedTokenizerFast`` are all fine when the ids fit.
     """
-    config = model.config
-    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
-    rows = getattr(embeddings, "num_embeddings", None) or getattr(config, "vocab_size", None)
+    rows = getattr(config, "vocab_size", None)
     fix = "save the model's own tokenizer in its folder (tokenizer.save_pretrained(DIR)) or fix its config"
     vocab = tokenizer.get_vocab()
     top = max(vocab.values(), default=-1)
@@ -881,9 +880,9 @@ def load_model(
         kwargs = {**dict(info.model_args), **head_kwargs, **from_pretrained_kwargs}
         if not info.local:
             hub_offline()
+        check_tokenizer_fits(info, tokenizer, load_config(info.hub_id, info.model_args))
         with hub_errors(info.name):
             model = cls.from_pretrained(info.hub_id, **kwargs)
-        check_tokenizer_fits(info, tokenizer, model)
     if getattr(model.config, "pad_token_id", None) is None and tokenizer.pad_token_id is not None:
         model.config.pad_token_id = tokenizer.pad_token_id
     if info.quirks.get("pad_with_eos"):
@@ -920,11 +919,11 @@ def load_next_sentence_model(name: str, *, tokenizer: Any, seed: int = 0, encode
     else:
         if not info.local:
             hub_offline()
+        check_tokenizer_fits(info, tokenizer, load_config(info.hub_id, info.model_args))
         with hub_errors(info.name, "next-sentence model of"):
             model, loading = cls.from_pretrained(info.hub_id, output_loading_info=True, **dict(info.model_args))
         untrained = sorted({*loading.get("missing_keys", ()), *(k[0] if isinstance(k, tuple) else k
                                                                  for k in loading.get("mismatched_keys", ()))})
-        check_tokenizer_fits(info, tokenizer, model)
         if untrained:
             shown = ", ".join(untrained[:4]) + (", ..." if len(untrained) > 4 else "")
             return None, (f"{info.name} has no trained next-sentence head (the checkpoint lacks {shown}): "
