@@ -298,7 +298,7 @@ class RunStore:
         """The stored record, or None if there is none or it is unusable (not a JSON object): redone."""
         try:
             rec = json.loads(self.result_path(rid).read_text())
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no record (an output under a file has none either)
             return None
         except (json.JSONDecodeError, UnicodeDecodeError):
             return None  # cannot happen with atomic writes; treat as missing so it is redone
@@ -316,7 +316,7 @@ class RunStore:
         """
         try:
             rec = json.loads(self.result_path(rid).read_text())
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         except (json.JSONDecodeError, UnicodeDecodeError):
             return "its result file is not valid JSON"
@@ -390,7 +390,7 @@ class RunStore:
     def running_info(self, rid: str) -> dict[str, Any] | None:
         try:
             info = json.loads(self.running_path(rid).read_text())
-        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError):
             return None
         return info if isinstance(info, dict) else None
 
@@ -618,7 +618,9 @@ class Run:
         tb = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))[-8000:]
         try:
             self.finish(result or {}, error=f"{type(exc).__name__}: {exc}", traceback=tb)
-        except Exception:  # e.g. the disk is full: the run is failed all the same
+        except OSError as again:  # e.g. the disk is full: the run is failed all the same; the caller reports exc
+            logging.getLogger(__name__).debug("could not record the failure of %s: %s", self.run_id, again)
+        except Exception:
             logging.getLogger(__name__).exception("could not record the failure of %s", self.run_id)
 
 
