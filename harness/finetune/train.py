@@ -283,10 +283,11 @@ def _train(
     from harness.models import load_model, resolve_model
 
     transformers.logging.set_verbosity_error()
-    if not progress:
+    if not progress:  # no bar of ours, of datasets' or of transformers' (loading and writing weights)
         import datasets
 
         datasets.disable_progress_bars()
+        transformers.utils.logging.disable_progress_bar()
     settings = runtime_settings(spec.precision, optim)
     transformers.set_seed(spec.seed)
     data = load_task(task, data_root, max_train_samples=spec.max_train_samples,
