@@ -187,6 +187,9 @@ def run_finetune(
     rid = spec.run_id()
     try:
         stored = store.done_record(spec)
+        if stored is None and allow_nonfinite:  # a diverged run kept on request is done for this request
+            kept = store.get(rid)
+            stored = kept if kept is not None and kept.get("status") == "ok" and kept.get("nonfinite") else None
     except OSError:  # e.g. the output is a file: say so in one line
         store.ensure_writable()
         raise
