@@ -869,7 +869,8 @@ def load_model(
         config = tiny_config(info.family, tokenizer)
         for key, value in head_kwargs.items():
             setattr(config, key, value)
-        model = cls.from_config(config, **_tiny_kwargs(info))
+        with hub_errors(info.name):  # e.g. attn_implementation=flash_attention_2 without its package
+            model = cls.from_config(config, **_tiny_kwargs(info))
     else:
         if head == "masked_lm" and info.mlm_head == "untrained":
             log.warning(
@@ -910,7 +911,8 @@ def load_next_sentence_model(name: str, *, tokenizer: Any, seed: int = 0, encode
     cls = _auto_class("next_sentence")
     torch.manual_seed(seed)
     if info.is_tiny:
-        model = cls.from_config(tiny_config(info.family, tokenizer), **_tiny_kwargs(info))
+        with hub_errors(info.name, "next-sentence model of"):
+            model = cls.from_config(tiny_config(info.family, tokenizer), **_tiny_kwargs(info))
         if encoder is not None:
             loaded = model.base_model.load_state_dict(encoder.state_dict(), strict=False)
             foreign = [k for k in loaded.missing_keys if not k.startswith("pooler.")] + list(loaded.unexpected_keys)

@@ -7,6 +7,7 @@ from the data root; no hub.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -201,6 +202,9 @@ def test_tiny_models_refuse_the_model_args_they_cannot_honour_and_honour_the_res
     assert model.dtype == torch.bfloat16 and model.config._attn_implementation == "eager"
     plain, _, _ = load_model("tiny:gpt2", "causal_lm", texts=TEXTS)
     assert plain.dtype == torch.float32
+    if importlib.util.find_spec("flash_attn") is None:  # an implementation whose package is missing: one line
+        with pytest.raises(ModelError, match="cannot load model tiny:bert: ImportError: FlashAttention2"):
+            load_model("tiny:bert", "masked_lm", texts=TEXTS, model_args="attn_implementation=flash_attention_2")
     assert FinetuneSpec("tiny:bert", "rte", 0, model_args="dtype=bf16").run_id() != FinetuneSpec(
         "tiny:bert", "rte", 0).run_id()
 
