@@ -12,7 +12,7 @@ What it holds, and nothing else:
   (``allow_nan=False``): a non-finite float is stored as ``null`` and a run
   record names it under ``nonfinite`` (path → ``"nan"``/``"inf"``/``"-inf"``).
 * **The run lifecycle** (:meth:`RunStore.run`), the only code that writes run
-  records: skip when done → per-run ``flock`` lock (``<output>/locks/<run_id>.lock``;
+  records: skip when done (a usable finished record) → per-run ``flock`` lock (``<output>/locks/<run_id>.lock``;
   the kernel drops it when its holder dies) → running marker → exactly one
   record per attempt, ``ok`` or ``failed``, with one schema for every run kind
   (:data:`LIFECYCLE_FIELDS`: identity, timings, status, error, traceback,
@@ -22,6 +22,10 @@ What it holds, and nothing else:
 * **Reading.** :meth:`RunStore.get` (a file that is not a JSON object counts as
   absent, so the run is redone), :meth:`RunStore.records`, and
   :meth:`RunStore.frame` (pandas, one row per run, flat columns).
+* **Done.** :func:`record_problem` is the one answer to "is this run done?": a record
+  with ``status: ok`` and numeric, finite metrics (:meth:`RunStore.done_record`). The
+  lifecycle skips exactly those, ``vnr status`` shows them as done and ``vnr collect``
+  reads them; any other record is redone by the next run.
 
 Example: ``run_id({"kind": "finetune", "model": "bert-base-uncased", "task": "rte", "seed": 0})``
 is ``finetune-bert_base_uncased-rte-s0-<12 hex digits>``.
