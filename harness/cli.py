@@ -7,7 +7,8 @@ command being run (:data:`COMMANDS` says which module holds which command), so
 ``vnr rank`` never loads torch. A command of the harness extra in an install
 without it (no torch / transformers / codecarbon) exits 2 with one line naming
 the extra to install. A :class:`ranking.errors.UserError` anywhere becomes one
-line on stderr and exit status 2.
+line on stderr and exit status 2, and so does an ``OSError`` (disk full, read-only
+output, a file where a folder should be): the path and the system's words for it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ranking.errors import EXIT_USAGE, UserError
+from ranking.errors import EXIT_USAGE, UserError, describe_os_error
 
 #: command → (module whose ``register`` adds it, one-line summary for ``vnr --help``).
 #: tests/test_imports.py checks that each module registers exactly the commands listed for it.
@@ -145,6 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `vnr ... | head`: the reader has gone, nothing is wrong; no traceback at exit either
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # what a shell reports for a writer stopped by SIGPIPE
+    except OSError as exc:  # disk full, read-only, a file where a folder should be: the path and the errno's words
+        print(f"vnr {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

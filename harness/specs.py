@@ -57,6 +57,12 @@ class FinetuneSpec:
     def run_id(self) -> str:
         return _run_id(self)
 
+    def metric_keys(self) -> list[str]:
+        """The metrics a finished record of this run must hold (the task's criteria; see ``record_problem``)."""
+        from harness.finetune.tasks import get_task
+
+        return [c.record_key for c in get_task(self.task).criteria]
+
     @classmethod
     def from_mapping(cls, data: dict[str, Any], where: str = "config") -> FinetuneSpec:
         return _from_mapping(cls, data, where)
@@ -91,6 +97,12 @@ class BiasSpec:
     def run_id(self) -> str:
         return _run_id(self)
 
+    def metric_keys(self) -> list[str]:
+        """The metrics a finished record of this run must hold (the bias set's fairness criteria)."""
+        from harness.bias.data import get_dataset
+
+        return [f.metric for f in get_dataset(self.dataset).fairness]
+
     @classmethod
     def from_mapping(cls, data: dict[str, Any], where: str = "config") -> BiasSpec:
         return _from_mapping(cls, data, where)
@@ -99,11 +111,18 @@ class BiasSpec:
 def _canonical_model(spec: Any) -> None:
     """The model's canonical name (offline), its ``model_args`` as sorted pairs, and for a local
     directory its content fingerprint (taken once, when the spec is made)."""
-    from harness.models import canonical_model, is_local, local_fingerprint, parse_model_args
+    from harness.models import (
+        canonical_model,
+        check_model_args,
+        is_local,
+        local_fingerprint,
+        parse_model_args,
+    )
 
     model = canonical_model(spec.model)
     object.__setattr__(spec, "model", model)
     args = parse_model_args(spec.model_args, where=f"model_args of {model}")
+    check_model_args(model, args)  # e.g. a revision for a local folder or a tiny model: refused, not ignored
     object.__setattr__(spec, "model_args", args)
     if is_local(model):
         object.__setattr__(spec, "_fingerprint", local_fingerprint(model, dict(args).get("subfolder")))

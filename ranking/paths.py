@@ -1,5 +1,5 @@
 """Where data comes from (the data root: CLI option, else ``VNR_DATA_ROOT``, else the public source) and
-how ranking writes its files (:func:`write_text_atomic`)."""
+how ranking writes its files (:func:`write_text_atomic`, into folders checked by :func:`check_output_dir`)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,29 @@ def resolve_data_root(cli_value: str | Path | None = None, *, required: bool = F
         origin = "--data-root" if cli_value not in (None, "") else DATA_ROOT_ENV
         raise UserError(f"data root {root} (from {origin}) is not a directory")
     return root
+
+
+def check_output_dir(path: str | Path, option: str = "--out") -> Path:
+    """``path`` as a folder to write into, checked before any work: an existing folder, or one that can be
+    created (no part of it is a file). A file there, or under a file, is a one-line :class:`UserError`.
+
+    >>> import tempfile
+    >>> f = Path(tempfile.mkdtemp()) / "report.html"
+    >>> _ = f.write_text("x")
+    >>> check_output_dir(f)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: --out .../report.html is a file: give a folder (it is created if missing)
+    """
+    out = Path(path).expanduser()
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{option} {out} is a file: give a folder (it is created if missing)")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"{option} {out}: {parent} is a file, not a folder: give a path under a folder")
+            break
+    return out
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:

@@ -86,17 +86,21 @@ def test_local_run_status_and_collect_commands(tmp_path, capsys, monkeypatch, da
     out = str(tmp_path)
     assert cli.main(["run", SMOKE, "--output", out, "--only", "rte", "--no-progress"]) == 0
     assert capsys.readouterr().out.strip().startswith("4 runs: 4 ran, 0 skipped (done), 0 failed")
+    # the fake runner's records have no metrics: stored ok but unusable, so status, run and collect agree
+    # that they are not done (no dead end where status says done and collect says "run them")
     assert cli.main(["status", SMOKE, "--output", out, "--summary"]) == 0
-    assert capsys.readouterr().out.strip() == "14 runs: 4 done, 0 running, 0 queued, 0 failed, 10 missing"
-    assert cli.main(["status", SMOKE, "--output", out, "--json", "--state", "done"]) == 0
+    assert capsys.readouterr().out.strip() == "14 runs: 0 done, 0 running, 0 queued, 4 failed, 10 missing"
+    assert cli.main(["status", SMOKE, "--output", out, "--json", "--state", "failed"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["totals"]["done"] == 4 and {r["target"] for r in doc["runs"]} == {"rte"}
+    assert doc["totals"]["failed"] == 4 and {r["target"] for r in doc["runs"]} == {"rte"}
+    assert {r["detail"] for r in doc["runs"]} == {"unusable record: no numeric metrics; `vnr run` redoes it"}
 
     assert cli.main(["collect", SMOKE, "--output", out]) == 2
     err = capsys.readouterr().err
-    # the fake runner's records have no metrics: unusable, counted with the 10 missing ones
     assert err.startswith("vnr collect: error: 14 of 14 runs") and "--allow-missing" in err
     assert "10 missing or failed" in err and "4 with an unusable record" in err and len(err.splitlines()) == 1
+    assert cli.main(["run", SMOKE, "--output", out, "--only", "rte", "--no-progress"]) == 0
+    assert capsys.readouterr().out.strip().startswith("4 runs: 4 ran, 0 skipped (done), 0 failed")  # redone
 
     def failing(spec, output, **kw):
         raise RuntimeError("no GPU left")
@@ -212,7 +216,8 @@ def test_wait_shows_a_live_status_line_until_the_array_has_left_the_queue(tmp_pa
     def fake_sleep(seconds):  # the array runs: every task finishes, two ok and one failed
         for i, spec in enumerate(exp.specs):
             RunStore(exp.output).write({"run_id": spec.run_id(), "kind": "finetune", "model": spec.model,
-                                        "status": "ok" if i < 2 else "failed", "error": "boom", "metrics": {}})
+                                        "status": "ok" if i < 2 else "failed", "error": "boom",
+                                        "metrics": {"accuracy": 0.5}})
         queue.clear()
 
     monkeypatch.setattr(slurm_mod, "submit", fake_submit)

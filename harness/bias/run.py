@@ -125,8 +125,8 @@ def run_bias(
 
     store = RunStore(output)
     rid = spec.run_id()
-    stored = store.get(rid)
-    if stored is not None and stored.get("status") == "ok":
+    stored = store.done_record(spec)
+    if stored is not None:
         return stored
     validate_spec(spec)
     if batch_tokens is not None and (isinstance(batch_tokens, bool) or int(batch_tokens) < 1):

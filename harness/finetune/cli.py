@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     store = RunStore(output)
     store.ensure_writable()
-    already = store.is_done(spec.run_id())
+    already = store.is_done(spec)
     from harness.store import RunFailed
 
     try:

@@ -36,7 +36,7 @@ from harness.finetune.checkpoints import drop_incomplete_checkpoints as _drop_in
 from harness.finetune.metrics import best_over_epochs, compute_metrics, predictions_from_logits
 from harness.finetune.tasks import GlueTask, Split, get_task, load_task
 from harness.specs import FinetuneSpec
-from harness.store import STATUS_OK, RunFailed, RunStore, strict_json
+from harness.store import RunFailed, RunStore, strict_json
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -186,11 +186,14 @@ def run_finetune(
     store = RunStore(output)
     rid = spec.run_id()
     try:
-        stored = store.get(rid)
+        stored = store.done_record(spec)
+        if stored is None and allow_nonfinite:  # a diverged run kept on request is done for this request
+            kept = store.get(rid)
+            stored = kept if kept is not None and kept.get("status") == "ok" and kept.get("nonfinite") else None
     except OSError:  # e.g. the output is a file: say so in one line
         store.ensure_writable()
         raise
-    if stored is not None and stored.get("status") == STATUS_OK:
+    if stored is not None:
         log.info("%s is done: %s", rid, store.result_path(rid))
         return stored
     # Bad input fails here, before anything is recorded.
@@ -283,10 +286,11 @@ def _train(
     from harness.models import load_model, resolve_model
 
     transformers.logging.set_verbosity_error()
-    if not progress:
+    if not progress:  # no bar of ours, of datasets' or of transformers' (loading and writing weights)
         import datasets
 
         datasets.disable_progress_bars()
+        transformers.utils.logging.disable_progress_bar()
     settings = runtime_settings(spec.precision, optim)
     transformers.set_seed(spec.seed)
     data = load_task(task, data_root, max_train_samples=spec.max_train_samples,

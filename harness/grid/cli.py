@@ -117,11 +117,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _load(args: argparse.Namespace):
     from harness.grid.config import load_experiment, select_specs
-    from ranking.errors import UserError
+    from ranking.paths import check_output_dir
 
     exp = load_experiment(args.config, output=args.output)
-    if exp.output.exists() and not exp.output.is_dir():
-        raise UserError(f"output {exp.output} is a file: give a directory for the results")
+    check_output_dir(exp.output, "output")  # a file there, or under a file: one line, before any work
     return exp, select_specs(exp.specs, getattr(args, "only", None))
 
 
@@ -185,18 +184,20 @@ def run_command(args: argparse.Namespace) -> int:
     for kind, options in exp.run_options.items():
         check_run_options(kind, options, f"{exp.source}: {kind}.run_options")
     store = RunStore(exp.output)
-    done = [s for s in specs if store.is_done(s.run_id())]
-    pending = [s for s in specs if not store.is_done(s.run_id())]
+    done = [s for s in specs if store.is_done(s)]
+    pending = [s for s in specs if not store.is_done(s)]
     log.info("%s: %d runs in the grid%s, %d done, %d to run; results in %s", exp.source, len(exp.specs),
              f" ({len(specs)} selected by --only)" if args.only else "", len(done), len(pending), exp.output)
 
     if args.executor == "local":
         if args.dry_run:
             for s in specs:
-                print(f"{'skip' if store.is_done(s.run_id()) else 'run '}  {s.run_id()}")
+                print(f"{'skip' if store.is_done(s) else 'run '}  {s.run_id()}")
             print(f"{len(pending)} to run, {len(done)} done (dry run: nothing ran)")
             return 0
         from harness.grid.local import FAILED, execute, summary_line
+
+        store.ensure_writable()  # a read-only or full output: one line now, not one failure per run
 
         packing = {}  # only where asked for, so an executor without these parameters keeps working
         per_gpu = runs_per_gpu if runs_per_gpu is not None else exp.local.runs_per_gpu

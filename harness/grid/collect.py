@@ -62,7 +62,7 @@ from harness.energy import basis
 from harness.finetune.tasks import get_task
 from harness.grid.config import Experiment
 from harness.specs import BiasSpec, FinetuneSpec
-from harness.store import STATUS_OK, RunStore
+from harness.store import STATUS_OK, RunStore, record_problem
 from ranking.errors import UserError
 
 log = logging.getLogger("harness.grid")
@@ -125,12 +125,6 @@ def _num(value: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _nonfinite(value: Any) -> bool:
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    return isinstance(value, str) and value.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity")
-
-
 def _metrics_of(rec: dict[str, Any], epoch: str, rid: str, warn: bool = True) -> Any:
     if epoch == "best":
         if rec.get("metrics_best"):
@@ -141,7 +135,8 @@ def _metrics_of(rec: dict[str, Any], epoch: str, rid: str, warn: bool = True) ->
 
 
 def usable_problem(rec: Any, spec: FinetuneSpec | BiasSpec, epoch: str = "final") -> str | None:
-    """What makes a finished (``ok``) record unusable for the matrix, or None when it is usable.
+    """What makes a record unusable for the matrix, or None: the run store's one predicate
+    (:func:`harness.store.record_problem`), which ``vnr run`` and ``vnr status`` ask too.
 
     >>> spec = FinetuneSpec("tiny:bert", "rte", 0)
     >>> usable_problem({"status": "ok", "metrics": {"accuracy": 0.5}}, spec) is None
@@ -153,34 +148,7 @@ def usable_problem(rec: Any, spec: FinetuneSpec | BiasSpec, epoch: str = "final"
     >>> usable_problem({"status": "ok", "metrics": {"accuracy": None}}, spec)
     'metrics.accuracy is null'
     """
-    if not isinstance(rec, dict):
-        return "the record is not a JSON object"
-    metrics = _metrics_of(rec, epoch, str(rec.get("run_id", "")), warn=False)
-    if not isinstance(metrics, dict):
-        return "no numeric metrics"
-    for key, value in metrics.items():
-        if _nonfinite(value):
-            return f"metrics.{key} is {value}"
-    if isinstance(spec, FinetuneSpec):
-        registered = [c.record_key for c in get_task(spec.task).criteria]
-    else:
-        registered = [f.metric for f in get_dataset(spec.dataset).fairness]
-    for key in registered:
-        if key in metrics and metrics[key] is None:
-            return f"metrics.{key} is null"
-    if not any(_num(v) is not None for v in metrics.values()):
-        return "no numeric metrics"
-    efficiency = rec.get("efficiency")
-    if isinstance(spec, FinetuneSpec) and efficiency is not None:
-        if not isinstance(efficiency, dict):
-            return "efficiency is not an object"
-        for key, *_ in EFFICIENCY_METRICS:
-            if _nonfinite(efficiency.get(key)):
-                return f"efficiency.{key} is {efficiency[key]}"
-        packing = efficiency.get("packing", 1)
-        if isinstance(packing, bool) or not isinstance(packing, int) or packing < 1:
-            return f"efficiency.packing is {packing!r}, not a positive integer"
-    return None
+    return record_problem(rec, spec, epoch)
 
 
 def classify_runs(

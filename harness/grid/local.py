@@ -27,7 +27,7 @@ unless ``verbose``.
 >>> spec = BiasSpec("tiny:bert", "crows_pairs", limit=2)
 >>> def fake(spec, output, **kw):
 ...     with RunStore(output).run(spec) as run:
-...         return run.finish({"metrics": {}})
+...         return run.finish({"metrics": {"metric_score": 55.0}})
 >>> [o.status for o in execute([spec, spec], out, runner=fake, progress=False, echo=False)]
 ['ran', 'skipped']
 """
@@ -207,7 +207,7 @@ def run_spec(
     """
     store = RunStore(output)
     rid = spec.run_id()
-    if store.is_done(rid):
+    if store.is_done(spec):
         return Outcome(rid, SKIPPED)
     store.ensure_writable()
     started = time.time()
@@ -362,7 +362,7 @@ def execute(
 
     def one(index: int, spec: Spec, slot: Mapping[str, str]) -> None:
         rid = spec.run_id()
-        if store.is_done(rid):
+        if store.is_done(spec):
             outcome = Outcome(rid, SKIPPED)
         else:
             opts = dict(options(spec)) if options else {}

@@ -103,9 +103,11 @@ def run_rank_scenario(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- report
 def run_report(args: argparse.Namespace) -> int:
+    from ranking.paths import check_output_dir
     from ranking.scenarios.report import write_report
     from ranking.scenarios.simplex import simplex_map
 
+    check_output_dir(args.out, "--out")  # before the work: a file named as --out is refused in one line
     cmp, scenario, _, source = build_comparison(args)
     resolution = args.resolution or scenario.simplex_resolution
     maps = []
