@@ -1,0 +1,104 @@
+"""What a new user meets in the first hour: help texts, hints that can be pasted, analyses of the bundled
+leaderboards, error prefixes, short outputs (issue #22)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+LEADERBOARDS = sorted((REPO / "configs" / "leaderboards").glob("*.yaml"))
+
+
+def vnr(capsys, *argv) -> tuple[int, str, str]:
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:  # usage errors exit from argparse, like every command's
+        code = exc.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# ---------------------------------------------------------------------- analyze on every bundled leaderboard
+@pytest.fixture
+def leaderboard_data(data_root, monkeypatch):
+    monkeypatch.setenv("VNR_DATA_ROOT", str(data_root))
+    return data_root
+
+
+#: every analysis that reads a leaderboard, with the fewest repetitions that still run it
+ANALYSES = {
+    "agreement": [],
+    "iia": ["--repetitions", "2"],
+    "missing": ["--repetitions", "2", "--n-missing", "1"],
+    "diversity": [],
+    "sensitivity": [],
+    "kemeny": [],
+}
+
+
+@pytest.mark.parametrize("analysis", sorted(ANALYSES))
+@pytest.mark.parametrize("spec", LEADERBOARDS, ids=lambda p: p.stem)
+def test_every_analysis_runs_on_every_bundled_leaderboard(capsys, leaderboard_data, analysis, spec):
+    code, out, err = vnr(capsys, "analyze", analysis, spec, "--format", "json", *ANALYSES[analysis])
+    assert code == 0, err
+    assert json.loads(out)
+    assert "--preset" not in err  # analyze has no such flag, so no message may suggest it
+
+
+def test_agreement_skips_the_geometric_mean_where_a_score_is_zero(capsys, leaderboard_data):
+    # GLUE's CoLA column holds a 0 (Skip-Thought): the geometric mean is undefined, so it is left out, said so
+    code, out, err = vnr(capsys, "analyze", "agreement", REPO / "configs/leaderboards/glue.yaml", "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and "geometric_mean" in doc["skipped"] and "'CoLA'" in doc["skipped"]["geometric_mean"]
+    assert "geometric_mean" not in {row["rule"] for row in doc["rows"]}
+    assert {"borda", "copeland", "optimality_gap"} <= {row["rule"] for row in doc["rows"]}
+    assert "vnr analyze agreement: note: skipped geometric_mean" in err
+    # named explicitly it is an error, naming the model and the criterion
+    code, out, err = vnr(capsys, "analyze", "agreement", REPO / "configs/leaderboards/glue.yaml",
+                         "--rules", "borda,geometric_mean")
+    assert code == 2 and out == ""
+    assert err.startswith("vnr analyze agreement: error: rule geometric_mean:") and "'Skip-Thought'" in err
+    assert "--preset" not in err
+
+
+def test_agreement_on_a_table_where_every_rule_applies_skips_nothing(capsys, leaderboard_data):
+    code, out, _ = vnr(capsys, "analyze", "agreement", REPO / "configs/leaderboards/value.yaml", "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["skipped"] == {} and len(doc["rows"]) == 11
+
+
+# ---------------------------------------------------------------------- errors name the sub-command
+def test_errors_name_the_sub_command(capsys, tmp_path):
+    code, _, err = vnr(capsys, "analyze", "kemeny", tmp_path / "none.csv")
+    assert code == 2 and err.startswith("vnr analyze kemeny: error: cannot read")
+    code, _, err = vnr(capsys, "analyze", "diversity", tmp_path / "none.csv", "--bogus")
+    assert code == 2 and err == "vnr analyze diversity: error: unrecognized arguments: --bogus\n"
+    code, _, err = vnr(capsys, "rank", tmp_path / "none.csv", "--bogus")
+    assert code == 2 and err == "vnr rank: error: unrecognized arguments: --bogus\n"
+
+
+# ---------------------------------------------------------------------- help texts
+def test_bias_help_says_which_scoring_the_votenrank_preset_uses(capsys):
+    with pytest.raises(SystemExit):
+        main(["bias", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    scoring = text[text.index("--scoring {default,reference,votenrank} "):]
+    reference = scoring[scoring.index("reference:"):scoring.index("votenrank:")]
+    assert "preset" not in reference  # the preset scores with votenrank, not with the published scripts
+    assert "votenrank preset" in scoring[scoring.index("votenrank:"):]
+
+
+# ---------------------------------------------------------------------- hints that can be pasted
+def test_follow_up_commands_keep_the_output_folder_and_selection():
+    from harness.grid.cli import follow_up
+
+    args = argparse.Namespace(config="configs/experiments/paper.yaml", output="/scratch/my results", only=None)
+    assert follow_up("status", args) == "vnr status configs/experiments/paper.yaml --output '/scratch/my results'"
+    args = argparse.Namespace(config="c.yaml", output=None, only=["bias", "roberta-base/*"])
+    assert follow_up("run", args, "--list") == "vnr run c.yaml --only bias --only 'roberta-base/*' --list"
