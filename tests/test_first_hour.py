@@ -102,3 +102,23 @@ def test_follow_up_commands_keep_the_output_folder_and_selection():
     assert follow_up("status", args) == "vnr status configs/experiments/paper.yaml --output '/scratch/my results'"
     args = argparse.Namespace(config="c.yaml", output=None, only=["bias", "roberta-base/*"])
     assert follow_up("run", args, "--list") == "vnr run c.yaml --only bias --only 'roberta-base/*' --list"
+
+
+# ---------------------------------------------------------------------- prefetch offline: one message
+def test_prefetch_offline_says_one_consistent_thing(capsys, tmp_path, monkeypatch, caplog):
+    from huggingface_hub import constants
+
+    import harness.models as models
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(models, "_hub_reachable", lambda: False)  # a node without internet
+    code, out, err = vnr(capsys, "prefetch", REPO / "configs/experiments/paper.yaml", "--data-root", tmp_path)
+    assert code == 2 and out == ""
+    assert err.startswith("vnr prefetch: error: not on disk: model bert-base-uncased and ")
+    assert "this machine is offline (the hub cannot be reached: no connection within" in err
+    assert "working offline" not in err + caplog.text  # no warning that contradicts the error before it
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, _, err = vnr(capsys, "prefetch", REPO / "configs/experiments/paper.yaml", "--data-root", tmp_path)
+    assert code == 2 and "this machine is offline (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set)" in err
