@@ -72,10 +72,16 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
                 "collect runs with several seeds (vnr collect writes seeds.csv) or drop --bootstrap"
             )
         seed_values = read_seeds(seeds, table)
+        say(f"bootstrapping {n} resamples over seeds …")
         seed_arg = getattr(args, "seed", None)
         cmp.rank_probabilities = bootstrap(scenario, table, seed_values, n, seed=0 if seed_arg is None else int(seed_arg))
         cmp.bootstrap_n = n
     return cmp, scenario, seeds, source
+
+
+def say(text: str) -> None:
+    """A one-line progress message on stderr (stdout keeps the result), before work that takes seconds."""
+    print(text, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------- rank
@@ -98,6 +104,7 @@ def run_report(args: argparse.Namespace) -> int:
     from ranking.scenarios.report import write_report
     from ranking.scenarios.simplex import simplex_map
 
+    say("vnr report: ranking the scenario's columns …")
     cmp, scenario, _, source = build_comparison(args)
     resolution = args.resolution or scenario.simplex_resolution
     maps = []
@@ -105,12 +112,14 @@ def run_report(args: argparse.Namespace) -> int:
     groups = cmp.table.group_names
     chosen = scenario.default_simplex_columns()
     if len(groups) == 3 and chosen:
+        say(f"vnr report: weight-simplex maps of {len(chosen)} column(s) at resolution {resolution} …")
         for name in chosen:
             maps.append(simplex_map(cmp.table, scenario.column(name), scenario.ties, resolution))
     elif chosen:
         notes.append(f"No weight-simplex map: it needs exactly three groups (this table has {len(groups)}).")
     else:
         notes.append("No weight-simplex map: the scenario has no weighted or two-step column.")
+    say(f"vnr report: rendering the report and its figures into {args.out} …")
     path = write_report(cmp, args.out, maps, source=source, notes=notes, data_root=_data_root_shown(args))
     print(f"wrote {path} (and its figures in {path.parent})")
     return 0
