@@ -122,3 +122,60 @@ def test_prefetch_offline_says_one_consistent_thing(capsys, tmp_path, monkeypatc
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     code, _, err = vnr(capsys, "prefetch", REPO / "configs/experiments/paper.yaml", "--data-root", tmp_path)
     assert code == 2 and "this machine is offline (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set)" in err
+
+
+# ---------------------------------------------------------------------- after the two commands
+def _fake_checkout(tmp_path: Path, *, venv: bool) -> Path:
+    """A checkout with scripts/vnr and (optionally) a .venv whose `vnr` prints its data root and arguments."""
+    import shutil
+
+    repo = tmp_path / "checkout"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy2(REPO / "scripts" / "vnr", repo / "scripts" / "vnr")
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    if venv:
+        bin_dir = repo / ".venv" / "bin"
+        bin_dir.mkdir(parents=True)
+        (bin_dir / "vnr").write_text('#!/bin/sh\necho "root=$VNR_DATA_ROOT args=$*"\n')
+        (bin_dir / "vnr").chmod(0o755)
+    return repo
+
+
+def test_the_wrapper_runs_the_checkouts_vnr_with_the_data_root(tmp_path):
+    import os
+    import subprocess
+
+    repo = _fake_checkout(tmp_path, venv=True)
+    env = {k: v for k, v in os.environ.items() if k != "VNR_DATA_ROOT"}
+    done = subprocess.run([str(repo / "scripts" / "vnr"), "rank", "a b"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, check=False)
+    assert done.returncode == 0 and done.stdout == f"root={(tmp_path / 'shared' / 'data').resolve()} args=rank a b\n"
+    done = subprocess.run([str(repo / "scripts" / "vnr"), "status"], capture_output=True, text=True,
+                          env={**env, "VNR_DATA_ROOT": "/my/data"}, check=False)
+    assert done.stdout == "root=/my/data args=status\n"  # a root the user set is kept
+
+
+def test_the_wrapper_without_a_venv_says_how_to_make_one(tmp_path):
+    import subprocess
+
+    repo = _fake_checkout(tmp_path, venv=False)
+    done = subprocess.run([str(repo / "scripts" / "vnr"), "--help"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "run 'bash scripts/smoke.sh' first" in done.stderr
+
+
+def test_the_example_grid_is_three_models_and_runs_offline():
+    from harness.grid.config import load_experiment
+    from harness.models import resolve_model
+
+    exp = load_experiment(REPO / "configs" / "experiments" / "example_three_models.yaml")
+    assert exp.models == ("tiny:bert", "tiny:roberta", "tiny:gpt2")
+    assert len(exp.specs) == 3 * 2 * 2 + 3 * 3  # models × tasks × seeds, then models × bias sets
+    assert all(resolve_model(m).is_tiny for m in exp.models)  # nothing from a hub
+
+
+def test_smoke_ends_by_saying_how_to_continue():
+    text = (REPO / "scripts" / "smoke.sh").read_text()
+    tail = text[text.rindex("\nfi\n"):]
+    assert "scripts/vnr" in tail and "example_three_models.yaml" in tail and "Your own models in 10 minutes" in tail
+    assert (REPO / "scripts" / "vnr").stat().st_mode & 0o111
+    assert "## Your own models in 10 minutes" in (REPO / "README.md").read_text()
