@@ -167,7 +167,7 @@ def test_cli_runs_and_prints_summary(data_root: Path, tmp_path: Path, capsys, ca
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
     # a line before the seconds of loading, then readable log lines: no raw Trainer dicts, no bar fragments
-    assert captured.err.startswith("vnr finetune: tiny:bert on rte, seed 0: loading torch, the data and the model")
+    assert caplog.messages[0] == "fine-tuning tiny:bert on rte, seed 0: loading torch, the data and the model …"
     assert "loading model tiny:bert" in caplog.text and "eval_loss " in caplog.text and "train_loss " in caplog.text
     assert "{'" not in captured.out + captured.err and "\r" not in captured.out + captured.err
     assert lines[-2].startswith("result: ") and lines[-2].endswith(".json") and Path(lines[-2][8:]).is_file()

@@ -10,7 +10,6 @@ imported until the command runs.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +70,6 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     if output.exists() and not output.is_dir():
         raise UserError(f"--output {output} is a file; give a directory")
-    print(f"vnr bias: {spec.model} on {spec.dataset}: loading torch, the data and the model …", file=sys.stderr,
-          flush=True)
     record = score_bias(spec, output=output, data_root=args.data_root, batch_tokens=args.batch_tokens,
                         progress=not args.no_progress)
     print(f"{RunStore(output).result_path(record['run_id'])}")

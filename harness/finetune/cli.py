@@ -133,10 +133,6 @@ def run(args: argparse.Namespace) -> int:
     already = store.is_done(spec.run_id())
     from harness.store import RunFailed
 
-    if not already:  # torch, the data and the model take seconds to load: say so first
-        print(f"vnr finetune: {spec.model} on {spec.task}, seed {spec.seed}: loading torch, the data and the "
-              "model …", file=sys.stderr, flush=True)
-
     try:
         record = finetune(
             spec, output=output, data_root=args.data_root, keep_checkpoints=args.keep_checkpoints,

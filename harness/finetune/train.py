@@ -209,6 +209,9 @@ def run_finetune(
 
         grid_intensity(country_iso_code, region)  # unknown country -> UserError now, not after training
     store.ensure_writable()
+    # the input is good; torch, the data and the model take seconds to load: say so first (one line, stderr)
+    log.info("fine-tuning %s on %s, seed %d: loading torch, the data and the model …", spec.model, task.name,
+             spec.seed)
 
     with store.run(spec, busy_is_error=True) as run:
         if run.state == "done":
@@ -294,7 +297,6 @@ def _train(
         transformers.utils.logging.disable_progress_bar()
     settings = runtime_settings(spec.precision, optim)
     transformers.set_seed(spec.seed)
-    log.info("loading GLUE %s …", task.name)
     data = load_task(task, data_root, max_train_samples=spec.max_train_samples,
                      max_eval_samples=spec.max_eval_samples)
     info = resolve_model(spec.model, spec.model_args)
