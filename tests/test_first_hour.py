@@ -179,3 +179,11 @@ def test_smoke_ends_by_saying_how_to_continue():
     assert "scripts/vnr" in tail and "example_three_models.yaml" in tail and "Your own models in 10 minutes" in tail
     assert (REPO / "scripts" / "vnr").stat().st_mode & 0o111
     assert "## Your own models in 10 minutes" in (REPO / "README.md").read_text()
+
+
+def test_report_says_what_it_is_doing_on_stderr(capsys, leaderboard_data, tmp_path):
+    code, out, err = vnr(capsys, "report", "--scenario", REPO / "configs/scenarios/paper_case_study.yaml",
+                         "--out", tmp_path / "report", "--resolution", "6")
+    assert code == 0 and out.startswith(f"wrote {tmp_path / 'report' / 'report.html'}")
+    assert "vnr report: weight-simplex maps of 2 column(s) at resolution 6 …" in err
+    assert f"vnr report: rendering the report and its figures into {tmp_path / 'report'} …" in err

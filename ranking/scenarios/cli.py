@@ -104,8 +104,7 @@ def run_report(args: argparse.Namespace) -> int:
     from ranking.scenarios.report import write_report
     from ranking.scenarios.simplex import simplex_map
 
-    say("vnr report: ranking the scenario's columns …")
-    cmp, scenario, _, source = build_comparison(args)
+    cmp, scenario, _, source = build_comparison(args)  # bad input fails here, before any progress line
     resolution = args.resolution or scenario.simplex_resolution
     maps = []
     notes = []
