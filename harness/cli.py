@@ -117,6 +117,12 @@ def missing_extra(command: str) -> str | None:
     return None
 
 
+def command_label(args: argparse.Namespace) -> str:
+    """The command as typed, with its sub-command where it has one: ``analyze agreement``, ``criteria init``."""
+    sub = getattr(args, "analysis", None) or getattr(args, "action", None)
+    return f"{args.command} {sub}" if isinstance(sub, str) else str(args.command)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_of(argv)
@@ -128,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
     # a command missing from COMMANDS (a module registered a new one) still works: load every module
     parser = build_parser(command, every=command is not None and command not in COMMANDS)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named after the (sub-)command that was given them, like every other error
+        parser.exit(EXIT_USAGE, f"vnr {command_label(args)}: error: unrecognized arguments: {' '.join(unknown)}\n")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s" if args.verbose else "%(message)s",
@@ -138,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at interpreter exit
         return code
     except UserError as exc:
-        print(f"vnr {args.command}: error: {exc}", file=sys.stderr)
+        print(f"vnr {command_label(args)}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"vnr {args.command}: interrupted", file=sys.stderr)

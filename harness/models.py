@@ -428,20 +428,29 @@ def _hub_reachable() -> bool:
         return False
 
 
-def hub_offline() -> bool:
+def hub_offline(*, announce: bool = True) -> bool:
     """True when the hub must not be contacted: ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` is set, or the hub
     cannot be reached (then offline mode is switched on for this process and its children, so loading
-    reads the cache at once instead of spending a minute in retries)."""
+    reads the cache at once instead of spending a minute in retries, and, with ``announce``, a warning
+    says so)."""
+    return offline_reason(announce=announce) is not None
+
+
+def offline_reason(*, announce: bool = True) -> str | None:
+    """Why the hub must not be contacted (see :func:`hub_offline`), in words, or None when it may be."""
     from huggingface_hub import constants
 
-    offline = _env_true("HF_HUB_OFFLINE") or _env_true("TRANSFORMERS_OFFLINE") or constants.HF_HUB_OFFLINE
-    if not offline and not _hub_reachable():
-        log.warning("the Hugging Face hub cannot be reached: working offline (from the local cache)")
-        offline = True
-    if offline:
+    reason = None
+    if _env_true("HF_HUB_OFFLINE") or _env_true("TRANSFORMERS_OFFLINE") or constants.HF_HUB_OFFLINE:
+        reason = "HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set"
+    elif not _hub_reachable():
+        reason = f"the hub cannot be reached: no connection within {HUB_PROBE_TIMEOUT_S:g} s"
+        if announce:
+            log.warning("the Hugging Face hub cannot be reached: working offline (from the local cache)")
+    if reason is not None:
         constants.HF_HUB_OFFLINE = True
         os.environ["HF_HUB_OFFLINE"] = "1"
-    return offline
+    return reason
 
 
 def load_config(name: str, args: tuple[tuple[str, Any], ...] = ()) -> Any:

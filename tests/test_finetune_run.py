@@ -158,12 +158,18 @@ def test_killed_run_resumes_from_its_checkpoint(data_root: Path, tmp_path: Path)
 
 
 # ---------------------------------------------------------------------- CLI
-def test_cli_runs_and_prints_summary(data_root: Path, tmp_path: Path, capsys):
+def test_cli_runs_and_prints_summary(data_root: Path, tmp_path: Path, capsys, caplog):
     argv = ["finetune", "--model", "tiny:bert", "--task", "RTE", "--seed", "0", "--data-root", str(data_root),
             "--output", str(tmp_path), "--max-steps", "3", "--max-train-samples", "32", "--max-eval-samples", "16",
             "--batch-size", "8", "--no-progress"]
+    caplog.set_level("INFO")
     assert vnr(argv) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    # a line before the seconds of loading, then readable log lines: no raw Trainer dicts, no bar fragments
+    assert caplog.messages[0] == "fine-tuning tiny:bert on rte, seed 0: loading torch, the data and the model …"
+    assert "loading model tiny:bert" in caplog.text and "eval_loss " in caplog.text and "train_loss " in caplog.text
+    assert "{'" not in captured.out + captured.err and "\r" not in captured.out + captured.err
     assert lines[-2].startswith("result: ") and lines[-2].endswith(".json") and Path(lines[-2][8:]).is_file()
     assert lines[-1].startswith("tiny:bert rte seed=0 | final: accuracy=")
     assert " kWh (estimate) co2=" in lines[-1] or " kWh (mixed: " in lines[-1]  # CPU-only: (mixed) where RAPL reads

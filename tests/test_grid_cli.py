@@ -55,9 +55,19 @@ def test_slurm_dry_run_prints_the_sbatch_script_without_a_cluster(tmp_path, caps
     assert f"export VNR_DATA_ROOT={tmp_path}" in lines
     assert any(line.startswith("srun ") and sys.executable in line and "submitit.core._submit" in line
                for line in lines)
+    # a summary of the runs, not every run id: those come from --list
+    assert lines[:5] == [
+        "# 14 array tasks (0 done, 0 running or queued); one task per run, 14 runs:",
+        "#   kinds: finetune 8, bias 6",
+        "#   models: tiny:bert 7, tiny:gpt2 7",
+        "#   tasks and bias sets: rte 4, stsb 4, crows_pairs 2, stereoset 2, winobias 2",
+        f"#   every run id with its state: vnr run {SMOKE} --output {tmp_path} --list",
+    ]
     ids = [s.run_id() for s in load_experiment(SMOKE).specs]
-    assert [line.split(": ", 1)[1] for line in lines if line.startswith("#   ")] == ids
+    assert not any(i in out for i in ids)
     assert not (tmp_path / "runs").exists()  # nothing submitted, nothing run
+    assert cli.main(["run", SMOKE, "--output", str(tmp_path), "--list"]) == 0
+    assert [row.split("\t")[1] for row in capsys.readouterr().out.splitlines()] == ids
 
 
 def test_config_slurm_section_is_the_default(tmp_path, capsys):
@@ -78,7 +88,8 @@ def test_count_list_and_local_dry_run(tmp_path, capsys):
     assert [r[0] for r in rows] == [str(i) for i in range(6)] and {r[2] for r in rows} == {"missing"}
     assert cli.main(["run", SMOKE, "--dry-run", "--output", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert out.count("run   ") == 14 and "14 to run, 0 done (dry run: nothing ran)" in out
+    assert out.splitlines()[:2] == ["14 to run, 0 done (dry run: nothing ran)", "kinds: finetune 8, bias 6"]
+    assert f"every run id with its state: vnr run {SMOKE} --output {tmp_path} --list" in out
 
 
 def test_local_run_status_and_collect_commands(tmp_path, capsys, monkeypatch, data_on_disk):

@@ -38,10 +38,10 @@ def register(subparsers: Any) -> None:
                    help="default fp32 (exact: no TF32) on CPU and GPU alike; bf16/fp16, or auto (bf16, else "
                    "fp16, on a GPU), trade exactness for speed")
     p.add_argument("--scoring", choices=("default", "reference", "votenrank"), default="default",
-                   help="default: the harness's definitions (documented in README); reference: the published "
-                   "evaluation scripts' definitions, as the published numbers were made (the votenrank preset's); "
-                   "votenrank: the Vote'n'Rank authors' fairness computation, which made the case study's "
-                   "fairness columns")
+                   help="default: the harness's definitions (documented in README); reference: the benchmarks' "
+                   "published evaluation scripts, as their published tables were made; votenrank: the Vote'n'Rank "
+                   "authors' fairness computation, which made the case study's fairness columns (what a grid with "
+                   "the votenrank preset scores with)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -74,8 +74,17 @@ def run(args: argparse.Namespace) -> int:
                         progress=not args.no_progress)
     print(f"{RunStore(output).result_path(record['run_id'])}")
     print(summary_line(record))
-    for what, why in (record.get("skipped") or {}).items():
-        print(f"skipped {what}: {why}")
-    for what, note in (record.get("notes") or {}).items():
-        print(f"note ({what}): {note}")
+    details = details_line(record)
+    if details:
+        print(details)
     return 0
+
+
+def details_line(record: dict[str, Any]) -> str:
+    """One line naming the record's notes and skipped parts (their text stays in the record), or ''."""
+    parts = []
+    if record.get("notes"):
+        parts.append("notes: " + ", ".join(record["notes"]))
+    if record.get("skipped"):
+        parts.append("skipped: " + ", ".join(record["skipped"]))
+    return "; ".join(parts) + " (their text is in the record)" if parts else ""

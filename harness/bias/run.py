@@ -145,6 +145,7 @@ def run_bias(
             from harness.models import load_model, resolve_model, scoring_head
 
             info = resolve_model(spec.model, spec.model_args)
+            log.info("scoring %s on %s: loading torch, the data and the model …", spec.model, spec.dataset)
             examples = load_examples(spec.dataset, root, spec.limit)
             texts = tokenizer_texts(spec.dataset, root) if info.is_tiny else None
             model, tokenizer, info = load_model(spec.model, scoring_head(info), texts=texts, seed=0,

@@ -8,6 +8,7 @@ before the checkpoint is marked complete.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,36 @@ from transformers import TrainerCallback
 from harness.energy.tracker import CHECKPOINT_FILE, EfficiencyTracker
 from harness.finetune.checkpoints import mark_complete
 from harness.store import atomic_write_json
+
+log = logging.getLogger("harness.finetune")
+
+#: Trainer log keys that are bookkeeping, not results (left out of the readable line)
+_QUIET_KEYS = ("_runtime", "_per_second", "total_flos", "epoch", "grad_norm", "learning_rate")
+
+
+def format_trainer_log(logs: dict[str, Any], epoch: float | None, epochs: float | None) -> str:
+    """One readable line for a Trainer log dict (what HF prints as a raw dict).
+
+    >>> format_trainer_log({"eval_loss": 0.69412, "eval_accuracy": 0.4375, "eval_runtime": 3.585, "epoch": 1.0},
+    ...                    1.0, 2.0)
+    'epoch 1/2: eval_loss 0.6941, eval_accuracy 0.4375 (3.6 s)'
+    >>> format_trainer_log({"train_runtime": 31.28, "train_loss": 0.69331, "epoch": 2.0}, 2.0, 2.0)
+    'epoch 2/2: train_loss 0.6933 (31.3 s)'
+    """
+    shown = [f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in logs.items()
+             if not any(q in k for q in _QUIET_KEYS)]
+    runtime = next((v for k, v in logs.items() if k.endswith("_runtime")), None)
+    where = f"epoch {epoch:g}/{epochs:g}" if epoch is not None and epochs else "log"
+    return f"{where}: {', '.join(shown)}" + (f" ({runtime:.1f} s)" if runtime is not None else "")
+
+
+class ReadableLogCallback(TrainerCallback):
+    """Each Trainer log as one line through :mod:`logging` (instead of HF's printed dicts, which read badly
+    in a captured log file)."""
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if state.is_world_process_zero and logs:
+            log.info("%s", format_trainer_log(logs, state.epoch, getattr(state, "num_train_epochs", None)))
 
 
 class EfficiencyCallback(TrainerCallback):

@@ -27,6 +27,7 @@ measures these against plain ``Trainer`` defaults.
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -211,6 +212,9 @@ def run_finetune(
 
         grid_intensity(country_iso_code, region)  # unknown country -> UserError now, not after training
     store.ensure_writable()
+    # the input is good; torch, the data and the model take seconds to load: say so first (one line, stderr)
+    log.info("fine-tuning %s on %s, seed %d: loading torch, the data and the model …", spec.model, task.name,
+             spec.seed)
 
     with store.run(spec, busy_is_error=True) as run:
         if run.state == "done":
@@ -282,14 +286,17 @@ def _train(
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
     from harness.energy.tracker import EfficiencyTracker, read_checkpoint_efficiency
-    from harness.finetune.callbacks import CheckpointCallback, EfficiencyCallback
+    from harness.finetune.callbacks import CheckpointCallback, EfficiencyCallback, ReadableLogCallback
     from harness.models import load_model, resolve_model
 
     transformers.logging.set_verbosity_error()
-    if not progress:  # no bar of ours, of datasets' or of transformers' (loading and writing weights)
+    bars = progress and sys.stderr.isatty()  # a bar in a file (a grid's run log) is a wall of fragments
+    if not bars:
         import datasets
+        import huggingface_hub.utils
 
         datasets.disable_progress_bars()
+        huggingface_hub.utils.disable_progress_bars()  # "Writing model shards" at each checkpoint
         transformers.utils.logging.disable_progress_bar()
     settings = runtime_settings(spec.precision, optim)
     transformers.set_seed(spec.seed)
@@ -302,6 +309,7 @@ def _train(
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(resume))
+    log.info("loading model %s …", spec.model)
     model, tokenizer, info = load_model(
         spec.model, "sequence_classification",
         texts=data.train.texts()[:TINY_TOKENIZER_TEXTS] if info.is_tiny else None,
@@ -352,7 +360,7 @@ def _train(
         dataloader_num_workers=dataloader_num_workers,
         dataloader_pin_memory=cuda,
         report_to="none",
-        disable_tqdm=not progress,
+        disable_tqdm=not bars,
         use_cpu=not cuda,
         full_determinism=not cuda,  # deterministic kernels on CPU (same seed, same result)
     )
@@ -385,6 +393,13 @@ def _train(
         compute_metrics=metrics_fn,
         callbacks=callbacks,
     )
+    if not bars:  # readable lines instead of the printed log dicts
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+        trainer.add_callback(ReadableLogCallback())
+    log.info("training %s on %s: %d examples, %s …", spec.model, task.name, len(data.train),
+             f"{spec.max_steps} steps" if spec.max_steps else f"{spec.epochs:g} epochs")
     resumed_from = None
     if resume is not None:
         resumed_from = checkpoint_step(resume)

@@ -191,9 +191,9 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.executor == "local":
         if args.dry_run:
-            for s in specs:
-                print(f"{'skip' if store.is_done(s) else 'run '}  {s.run_id()}")
             print(f"{len(pending)} to run, {len(done)} done (dry run: nothing ran)")
+            print(spec_counts(pending, indent=""))
+            print(f"every run id with its state: {follow_up('run', args, '--list')}")
             return 0
         from harness.grid.local import FAILED, execute, summary_line
 
@@ -214,7 +214,7 @@ def run_command(args: argparse.Namespace) -> int:
             log.error("failed %s: %s", o.run_id, o.error)
         print(summary_line(outcomes) + (f"; results in {exp.output}" if outcomes else ""))
         if failed:
-            print(f"{len(failed)} runs failed: see `vnr status {args.config}`; `vnr run` again retries them",
+            print(f"{len(failed)} runs failed: see `{follow_up('status', args)}`; `vnr run` again retries them",
                   file=sys.stderr)
         return 1 if failed else 0
 
@@ -231,10 +231,10 @@ def run_command(args: argparse.Namespace) -> int:
         per_task = settings.runs_per_gpu
         n_tasks = -(-len(todo) // per_task)
         print(f"# {n_tasks} array tasks ({len(done)} done, {len(busy)} running or queued); "
-              + ("one task per run id, in this order:" if per_task == 1 else
-                 f"each task runs {per_task} of these run ids side by side on its GPU (runs_per_gpu):"))
-        for i, s in enumerate(todo):
-            print(f"#   {i}: {s.run_id()}")
+              + (f"one task per run, {len(todo)} runs:" if per_task == 1 else
+                 f"each task runs {per_task} of these {len(todo)} runs side by side on its GPU (runs_per_gpu):"))
+        print(spec_counts(todo, indent="#   "))
+        print(f"#   every run id with its state: {follow_up('run', args, '--list')}")
         print(slurm.sbatch_script(settings, exp.output, max(n_tasks, 1), name=exp.name))
         return 0
     if not todo:
@@ -245,7 +245,7 @@ def run_command(args: argparse.Namespace) -> int:
                             **packing)
     what = f"array {array_id} with {len(todo)} tasks" if len(todo) > 1 else f"job {array_id} (one task)"
     print(f"submitted {what}; logs in {Path(exp.output) / 'logs' / 'slurm'}; "
-          f"follow with `vnr status {args.config}`")
+          f"follow with `{follow_up('status', args)}`")
     if args.wait:
         from harness.grid.status import totals_line
 
@@ -281,6 +281,44 @@ class LiveLine:
         if self.tty and self.last:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def follow_up(command: str, args: argparse.Namespace, *extra: str) -> str:
+    """The ``vnr COMMAND`` line that continues from ``args``: the same config, ``--output`` and ``--only``.
+
+    >>> follow_up("status", argparse.Namespace(config="c.yaml", output="out dir", only=["bias"]))
+    "vnr status c.yaml --output 'out dir' --only bias"
+    """
+    import shlex
+
+    words = ["vnr", command, args.config]
+    if getattr(args, "output", None):
+        words += ["--output", str(args.output)]
+    for pattern in getattr(args, "only", None) or ():
+        words += ["--only", pattern]
+    return shlex.join([*words, *extra])
+
+
+def spec_counts(specs, *, indent: str) -> str:
+    """How many runs per kind, model and task or bias set, one line each (what ``--dry-run`` prints).
+
+    >>> from harness.specs import BiasSpec, FinetuneSpec
+    >>> print(spec_counts([FinetuneSpec("tiny:bert", "rte", seed=0), FinetuneSpec("tiny:bert", "rte", seed=1),
+    ...                    BiasSpec("tiny:gpt2", "crows_pairs")], indent="# "))
+    # kinds: finetune 2, bias 1
+    # models: tiny:bert 2, tiny:gpt2 1
+    # tasks and bias sets: rte 2, crows_pairs 1
+    """
+    from collections import Counter
+
+    def line(label: str, counts: Counter) -> str:
+        return f"{indent}{label}: " + (", ".join(f"{k} {n}" for k, n in counts.items()) or "none")
+
+    return "\n".join([
+        line("kinds", Counter(s.kind for s in specs)),
+        line("models", Counter(s.model for s in specs)),
+        line("tasks and bias sets", Counter(getattr(s, "task", None) or s.dataset for s in specs)),
+    ])
 
 
 def sbatch_args(settings, exp, n_specs: int) -> list[str]:

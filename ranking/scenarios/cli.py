@@ -68,6 +68,7 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
 
         seed_arg = getattr(args, "seed", None)
         seed = 0 if seed_arg is None else int(seed_arg)
+        say(f"bootstrapping {n} resamples over {'standard errors' if table.standard_errors is not None else 'seeds'} …")
         if table.standard_errors is not None:  # the source's own noise (e.g. lm-eval's stderr) wins over seeds
             cmp.rank_probabilities = error_bootstrap(scenario, table, n, seed=seed)
             cmp.bootstrap_source = "standard_errors"
@@ -84,6 +85,11 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
             cmp.rank_probabilities = bootstrap(scenario, table, read_seeds(seeds, table), n, seed=seed)
         cmp.bootstrap_n = n
     return cmp, scenario, seeds, source
+
+
+def say(text: str) -> None:
+    """A one-line progress message on stderr (stdout keeps the result), before work that takes seconds."""
+    print(text, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------- rank
@@ -115,12 +121,14 @@ def run_report(args: argparse.Namespace) -> int:
     groups = cmp.table.group_names
     chosen = scenario.default_simplex_columns()
     if len(groups) == 3 and chosen:
+        say(f"vnr report: weight-simplex maps of {len(chosen)} column(s) at resolution {resolution} …")
         for name in chosen:
             maps.append(simplex_map(cmp.table, scenario.column(name), scenario.ties, resolution))
     elif chosen:
         notes.append(f"No weight-simplex map: it needs exactly three groups (this table has {len(groups)}).")
     else:
         notes.append("No weight-simplex map: the scenario has no weighted or two-step column.")
+    say(f"vnr report: rendering the report and its figures into {args.out} …")
     path = write_report(cmp, args.out, maps, source=source, notes=notes, data_root=_data_root_shown(args))
     print(f"wrote {path} (and its figures in {path.parent})")
     return 0

@@ -192,7 +192,7 @@ def raw_values_html(table: ScoreTable, models: Sequence[str]) -> str:
         c = table.criteria[j]
         arrow = "↑\u00a0higher" if c.direction == "higher" else "↓\u00a0lower"
         cells = "".join(f"<td class='num'>{html.escape(number(table.values[i, j]))}</td>" for i in cols)
-        unit = (c.unit or "–") + (f" ({c.method})" if c.method else "")  # e.g. "kWh (estimate)"
+        unit = " ".join(filter(None, (c.unit, f"({c.method})" if c.method else "")))  # "kWh (estimate)"; none: blank
         rows.append(
             f"<tr><td>{html.escape(c.group or '–')}</td><td>{html.escape(c.name)}</td>"
             f"<td>{html.escape(unit)}</td><td>{arrow}</td><td class='num'>{html.escape(number(c.weight))}</td>"
@@ -221,7 +221,7 @@ def live_html(cmp: Comparison) -> str:
         f"<code>{html.escape(sc.ties)}</code>. Borda, Dowdall, Plurality and the mean are linear in the weights; "
         "Copeland and Minimax are recomputed from the per-criterion pairwise comparisons embedded in the page. "
         "The rankings equal <code>vnr rank TABLE --setting weighted --group-weights …</code> for the same "
-        "weights. Each cell: rank, then score. A link with <code>#weights=0.4,0.3,0.3</code> opens the page "
+        "weights. Each cell: the model's rank under that rule, then its score in brackets. A link with <code>#weights=0.4,0.3,0.3</code> opens the page "
         "at those weights.</p>"
         "<div id='live'><noscript>(the live table needs JavaScript)</noscript></div>"
         f"<script type='application/json' id='live-data'>{live_json(data)}</script>"
