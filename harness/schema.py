@@ -223,7 +223,7 @@ def _fields_model(kind: type, exclude: tuple[str, ...], optional: bool, rename: 
     import dataclasses
     import typing
 
-    from pydantic import ConfigDict, create_model
+    from pydantic import ConfigDict, Field, create_model
 
     hints = typing.get_type_hints(kind, include_extras=True)
     declared: dict[str, Any] = {}
@@ -236,7 +236,9 @@ def _fields_model(kind: type, exclude: tuple[str, ...], optional: bool, rename: 
             default = f.default_factory()
         else:
             default = ...
-        declared[dict(rename).get(f.name, f.name)] = (hints[f.name], default)
+        shown = {"default": f.default} if optional and isinstance(f.default, (int, float, str, bool)) else None
+        declared[dict(rename).get(f.name, f.name)] = (
+            hints[f.name], Field(default, description=description(hints[f.name]), json_schema_extra=shown))
     title = kind.__name__ + ("Options" if optional else "")
     return create_model(title, __config__=ConfigDict(extra="forbid", title=title, validate_default=False),
                         __doc__=kind.__doc__, **declared)
@@ -297,6 +299,23 @@ def check_fields(obj: Any, *, at: tuple[str, ...] = ()) -> None:
         raise user_error(exc, kind=kind, at=at) from None
     for key in data:
         object.__setattr__(obj, key, getattr(checked, key))
+
+
+def description(hint: Any) -> str | None:
+    """The :class:`Help` text (or :class:`Shown` description) declared anywhere in a field's type, so it is
+    the key's own description in the JSON Schema even where the field is optional."""
+    import typing
+
+    for meta in getattr(hint, "__metadata__", ()):
+        if isinstance(meta, Help):
+            return meta.text
+        if isinstance(meta, Shown) and "description" in meta.schema:
+            return str(meta.schema["description"])
+    for arg in typing.get_args(hint):
+        found = description(arg)
+        if found:
+            return found
+    return None
 
 
 def _required(kind: type) -> set[str]:

@@ -64,8 +64,7 @@ def _known(allowed: tuple[str, ...], what: str, kind: str) -> Any:
     return check
 
 
-Patterns = Annotated[list[OneLine], BeforeValidator(_listed),
-                     Field(description="globs this override applies to (fnmatch: *, ?, [...])")]
+Patterns = Annotated[list[OneLine], BeforeValidator(_listed)]  # globs (fnmatch: *, ?, [...])
 Task = Annotated[str, Text(), Check(_known(GLUE_TASKS, "task", "GLUE tasks")),
                  WithJsonSchema({"type": "string", "enum": list(GLUE_TASKS)})]
 Dataset = Annotated[str, Text(), Check(_known(BIAS_DATASETS, "dataset", "known")),
@@ -152,9 +151,9 @@ def _not_empty(changes: Any) -> Any:
 class FinetuneOverride(Section):
     """Options for the runs whose model, task and seed match the globs given (all runs where none is)."""
 
-    models: Patterns | None = None
-    tasks: Patterns | None = None
-    seeds: Patterns | None = None
+    models: Patterns | None = Field(None, description="model globs this override applies to (default: all)")
+    tasks: Patterns | None = Field(None, description="task globs this override applies to (default: all)")
+    seeds: Patterns | None = Field(None, description="seed globs this override applies to (default: all)")
     set: Annotated[Hyperparameters, AfterValidator(_not_empty)] = Field(
         description="hyper-parameters for the matching runs (FinetuneSpec fields)")
 
@@ -162,8 +161,8 @@ class FinetuneOverride(Section):
 class BiasOverride(Section):
     """Options for the bias runs whose model and dataset match the globs given."""
 
-    models: Patterns | None = None
-    datasets: Patterns | None = None
+    models: Patterns | None = Field(None, description="model globs this override applies to (default: all)")
+    datasets: Patterns | None = Field(None, description="dataset globs this override applies to (default: all)")
     set: Annotated[BiasOptions, AfterValidator(_not_empty)] = Field(
         description="options for the matching runs (BiasSpec fields)")
 
