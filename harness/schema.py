@@ -279,8 +279,11 @@ def validate(kind: Any, data: Any, *, where: str | None = None,
         return value
     try:
         return kind(**{key: getattr(value, key) for key in value.model_fields_set | _required(kind)})
-    except UserError as exc:
-        raise UserError(f"{where}: {exc}" if where else str(exc)) from None
+    except UserError as exc:  # a check of the dataclass's own, on its fields together
+        at = tuple(getattr(exc, "at", ()))
+        named = names(str(at[0])) if names and at else None
+        path = named or location(at)
+        raise UserError(": ".join(p for p in (where, path, str(exc)) if p)) from None
 
 
 def check_fields(obj: Any, *, at: tuple[str, ...] = ()) -> None:

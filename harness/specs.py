@@ -24,6 +24,7 @@ from harness.schema import (
     Number,
     OneLine,
     PositiveFloat,
+    Refusal,
     Seed,
     check_fields,
     validate,
@@ -171,7 +172,11 @@ class FinetuneRunOptions:
         if self.country_iso_code is not None or self.region is not None:
             from harness.energy.intensity import check_location
 
-            check_location(self.country_iso_code, self.region)
+            for key, region in (("country_iso_code", None), ("region", self.region)):
+                try:
+                    check_location(self.country_iso_code, region)
+                except UserError as exc:
+                    raise Refusal(str(exc), at=(key,)) from None
 
     def given(self) -> dict[str, Any]:
         """The options set (the keyword arguments to pass on)."""

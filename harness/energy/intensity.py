@@ -71,11 +71,14 @@ def check_location(country_iso_code: str | None = None, region: str | None = Non
         )
     if region is None:
         return country, None
-    try:
-        regions = [r for r in source.get_country_emissions_data(country.lower()) if not r.startswith("_")]
-    except (DataSourceException, OSError):
+    if country not in ("USA", "CAN"):
         raise UserError(f"region {region!r} for the carbon intensity: codecarbon has regions for USA and CAN only; "
-                        f"leave --region out for {country}") from None
+                        f"leave --region out for {country}")
+    try:  # USA: regional emissions; CAN: regional energy mixes
+        data = source.get_country_emissions_data(country.lower())
+    except DataSourceException:
+        data = source.get_country_energy_mix_data(country.lower())
+    regions = [r for r in data if not r.startswith("_")]
     if region not in regions:
         raise UserError(f"unknown region {region!r} of {country} for the carbon intensity (known: "
                         f"{', '.join(sorted(regions)[:8])}, ...; option --region or {REGION_ENV})")
