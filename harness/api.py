@@ -88,14 +88,12 @@ def run_grid(
     (:func:`harness.prefetch.check_available`).
     """
     from harness.grid.config import load_experiment, select_specs
-    from harness.grid.local import check_run_options, execute
+    from harness.grid.local import execute
     from ranking.paths import resolve_data_root
 
     exp = load_experiment(config, output=output)
     specs = select_specs(exp.specs, list(only) if only else None)
     root = resolve_data_root(data_root)
-    for kind, options in exp.run_options.items():
-        check_run_options(kind, options, f"{exp.source}: {kind}.run_options")
     if check:
         from harness.prefetch import check_available
 

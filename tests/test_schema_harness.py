@@ -330,3 +330,17 @@ def test_api_calls_with_junk_are_valid_or_one_line_and_write_nothing(tmp_path_fa
     finally:
         train.run_finetune = original
     assert list(out.iterdir()) == []
+
+
+def test_run_options_are_keyword_options_of_their_run_functions():
+    # the declarations a grid's run_options: are checked against stay true to the functions they feed
+    import inspect
+
+    from harness.bias import run_bias
+    from harness.finetune import run_finetune
+    from harness.specs import RUN_OPTIONS
+
+    for kind, func in (("finetune", run_finetune), ("bias", run_bias)):
+        params = inspect.signature(func).parameters
+        keyword = {p for p, v in params.items() if v.kind is inspect.Parameter.KEYWORD_ONLY}
+        assert {f.name for f in fields(RUN_OPTIONS[kind])} <= keyword - {"data_root", "progress"}, kind

@@ -168,7 +168,6 @@ def runs_per_gpu_flag(args: argparse.Namespace) -> int | None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from harness.grid.local import check_run_options
     from harness.grid.status import grid_status
     from harness.store import RunStore
     from ranking.paths import resolve_data_root
@@ -192,8 +191,6 @@ def run_command(args: argparse.Namespace) -> int:
         from harness.prefetch import check_available
 
         check_available(exp, specs=specs, data_root=data_root, config=args.config)  # offline: all on disk?
-    for kind, options in exp.run_options.items():
-        check_run_options(kind, options, f"{exp.source}: {kind}.run_options")
     store = RunStore(exp.output)
     done = [s for s in specs if store.is_done(s.run_id())]
     pending = [s for s in specs if not store.is_done(s.run_id())]
