@@ -249,12 +249,12 @@ def adapter(kind: Any) -> Any:
     """The (cached) pydantic ``TypeAdapter`` of a declared type (a model, or a dataclass's fields model)."""
     from pydantic import TypeAdapter
 
-    if dataclasses_is(kind):
+    if _is_dataclass(kind):
         kind = fields_model(kind)
     return TypeAdapter(kind)
 
 
-def dataclasses_is(kind: Any) -> bool:
+def _is_dataclass(kind: Any) -> bool:
     import dataclasses
 
     return isinstance(kind, type) and dataclasses.is_dataclass(kind)
@@ -275,7 +275,7 @@ def validate(kind: Any, data: Any, *, where: str | None = None,
         value = adapter(kind).validate_python(data)
     except ValidationError as exc:
         raise user_error(exc, where=where, names=names, kind=kind) from None
-    if not dataclasses_is(kind):
+    if not _is_dataclass(kind):
         return value
     try:
         return kind(**{key: getattr(value, key) for key in value.model_fields_set | _required(kind)})
