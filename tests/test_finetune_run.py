@@ -184,7 +184,7 @@ def test_cli_runs_and_prints_summary(data_root: Path, tmp_path: Path, capsys, ca
         (["--model", "bert-huge"], "model bert-huge is not in the local Hugging Face cache"),
         (["--task", "qqp"], "task QQP is not in the data root"),
         (["--task", "qnli"], "QNLI/, which lacks train.tsv"),  # a data root is per task: offline, no hub
-        (["--max-steps", "0"], "--max-steps must be a positive integer"),
+        (["--max-steps", "0"], "--max-steps: 0 is below 1"),
         (["--data-root", "/nonexistent/dir"], "is not a directory"),
         (["--output", "/dev/null/out"], "cannot write results under /dev/null/out"),
     ],

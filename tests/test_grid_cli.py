@@ -129,7 +129,7 @@ def test_bad_input_is_one_line(tmp_path, capsys, data_on_disk):
     bad.write_text("finetune: {models: [tiny:bert], tasks: [rte], run_options: {sav_steps: 3}}\n")
     assert cli.main(["run", str(bad), "--output", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "run_finetune has no option 'sav_steps'" in err and len(err.strip().splitlines()) == 1
+    assert "finetune.run_options: unknown key 'sav_steps'" in err and len(err.strip().splitlines()) == 1
     assert cli.main(["run", SMOKE, "--only", "nope"]) == 2
     assert "matches no run" in capsys.readouterr().err
     assert cli.main(["run", SMOKE, "--executor", "slurm", "--dry-run", "--time", "later"]) == 2

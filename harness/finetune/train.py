@@ -36,14 +36,13 @@ from harness.finetune.checkpoints import checkpoint_step, latest_checkpoint
 from harness.finetune.checkpoints import drop_incomplete_checkpoints as _drop_incomplete_checkpoints
 from harness.finetune.metrics import best_over_epochs, compute_metrics, predictions_from_logits
 from harness.finetune.tasks import GlueTask, Split, get_task, load_task
-from harness.specs import FinetuneSpec
+from harness.specs import PRECISIONS, FinetuneSpec
 from harness.store import RunFailed, RunStore, strict_json
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
 
 TINY_TOKENIZER_TEXTS = 2000  # sentences a tiny model's tokenizer is trained on
-PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 _EVAL_NAMES = {"": "dev_matched", "_mm": "dev_mismatched"}
 # Keys of the spec that name the run rather than tune it.
 _NAMING = ("model", "task", "seed")
@@ -94,22 +93,6 @@ def _tokenize(split: Split, tokenizer: Any, max_length: int, *, pad_to_max: bool
                          padding="max_length" if pad_to_max else False)
 
     return ds.map(encode, batched=True, remove_columns=[c for c in ds.column_names if c != "label"])
-
-
-def _check_spec(spec: FinetuneSpec) -> None:
-    positive = {"epochs": spec.epochs, "batch_size": spec.batch_size, "learning_rate": spec.learning_rate,
-                "max_length": spec.max_length}
-    for name, value in positive.items():
-        if not value or value <= 0:
-            raise UserError(f"{name} must be positive (got {value!r})")
-    for name in ("max_steps", "max_train_samples", "max_eval_samples"):
-        value = getattr(spec, name)
-        if value is not None and value <= 0:
-            raise UserError(f"{name} must be a positive integer or unset (got {value!r})")
-    if spec.weight_decay < 0 or not 0 <= spec.warmup_ratio < 1:
-        raise UserError("weight_decay must be >= 0 and warmup_ratio in [0, 1)")
-    if spec.precision not in PRECISIONS:
-        raise UserError(f"precision {spec.precision!r}: use one of {', '.join(PRECISIONS)}")
 
 
 # ---------------------------------------------------------------------- history
@@ -203,7 +186,6 @@ def run_finetune(
 
     task = get_task(spec.task)
     check_head(resolve_model(spec.model, spec.model_args), "sequence_classification")
-    _check_spec(spec)
     data_root = resolve_data_root(data_root)  # None: $VNR_DATA_ROOT, else the public source (as run_bias)
     if save_steps is not None and save_steps <= 0:
         raise UserError(f"save_steps must be a positive integer (got {save_steps!r})")

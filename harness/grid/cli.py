@@ -125,39 +125,48 @@ def _load(args: argparse.Namespace):
 
 
 def slurm_settings(exp, args: argparse.Namespace):
-    """The config's ``slurm:`` section with the CLI flags over it, each flag checked like its config key."""
-    from harness.grid.config import sbatch_option, slurm_value
+    """The config's ``slurm:`` section with the CLI flags over it, the flags checked by the same declaration
+    (:class:`~harness.grid.config.SlurmSettings`) as the config's keys, each refusal naming its flag."""
+    from dataclasses import replace
+
+    from harness.grid.config import SlurmSettings
+    from harness.schema import validate
     from ranking.errors import UserError
 
     flags = {"partition": "--partition", "time_min": "--time", "gpus": "--gpus", "cpus": "--cpus",
              "mem_gb": "--mem-gb", "array_parallelism": "--array-parallelism", "account": "--account",
-             "qos": "--qos", "constraint": "--constraint", "job_name": "--job-name"}
-    changes = {key: slurm_value(key, getattr(args, flag[2:].replace("-", "_")), flag)
-               for key, flag in flags.items() if getattr(args, flag[2:].replace("-", "_")) is not None}
-    if args.setup:
-        changes["setup"] = (*exp.slurm.setup, *slurm_value("setup", list(args.setup), "--setup"))
+             "qos": "--qos", "constraint": "--constraint", "job_name": "--job-name", "setup": "--setup",
+             "additional": "--sbatch-opt", "runs_per_gpu": "--runs-per-gpu"}
+    given = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in flags.items()}
+    given = {key: value for key, value in given.items() if value is not None}
     if args.sbatch_opt:
-        extra = dict(exp.slurm.additional)
+        extra = {}
         for item in args.sbatch_opt:
             key, sep, value = str(item).partition("=")
             if sep and not value:
                 raise UserError(f"--sbatch-opt {item!r}: give KEY=VALUE, or KEY alone for a flag")
-            name, checked = sbatch_option(key, value if sep else True, "--sbatch-opt")
-            extra[name] = checked
-        changes["additional"] = extra
-    if args.runs_per_gpu is not None:
-        changes["runs_per_gpu"] = runs_per_gpu_flag(args)
-    return exp.slurm.updated(**changes)
+            extra[key] = value if sep else True
+        given["additional"] = extra
+    checked = validate(SlurmSettings, given, names=flags.get)
+    changes = {key: getattr(checked, key) for key in given}
+    if "setup" in changes:
+        changes["setup"] = (*exp.slurm.setup, *changes["setup"])
+    if "additional" in changes:
+        changes["additional"] = {**exp.slurm.additional, **changes["additional"]}
+    return replace(exp.slurm, **changes)
 
 
 def runs_per_gpu_flag(args: argparse.Namespace) -> int | None:
-    from harness.validate import whole
+    """``--runs-per-gpu``, checked by :class:`~harness.grid.config.LocalSettings` (1 to 64)."""
+    from harness.grid.config import LocalSettings
+    from harness.schema import validate
 
-    return None if args.runs_per_gpu is None else whole(args.runs_per_gpu, "--runs-per-gpu", minimum=1)
+    if args.runs_per_gpu is None:
+        return None
+    return validate(LocalSettings, {"runs_per_gpu": args.runs_per_gpu}, names=lambda _: "--runs-per-gpu").runs_per_gpu
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from harness.grid.local import check_run_options
     from harness.grid.status import grid_status
     from harness.store import RunStore
     from ranking.paths import resolve_data_root
@@ -181,8 +190,6 @@ def run_command(args: argparse.Namespace) -> int:
         from harness.prefetch import check_available
 
         check_available(exp, specs=specs, data_root=data_root, config=args.config)  # offline: all on disk?
-    for kind, options in exp.run_options.items():
-        check_run_options(kind, options, f"{exp.source}: {kind}.run_options")
     store = RunStore(exp.output)
     done = [s for s in specs if store.is_done(s)]
     pending = [s for s in specs if not store.is_done(s)]

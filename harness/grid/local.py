@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib
-import inspect
 import json
 import logging
 import os
@@ -168,23 +166,6 @@ def spec_from_payload(text: str) -> tuple[Spec, dict[str, Any]]:
     data = json.loads(text)
     cls = {"finetune": FinetuneSpec, "bias": BiasSpec}[data["kind"]]
     return cls.from_mapping(data["fields"], where="--spec"), dict(data.get("options") or {})
-
-
-def check_run_options(kind: str, options: Mapping[str, Any], where: str = "run_options") -> None:
-    """Refuse keyword options the run function of ``kind`` does not take (checked before anything runs)."""
-    if not options:
-        return
-    module, name = ("harness.finetune", "run_finetune") if kind == "finetune" else ("harness.bias", "run_bias")
-    try:
-        func = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return  # the run function is not installed here (e.g. a login node without torch)
-    params = inspect.signature(func).parameters
-    reserved = {"spec", "output", "data_root", "progress"}
-    allowed = [p for p, v in params.items() if v.kind is inspect.Parameter.KEYWORD_ONLY and p not in reserved]
-    for key in options:
-        if key not in allowed:
-            raise UserError(f"{where}: {name} has no option {key!r} (options: {', '.join(allowed)})")
 
 
 # ---------------------------------------------------------------------- one spec
