@@ -40,6 +40,9 @@ class FinetuneSpec:
     max_eval_samples: int | None = None
     precision: str = "auto"  # auto (bf16 where supported, else fp16 on GPU; fp32 on CPU) | fp32 | fp16 | bf16
     group_by_length: bool = False
+    # auto | flatten | bucket | pad: how a batch's examples become tensors (harness.finetune.batching); not in
+    # the run id: the examples and their order stay the recipe's, and the result is equal up to float rounding
+    padding: str = "auto"
     model_args: tuple[tuple[str, Any], ...] = ()  # from_pretrained options (revision, dtype, ...), sorted pairs
 
     kind = "finetune"
@@ -115,6 +118,7 @@ def _identity(spec: Any, code_version: int) -> dict[str, Any]:
     out = {"kind": spec.kind, "code_version": code_version, **asdict(spec)}
     if out.get("scoring") == "default":
         del out["scoring"]
+    out.pop("padding", None)  # a fine-tuning run's batch layout: same examples, same result (see FinetuneSpec)
     if not spec.model_args:
         del out["model_args"]
     else:

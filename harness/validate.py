@@ -104,6 +104,7 @@ _FINETUNE_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "max_train_samples": lambda v, w: whole(v, w, minimum=1),
     "max_eval_samples": lambda v, w: whole(v, w, minimum=1),
     "precision": lambda v, w: choice(v, w, PRECISIONS),
+    "padding": lambda v, w: choice(v, w, _padding_options()),
     "model_args": lambda v, w: _model_args(v, w),
 }
 _BIAS_CHECKS: dict[str, Callable[[Any, str], Any]] = {
@@ -151,6 +152,12 @@ def check_run_options(options: Mapping[str, Any], kind: str, *, where: Callable[
     for key, value in options.items():
         if value is not None and key in checks:
             checks[key](value, name(key))
+
+
+def _padding_options() -> tuple[str, ...]:
+    from harness.finetune.batching import PADDING_OPTIONS
+
+    return PADDING_OPTIONS
 
 
 def _model_args(value: Any, where: str) -> Any:

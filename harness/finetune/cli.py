@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.finetune.batching import PADDING_OPTIONS
 from harness.models import add_model_arguments
 from ranking.errors import UserError
 
@@ -42,6 +43,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-eval-samples", type=int, help="evaluate on the first N dev examples only")
     p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), help="default auto: bf16/fp16 on GPU")
     p.add_argument("--group-by-length", action="store_true", default=None, help="batch examples of similar length")
+    p.add_argument("--padding", choices=PADDING_OPTIONS,
+                   help="batch layout (default auto: flattened where supported, else padded to a multiple of 8); "
+                        "not part of the run id")
     p.add_argument("--save-steps", type=int, help="also checkpoint every N steps (always every epoch)")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints after the result is written")
     p.add_argument("--country", help="ISO alpha-3 country for the carbon intensity (default $VNR_COUNTRY_ISO_CODE or USA)")
@@ -64,6 +68,7 @@ _OVERRIDES = {
     "max_eval_samples": "max_eval_samples",
     "precision": "precision",
     "group_by_length": "group_by_length",
+    "padding": "padding",
 }
 
 
