@@ -152,3 +152,49 @@ def test_padding_option_is_validated_and_not_part_of_the_run_id():
 
     with pytest.raises(UserError, match="--padding: 'zero' is not one of auto, flatten, bucket, pad"):
         check_spec(FinetuneSpec("tiny:bert", "rte", 0, padding="zero"), where=lambda k: f"--{k}")
+
+
+# ---------------------------------------------------------------------- token accounting (record's "tokens")
+def _hand_countable_root(root: Path) -> Path:
+    """An SST-2 folder whose 4 training sentences have 1-4 words: 3, 4, 5, 6 tokens with [CLS] and [SEP]
+    (the tiny WordPiece vocabulary holds every word whole)."""
+    folder = root / "glue" / "SST-2"
+    folder.mkdir(parents=True)
+    rows = ["sentence\tlabel", "good\t1", "very bad\t0", "not very good\t1", "a really very bad\t0"]
+    (folder / "train.tsv").write_text("\n".join(rows) + "\n")
+    (folder / "dev.tsv").write_text("sentence\tlabel\ngood\t1\nbad\t0\n")
+    return root
+
+
+@pytest.mark.parametrize("padding, batch_size, computed_per_epoch", [
+    ("auto", 2, 2 * (2 * 8)),  # bucketed: every batch of two is 8 wide (all lengths <= 8), whatever the order
+    ("pad", 4, 4 * 6),  # one batch of all four, padded to the longest (6)
+])
+def test_record_counts_real_and_computed_tokens_exactly(tmp_path: Path, padding, batch_size, computed_per_epoch):
+    from harness.finetune import run_finetune
+
+    spec = FinetuneSpec("tiny:bert", "sst2", 0, epochs=2, batch_size=batch_size, padding=padding)
+    rec = run_finetune(spec, tmp_path / "out", data_root=_hand_countable_root(tmp_path / "data"), progress=False,
+                       track_efficiency=False)
+    tokens = rec["tokens"]
+    real = (3 + 4 + 5 + 6) * 2
+    assert (tokens["samples"], tokens["real_tokens"], tokens["computed_tokens"]) == (8, real, 2 * computed_per_epoch)
+    assert tokens["padding_share"] == pytest.approx(1 - real / (2 * computed_per_epoch))
+    assert tokens["train_seconds"] > 0
+    assert tokens["samples_per_s"] == pytest.approx(8 / tokens["train_seconds"])
+    assert tokens["tokens_per_s"] == pytest.approx(real / tokens["train_seconds"])
+    assert tokens["computed_tokens_per_s"] == pytest.approx(2 * computed_per_epoch / tokens["train_seconds"])
+    mode = "bucketed" if padding == "auto" else "padded"
+    assert rec["settings"]["batching"] == {"mode": mode, "pad_to_multiple_of": 8 if mode == "bucketed" else None,
+                                           "requested": padding}
+    assert rec["hyperparameters"]["padding"] == padding
+
+
+def test_flatten_is_refused_before_anything_is_recorded(tmp_path: Path, data_root: Path):
+    from harness.finetune import run_finetune
+    from harness.store import RunStore
+
+    spec = FinetuneSpec("tiny:bert", "rte", 0, padding="flatten")
+    with pytest.raises(UserError, match="padding flatten is not supported for model_type bert"):
+        run_finetune(spec, tmp_path, data_root=data_root, progress=False, track_efficiency=False)
+    assert RunStore(tmp_path).get(spec.run_id()) is None
