@@ -133,3 +133,22 @@ def packed_rows_share(lengths: Sequence[int], row_length: int) -> float:
             rows, used = rows + 1, 0
         used += n
     return 1 - sum(lengths) / (rows * row_length)
+
+
+def best_fit_rows_share(lengths: Sequence[int], row_length: int) -> float:
+    """Padding share when the examples are packed into rows of ``row_length`` tokens best-fit decreasing
+    (longest first, each into the fullest row it still fits): near the least padding rows can have.
+
+    >>> best_fit_rows_share([5, 3, 3, 5], 8)  # rows [5, 3] and [5, 3]: no padding
+    0.0
+    """
+    free = [0] * (row_length + 1)  # free[c]: rows with c tokens of room left
+    rows = 0
+    for n in sorted(lengths, reverse=True):
+        room = next((c for c in range(n, row_length + 1) if free[c]), None)
+        if room is None:
+            rows, room = rows + 1, row_length
+        else:
+            free[room] -= 1
+        free[room - n] += 1
+    return 1 - sum(lengths) / (rows * row_length)
