@@ -40,8 +40,9 @@ class FinetuneSpec:
     max_eval_samples: int | None = None
     precision: str = "auto"  # auto (bf16 where supported, else fp16 on GPU; fp32 on CPU) | fp32 | fp16 | bf16
     group_by_length: bool = False
-    # auto | flatten | bucket | pad: how a batch's examples become tensors (harness.finetune.batching); not in
-    # the run id: the examples and their order stay the recipe's, and the result is equal up to float rounding
+    # auto | flatten | bucket | pad: how a batch's examples become tensors (harness.finetune.batching). In the
+    # run id only when not auto: the layouts compute the same function, but dropout draws its masks per computed
+    # token, so a different width is a different dropout draw (statistically alike, numerically not)
     padding: str = "auto"
     model_args: tuple[tuple[str, Any], ...] = ()  # from_pretrained options (revision, dtype, ...), sorted pairs
 
@@ -118,7 +119,8 @@ def _identity(spec: Any, code_version: int) -> dict[str, Any]:
     out = {"kind": spec.kind, "code_version": code_version, **asdict(spec)}
     if out.get("scoring") == "default":
         del out["scoring"]
-    out.pop("padding", None)  # a fine-tuning run's batch layout: same examples, same result (see FinetuneSpec)
+    if out.get("padding") == "auto":  # the default layout: run ids as before the option existed
+        del out["padding"]
     if not spec.model_args:
         del out["model_args"]
     else:

@@ -191,7 +191,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out = {k: first[k] for k in keep}
     for key in ("samples_s", "tokens_s", "computed_tokens_s"):
         values = [r[key] for r in runs]
-        out[key] = {"min": min(values), "median": statistics.median(values), "rounds": values}
+        out[key] = {"min": min(values), "median": statistics.median(values), "max": max(values), "rounds": values}
     out["losses"] = [r["loss"] for r in runs]
     out["peak_mem_gib"] = max((r["peak_mem_gib"] for r in runs if r["peak_mem_gib"] is not None), default=None)
     return out
@@ -262,8 +262,8 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
 def _print_row(r: dict[str, Any]) -> None:
     s, t = r["samples_s"], r["tokens_s"]
     mem = f"  peak {r['peak_mem_gib']:.2f} GiB" if r["peak_mem_gib"] is not None else ""
-    print(f"{r['variant']:<28} samples/s min {s['min']:>8.1f} median {s['median']:>8.1f} | real tokens/s min "
-          f"{t['min']:>9.0f} median {t['median']:>9.0f} | padding {100 * r['padding_share']:5.1f} % "
+    print(f"{r['variant']:<28} samples/s min {s['min']:>7.1f} median {s['median']:>7.1f} max {s['max']:>7.1f} | "
+          f"real tokens/s min {t['min']:>8.0f} median {t['median']:>8.0f} max {t['max']:>8.0f} | padding {100 * r['padding_share']:5.1f} % "
           f"({r['batching']['mode']}){mem} | loss {r['loss']:.6f}")
 
 

@@ -142,10 +142,11 @@ def test_packed_position_ids_mask_only_the_causal_models(family, rte):
     assert same == (family in ("gpt2", "llama"))
 
 
-def test_padding_option_is_validated_and_not_part_of_the_run_id():
+def test_padding_option_is_validated_and_named_in_the_run_id_when_explicit():
     base = FinetuneSpec("tiny:bert", "rte", 0)
-    assert FinetuneSpec("tiny:bert", "rte", 0, padding="pad").run_id() == base.run_id()
-    assert "padding" not in base.identity()
+    assert "padding" not in base.identity()  # auto: the run ids of before the option
+    ids = {p: FinetuneSpec("tiny:bert", "rte", 0, padding=p).run_id() for p in ("auto", "bucket", "pad")}
+    assert ids["auto"] == base.run_id() and len(set(ids.values())) == 3  # another width, another dropout draw
     with pytest.raises(UserError, match="padding 'none': use one of auto, flatten, bucket, pad"):
         choose_batching("bert", "none")
     from harness.validate import check_spec

@@ -10,10 +10,14 @@ step; this module only chooses how those examples become tensors:
 * ``flattened``: the examples concatenated into one row with ``position_ids`` restarting at 0 per example
   (``DataCollatorWithFlattening``), no padding at all.
 
-Padding never changes a result: every model here masks padded positions out of attention and pools a
-real token, so ``padded`` and ``bucketed`` give the same loss and gradients up to float rounding
-(tests/test_padding_free.py checks ≤ 1e-5 relative per family). That is why the ``padding`` option is not
-part of a run's identity.
+Padding never changes the function computed: every model here masks padded positions out of attention and
+pools a real token, so ``padded`` and ``bucketed`` give the same loss and gradients up to float rounding with
+dropout off (tests/test_padding_free.py checks ≤ 1e-5 relative per family). In training, though, dropout draws
+its masks per computed token, padding included, so another width is another dropout draw: the trajectories
+are statistically alike but not equal (tiny BERT, RTE, 30 steps: training loss 3e-4 relative apart, against
+2e-3 between seeds). So an explicit ``padding`` (``pad``, ``bucket``, ``flatten``) is part of the run id;
+``auto`` is not, and what ``auto`` resolves to for a ``model_type`` is a result-changing choice: change it only
+with a bump of :data:`harness.specs.FINETUNE_CODE_VERSION`.
 
 Flattening is used only where transformers computes a sequence-classification model correctly on a
 flattened batch. In transformers 5.x (checked in the installed source and by tests/test_padding_free.py)
@@ -52,6 +56,7 @@ _DECODER = ("the causal mask does honour packed position_ids (masking_utils.find
 
 #: model_type -> why a flattened batch is not computed correctly for sequence classification (transformers 5.x).
 #: A model_type absent here has no known flattening support either: ``auto`` gives it ``bucketed``.
+#: Making ``auto`` flatten a model_type changes its results: bump harness.specs.FINETUNE_CODE_VERSION with it.
 FLATTENING: dict[str, str] = {
     "bert": _ENCODER, "roberta": _ENCODER, "xlm-roberta": _ENCODER, "distilbert": _ENCODER,
     "albert": _ENCODER, "electra": _ENCODER,

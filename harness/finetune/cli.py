@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--group-by-length", action="store_true", default=None, help="batch examples of similar length")
     p.add_argument("--padding", choices=PADDING_OPTIONS,
                    help="batch layout (default auto: flattened where supported, else padded to a multiple of 8); "
-                        "not part of the run id")
+                        "an explicit value is part of the run id")
     p.add_argument("--save-steps", type=int, help="also checkpoint every N steps (always every epoch)")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints after the result is written")
     p.add_argument("--country", help="ISO alpha-3 country for the carbon intensity (default $VNR_COUNTRY_ISO_CODE or USA)")
