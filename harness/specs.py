@@ -45,6 +45,8 @@ BIAS_SCORING = ("default", "reference", "votenrank")
 MAX_LENGTH = 2**20
 
 Precision = Literal[PRECISIONS]
+# harness.finetune.batching.PADDING_OPTIONS (tested equal; specs do not import the batching code)
+Padding = Literal["auto", "flatten", "bucket", "pad"]
 Scoring = Literal[BIAS_SCORING]
 
 
@@ -89,6 +91,11 @@ class FinetuneSpec:
     max_eval_samples: Annotated[Count | None, Help("evaluate on the first N dev examples only")] = None
     precision: Annotated[Precision, Help("auto: bf16 where supported, else fp16 on GPU; fp32 on CPU")] = "auto"
     group_by_length: Annotated[bool, Flag(), Help("batch examples of similar length")] = False
+    # how a batch's examples become tensors (harness.finetune.batching). In the run id only when not auto: the
+    # layouts compute the same function, but dropout draws its masks per computed token, so a different width is
+    # a different dropout draw (statistically alike, numerically not)
+    padding: Annotated[Padding, Help("batch layout: auto (flattened where the family supports it, else padded to "
+                                     "a multiple of 8), flatten, bucket or pad (to the longest)")] = "auto"
     model_args: ModelArgs = ()  # stored as sorted (key, value) pairs
 
     kind = "finetune"
@@ -241,6 +248,8 @@ def _identity(spec: Any, code_version: int) -> dict[str, Any]:
     out = {"kind": spec.kind, "code_version": code_version, **asdict(spec)}
     if out.get("scoring") == "default":
         del out["scoring"]
+    if out.get("padding") == "auto":  # the default layout: run ids as before the option existed
+        del out["padding"]
     if not spec.model_args:
         del out["model_args"]
     else:

@@ -39,6 +39,14 @@ def _check_record(rec: dict, spec: FinetuneSpec, steps: int) -> None:
     assert [row["epoch"] for row in rec["history"]] == [1.0, 1.5]
     assert all(math.isfinite(row["eval_loss"]) and math.isfinite(row["train_loss"]) for row in rec["history"])
     assert rec["train"]["global_step"] == steps
+    tokens = rec["tokens"]  # harness.finetune.callbacks.TokenAccountingCallback
+    assert tokens["samples"] == steps * spec.batch_size
+    assert 0 < tokens["real_tokens"] <= tokens["computed_tokens"] <= tokens["samples"] * spec.max_length
+    assert tokens["computed_tokens"] % 8 == 0  # bucketed: every batch's width is a multiple of 8
+    assert tokens["padding_share"] == pytest.approx(1 - tokens["real_tokens"] / tokens["computed_tokens"])
+    assert tokens["tokens_per_s"] == pytest.approx(tokens["real_tokens"] / tokens["train_seconds"])
+    assert 0 < tokens["train_seconds"] < rec["wall_time_s"]
+    assert rec["settings"]["batching"] == {"mode": "bucketed", "pad_to_multiple_of": 8, "requested": "auto"}
     eff = rec["efficiency"]
     for key in ("energy_kwh", "duration_h", "gpu_hours", "co2_kg", "grid_intensity_g_per_kwh"):
         assert isinstance(eff[key], float) and eff[key] >= 0
@@ -155,6 +163,10 @@ def test_killed_run_resumes_from_its_checkpoint(data_root: Path, tmp_path: Path)
     straight = run_finetune(spec, tmp_path / "straight", data_root=data_root, progress=False)
     assert [r["eval_loss"] for r in rec["history"]] == pytest.approx([r["eval_loss"] for r in straight["history"]],
                                                                       abs=1e-5)
+    # the token totals spent before the kill were restored from the checkpoint: same counts as straight through
+    counts = ("samples", "real_tokens", "computed_tokens")
+    assert [rec["tokens"][k] for k in counts] == [straight["tokens"][k] for k in counts]
+    assert rec["tokens"]["samples"] == 24 * 4
 
 
 # ---------------------------------------------------------------------- CLI

@@ -42,6 +42,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-eval-samples", help="evaluate on the first N dev examples only")
     p.add_argument("--precision", help="auto (default: bf16/fp16 on GPU, fp32 on CPU), fp32, fp16 or bf16")
     p.add_argument("--group-by-length", action="store_true", default=None, help="batch examples of similar length")
+    p.add_argument("--padding", help="batch layout: auto (default: flattened where supported, else padded to a "
+                   "multiple of 8), flatten, bucket or pad; an explicit value is part of the run id")
     p.add_argument("--save-steps", help="also checkpoint every N steps (always every epoch)")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints after the result is written")
     p.add_argument("--country", help="ISO alpha-3 country for the carbon intensity (default $VNR_COUNTRY_ISO_CODE or USA)")

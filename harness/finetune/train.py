@@ -19,9 +19,12 @@ Restartability:
 * checkpoints are removed once the record is written, unless ``keep_checkpoints``.
 
 On the GPU: bf16 where the GPU supports it (else fp16), TF32 matmuls on
-Ampere and newer, the fused AdamW, dynamic padding (always), optional length
-grouping (``FinetuneSpec.group_by_length``). ``scripts/bench_finetune.py``
-measures these against plain ``Trainer`` defaults.
+Ampere and newer, the fused AdamW, padding per batch chosen by
+:mod:`harness.finetune.batching` (``FinetuneSpec.padding``; the record's
+``settings.batching``), optional length grouping (``FinetuneSpec.group_by_length``).
+The record's ``tokens`` section (:class:`harness.finetune.callbacks.TokenAccountingCallback`)
+counts real and computed tokens, the padding share, samples/s and tokens/s.
+``scripts/bench_finetune.py`` measures these against plain ``Trainer`` defaults.
 """
 
 from __future__ import annotations
@@ -185,7 +188,11 @@ def run_finetune(
     from ranking.paths import resolve_data_root
 
     task = get_task(spec.task)
-    check_head(resolve_model(spec.model, spec.model_args), "sequence_classification")
+    from harness.finetune.batching import choose_batching
+
+    info = resolve_model(spec.model, spec.model_args)
+    check_head(info, "sequence_classification")
+    choose_batching(info.family, spec.padding)  # padding: flatten where unsupported -> UserError now
     data_root = resolve_data_root(data_root)  # None: $VNR_DATA_ROOT, else the public source (as run_bias)
     if save_steps is not None and save_steps <= 0:
         raise UserError(f"save_steps must be a positive integer (got {save_steps!r})")
@@ -265,13 +272,20 @@ def _train(
 ) -> dict[str, Any]:
     import numpy as np
     import transformers
-    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+    from transformers import Trainer, TrainingArguments
 
     from harness.energy.tracker import EfficiencyTracker, read_checkpoint_efficiency
-    from harness.finetune.callbacks import CheckpointCallback, EfficiencyCallback, ReadableLogCallback
+    from harness.finetune.batching import choose_batching, make_collator
+    from harness.finetune.callbacks import (
+        CheckpointCallback,
+        EfficiencyCallback,
+        ReadableLogCallback,
+        TokenAccountingCallback,
+    )
     from harness.models import load_model, resolve_model
 
     transformers.logging.set_verbosity_error()
+    batching = choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding)
     bars = progress and sys.stderr.isatty()  # a bar in a file (a grid's run log) is a wall of fragments
     if not bars:
         import datasets
@@ -347,7 +361,7 @@ def _train(
         full_determinism=not cuda,  # deterministic kernels on CPU (same seed, same result)
     )
     settings.update({
-        "dynamic_padding": True,
+        "batching": batching,
         "group_by_length": spec.group_by_length,
         "eval_batch_size": args.per_device_eval_batch_size,
         "save_steps": save_steps,
@@ -364,6 +378,8 @@ def _train(
                                     ledger_dir=run_dir.parent.parent / "energy", run_id=run_dir.name,
                                     **tracker_kwargs)
         callbacks.append(EfficiencyCallback(tracker))  # before the marker: its file is part of the checkpoint
+    tokens = TokenAccountingCallback(TokenAccountingCallback.read_checkpoint(resume))
+    callbacks.append(tokens)  # before the marker, as the tracker
     callbacks.append(CheckpointCallback(save_steps))
     trainer = Trainer(
         model=model,
@@ -371,7 +387,7 @@ def _train(
         train_dataset=train_ds,
         eval_dataset=eval_arg,
         processing_class=tokenizer,
-        data_collator=DataCollatorWithPadding(tokenizer),
+        data_collator=make_collator(tokenizer, batching),
         compute_metrics=metrics_fn,
         callbacks=callbacks,
     )
@@ -406,6 +422,7 @@ def _train(
         "metrics_best_epoch": best_epoch,
         "history": history,
         "efficiency": efficiency,
+        "tokens": tokens.result(),
         "settings": settings,
         "train": {
             "global_step": trainer.state.global_step,

@@ -112,6 +112,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     collect.add_argument("--allow-mixed-packing", action="store_true",
                          help="let one efficiency criterion mix runs measured at different packing levels "
                          "(runs per GPU); criteria.yaml then says so")
+    collect.add_argument("--criteria", action="append", default=[], metavar="+NAME",
+                         help="add an opt-in efficiency criterion per task (repeatable): +tokens_per_s "
+                         "(training throughput in real tokens/s, higher is better; off by default)")
     collect.set_defaults(func=collect_command)
 
 
@@ -391,9 +394,16 @@ def status_command(args: argparse.Namespace) -> int:
 
 def collect_command(args: argparse.Namespace) -> int:
     from harness.grid.collect import collect, describe
+    from ranking.errors import UserError
 
     exp, _ = _load(args)
+    extra = []
+    for item in args.criteria:
+        if not item.startswith("+"):
+            raise UserError(f"--criteria {item}: name an opt-in criterion to add with a leading +, e.g. "
+                            "--criteria +tokens_per_s")
+        extra.append(item[1:])
     result = collect(exp, epoch=args.epoch, allow_missing=args.allow_missing,
-                     allow_mixed_packing=args.allow_mixed_packing)
+                     allow_mixed_packing=args.allow_mixed_packing, extra_criteria=extra)
     print(describe(result))
     return 0

@@ -26,6 +26,9 @@ The criteria come from the records of the tasks and bias sets, nowhere else:
   energy was obtained (``method``: the runs' ``efficiency.energy_basis``,
   :mod:`harness.energy.basis`: ``measured``, ``estimate``, ``mixed``, ``none``, or
   ``unknown`` for a record without it), and its ``source`` says so in words.
+  Opt-in (``extra_criteria`` / ``vnr collect --criteria +tokens_per_s``): the
+  training throughput in real tokens/s (the record's ``tokens`` section), higher
+  is better; off by default, so that adding it never changes a ranking silently.
 * **fairness** — the fairness criteria of each bias set record
   (:attr:`harness.bias.data.BiasDataset.fairness`), oriented so that the
   declared direction holds.
@@ -89,6 +92,12 @@ EFFICIENCY_METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("co2_kg", "co2_kg", "kg CO2eq", "energy × the configured country's fixed grid carbon intensity "
      "(codecarbon's bundled average, not measured)"),
 )
+#: opt-in efficiency criteria (``collect(extra_criteria=...)``, ``vnr collect --criteria +NAME``):
+#: name → (record section, unit, direction, what it is). Off by default: a new column changes a ranking.
+OPTIONAL_EFFICIENCY: dict[str, tuple[str, str, str, str]] = {
+    "tokens_per_s": ("tokens", "tokens/s", "higher", "real (non-padding) training tokens per second inside "
+                     "optimizer steps (the record's tokens section; depends on the device and the batch layout)"),
+}
 #: the efficiency criteria whose figures are the energy's, so they carry its basis (carbon = energy × intensity)
 ENERGY_BASED = ("energy_kwh", "co2_kg")
 
@@ -249,10 +258,29 @@ def _packing_levels(packing: dict[tuple[str, str, int], tuple[int, str]], task: 
     return levels
 
 
+def efficiency_metrics(extra_criteria: Sequence[str] = ()) -> list[tuple[str, str, str, str, str, str]]:
+    """The efficiency criteria collected: (record key, suffix, unit, note, record section, direction), the
+    default ones then the opt-in :data:`OPTIONAL_EFFICIENCY` named in ``extra_criteria``.
+
+    >>> [m[1] for m in efficiency_metrics(["tokens_per_s"])][-2:]
+    ['co2_kg', 'tokens_per_s']
+    """
+    out = [(key, suffix, unit, note, "efficiency", "lower") for key, suffix, unit, note in EFFICIENCY_METRICS]
+    for name in dict.fromkeys(extra_criteria):
+        if name not in OPTIONAL_EFFICIENCY:
+            raise UserError(f"--criteria +{name}: not an optional criterion; use "
+                            + ", ".join(f"+{n}" for n in OPTIONAL_EFFICIENCY))
+        section, unit, direction, note = OPTIONAL_EFFICIENCY[name]
+        out.append((name, name, unit, note, section, direction))
+    return out
+
+
 def collect(
-    exp: Experiment, *, epoch: str = "final", allow_missing: bool = False, allow_mixed_packing: bool = False
+    exp: Experiment, *, epoch: str = "final", allow_missing: bool = False, allow_mixed_packing: bool = False,
+    extra_criteria: Sequence[str] = (),
 ) -> Collected:
-    """Build and write the matrix, its criteria sidecar and the per-seed side table."""
+    """Build and write the matrix, its criteria sidecar and the per-seed side table (``extra_criteria``: the
+    opt-in efficiency criteria of :data:`OPTIONAL_EFFICIENCY` to add, e.g. ``["tokens_per_s"]``)."""
     import pandas as pd
     import yaml
 
@@ -260,6 +288,7 @@ def collect(
 
     if epoch not in ("final", "best"):
         raise UserError(f"--epoch {epoch!r}: use final or best")
+    eff_metrics = efficiency_metrics(extra_criteria)
     out = Path(exp.output)
     if out.exists() and not out.is_dir():
         raise UserError(f"output {out} is a file, not a results directory; give the grid's output directory")
@@ -294,8 +323,9 @@ def collect(
                 seeded.setdefault((spec.model, crit.name), {})[spec.seed] = value
         efficiency = rec.get("efficiency") or {}
         measured = False
-        for key, suffix, _unit, _note in EFFICIENCY_METRICS:
-            value = _num(efficiency.get(key))
+        for key, suffix, _unit, _note, section, _direction in eff_metrics:
+            part = rec.get(section)
+            value = _num(part.get(key)) if isinstance(part, dict) else None
             if value is not None:
                 seeded.setdefault((spec.model, f"{spec.task}_{suffix}"), {})[spec.seed] = value
                 measured = True
@@ -317,7 +347,7 @@ def collect(
             )
 
     perf_names = [c.name for t in exp.tasks for c in get_task(t).criteria]
-    eff_names = [f"{t}_{suffix}" for t in exp.tasks for _, suffix, _, _ in EFFICIENCY_METRICS]
+    eff_names = [f"{t}_{m[1]}" for t in exp.tasks for m in eff_metrics]
     seeds_all = list(exp.seeds)
     seeds_text = ",".join(map(str, seeds_all))
     for task in exp.tasks:
@@ -330,9 +360,9 @@ def collect(
                 "unit": crit.unit,
                 "source": crit.source(epoch, seeds_text) + _share_text(task),
             }
-        for _key, suffix, unit, note in EFFICIENCY_METRICS:
+        for _key, suffix, unit, note, _section, direction in eff_metrics:
             meta[f"{task}_{suffix}"] = {
-                "direction": "lower",
+                "direction": direction,
                 "weight": 1.0,
                 "group": "efficiency",
                 "unit": unit,
@@ -381,7 +411,7 @@ def collect(
     packing_by_task: dict[str, list[int]] = {}
     for task in exp.tasks:
         cells = {(m, task) for m in exp.models
-                 if any((m, f"{task}_{suffix}") in complete for _, suffix, _, _ in EFFICIENCY_METRICS)}
+                 if any((m, f"{task}_{metric[1]}") in complete for metric in eff_metrics)}
         levels = _packing_levels(packing, task, cells)
         if not levels:
             continue
@@ -394,8 +424,8 @@ def collect(
             )
         text = (f"measured with {sorted(levels)[0]} run(s) per GPU (packing {sorted(levels)[0]})" if len(levels) == 1
                 else f"MIXED packing levels {', '.join(map(str, sorted(levels)))} runs per GPU (--allow-mixed-packing)")
-        for _key, suffix, _unit, _note in EFFICIENCY_METRICS:
-            meta[f"{task}_{suffix}"]["source"] += f"; {text}"
+        for metric in eff_metrics:
+            meta[f"{task}_{metric[1]}"]["source"] += f"; {text}"
 
     fair_names: list[str] = []
     scoring_modes: dict[str, dict[str, list[str]]] = {}  # dataset -> scoring mode -> run ids
