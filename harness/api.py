@@ -50,20 +50,24 @@ def score_bias(
     ready :class:`~harness.specs.BiasSpec`.
     """
     from harness.bias.run import run_bias
-    from harness.specs import BiasSpec
+    from harness.schema import output_path, validate
+    from harness.specs import BiasRunOptions, BiasSpec
     from ranking.paths import resolve_data_root
 
+    where = "harness.score_bias"
     if isinstance(model, BiasSpec):
         if dataset is not None or limit is not None or model_args is not None or scoring != "default":
-            raise UserError("score_bias(spec): give either a BiasSpec or model, dataset and options")
+            raise UserError(f"{where}(spec): give either a BiasSpec or model, dataset and options")
         spec = model
     else:
         if dataset is None:
-            raise UserError("score_bias: which dataset? crows_pairs, stereoset or winobias")
-        spec = BiasSpec.from_mapping({"model": model, "dataset": dataset, "limit": limit, "precision": precision,
-                                      "model_args": model_args or (), "scoring": scoring}, where="score_bias")
-    return run_bias(spec, Path(output), data_root=resolve_data_root(data_root), batch_tokens=batch_tokens,
-                    progress=progress)
+            raise UserError(f"{where}: which dataset? crows_pairs, stereoset or winobias")
+        spec = validate(BiasSpec, {"model": model, "dataset": dataset, "limit": limit, "precision": precision,
+                                   "model_args": () if model_args is None else model_args, "scoring": scoring},
+                        where=where)
+    options = validate(BiasRunOptions, {"batch_tokens": batch_tokens}, where=where)
+    return run_bias(spec, output_path(output, f"{where}: output"), data_root=resolve_data_root(data_root),
+                    progress=bool(progress), **options.given())
 
 
 def run_grid(
@@ -84,14 +88,12 @@ def run_grid(
     (:func:`harness.prefetch.check_available`).
     """
     from harness.grid.config import load_experiment, select_specs
-    from harness.grid.local import check_run_options, execute
+    from harness.grid.local import execute
     from ranking.paths import resolve_data_root
 
     exp = load_experiment(config, output=output)
     specs = select_specs(exp.specs, list(only) if only else None)
     root = resolve_data_root(data_root)
-    for kind, options in exp.run_options.items():
-        check_run_options(kind, options, f"{exp.source}: {kind}.run_options")
     if check:
         from harness.prefetch import check_available
 

@@ -72,10 +72,10 @@ def test_settings_are_canonical_and_name_the_run():
 
 @pytest.mark.parametrize(("value", "message"), [
     ({"r": 0}, "peft: r: 0 is below 1"),
-    ({"dropout": 1}, "peft: dropout 1 must be below 1"),
+    ({"dropout": 1}, "peft: dropout: 1 must be below 1"),
     ({"alpha": -2}, "peft: alpha: -2 must be above 0"),
-    ("ia3", "peft: method 'ia3' is not one of lora"),
-    ({"rank": 8}, "peft: unknown setting 'rank' (allowed: method, r, alpha, dropout, target_modules)"),
+    ("ia3", "peft: method: 'ia3' is not one of lora"),
+    ({"rank": 8}, "peft: unknown key 'rank' (allowed: method, r, alpha, dropout, target_modules)"),
     ({"target_modules": []}, "peft: target_modules: give at least one module name"),
 ])
 def test_bad_settings_are_refused_in_one_line(value, message):
@@ -226,9 +226,9 @@ def test_api_lora_resumes_from_its_adapter_checkpoint(data_root, tmp_path):
 @pytest.mark.parametrize(("extra", "message"), [
     (["--peft-args", "r=4"], "--peft-args needs --peft lora"),
     (["--peft", "lora", "--peft-args", "r=0"], "--peft-args: r: 0 is below 1"),
-    (["--peft", "lora", "--peft-args", "rank=4"], "--peft-args: unknown setting 'rank'"),
+    (["--peft", "lora", "--peft-args", "rank=4"], "--peft-args: unknown key 'rank'"),
     (["--report-to", "wandb"], "report_to: wandb is not installed: pip install wandb"),
-    (["--report-to", "all"], "report_to: 'all' is not a tracker"),
+    (["--report-to", "all"], "--report-to: 'all' is not a tracker"),
 ])
 def test_cli_bad_input_exits_2_before_any_record(extra, message, data_root, tmp_path, capsys):
     out = tmp_path / "o"

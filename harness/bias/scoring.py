@@ -48,13 +48,13 @@ from typing import Any
 
 import numpy as np
 
+from harness.schema import PRECISIONS  # one list of precisions for every run kind
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_TOKENS = {"cpu": 4096, "cuda": 65536}
 HEAD_ROWS = {"cpu": 1024, "cuda": 8192}  # rows per LM-head chunk (bounds the rows × vocab float32 buffer)
-PRECISIONS = ("fp32", "bf16", "fp16", "auto")
 DEFAULT_PRECISION = "fp32"
 
 

@@ -1,8 +1,8 @@
 """Parameter-efficient fine-tuning: LoRA adapters (the ``peft`` library) on a sequence classifier.
 
 A run asks for it with ``FinetuneSpec.peft`` (``--peft lora`` / ``--peft-args``, ``peft:`` in a grid's
-hyper-parameters, ``peft=`` in :func:`harness.finetune`). :func:`harness.validate.parse_peft` is its one
-validation point: it fills the defaults (:data:`~harness.validate.LORA_DEFAULTS`) and returns sorted pairs, so ``--peft lora`` and
+hyper-parameters, ``peft=`` in :func:`harness.finetune`). :func:`parse_peft` is its one validation point
+(the settings are the declared fields of :class:`LoraSettings`): it fills the defaults and returns sorted pairs, so ``--peft lora`` and
 ``peft={"method": "lora", "r": 8}`` are the same run id. An empty setting is full fine-tuning.
 
 Which linear layers get adapters (``target_modules``) defaults per family, keyed by the config's
@@ -21,14 +21,94 @@ classifier outside its base model (``classifier``, ``score``, DistilBERT's ``pre
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any, Literal
 
-from harness.validate import LORA_DEFAULTS, PEFT_METHODS, parse_peft
+from harness.schema import Count, Help, Number, PositiveFloat, validate
 from ranking.errors import UserError
 
 __all__ = ["LORA_DEFAULTS", "PEFT_METHODS", "TARGET_MODULES", "apply_peft", "head_modules", "parse_peft",
            "target_modules"]
+
+
+PEFT_METHODS = ("lora",)
+_PEFT_OFF = ("", "none", "full")
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """LoRA's settings (checked by :mod:`harness.schema`; the defaults are the LoRA paper's common choice)."""
+
+    method: Annotated[Literal[PEFT_METHODS], Help("the PEFT method: lora")] = "lora"
+    r: Annotated[Count, Help("rank of the adapters")] = 8
+    alpha: Annotated[PositiveFloat, Help("scaling numerator (the update is scaled by alpha / r)")] = 16.0
+    dropout: Annotated[float, Number(ge=0.0, lt=1.0), Help("dropout on the adapters' input, 0 to <1")] = 0.1
+    target_modules: Annotated[tuple[str, ...] | None, Help("linear layers that get adapters (default per "
+                                                           "model_type: TARGET_MODULES)")] = None
+
+
+LORA_DEFAULTS: dict[str, Any] = {k: v for k, v in asdict(LoraSettings()).items() if k not in ("method", "target_modules")}
+PEFT_KEYS = tuple(LoraSettings.__dataclass_fields__)
+
+
+def parse_peft(value: Any, where: str | None = "peft") -> tuple[tuple[str, Any], ...]:
+    """A PEFT setting as sorted ``(key, value)`` pairs with the defaults filled in (``()``: full fine-tuning).
+
+    ``value`` is a method name (``"lora"``), ``"key=value,..."`` text (``target_modules`` joined by ``+``),
+    a mapping or pairs (a spec's own form, also after a JSON round trip). ``None``, ``""``, ``"none"``
+    mean full fine-tuning. The values are checked by :class:`LoraSettings`' declarations.
+
+    >>> parse_peft({"method": "lora", "r": "16", "alpha": 32, "target_modules": ["v_proj", "q_proj"]})[-1]
+    ('target_modules', ('q_proj', 'v_proj'))
+    >>> parse_peft({"r": 0})
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: peft: r: 0 is below 1
+    """
+    if value is None or (isinstance(value, str) and value.strip().lower() in _PEFT_OFF) or value == ():
+        return ()
+    items = _items(value, where or "")
+    if isinstance(items.get("method"), str):
+        items["method"] = items["method"].strip().lower()
+    if items.get("target_modules") is not None:
+        items["target_modules"] = _module_names(items["target_modules"], f"{where}: target_modules" if where else "target_modules")
+    settings = validate(LoraSettings, items, where=where)
+    out = {k: v for k, v in asdict(settings).items() if v is not None}
+    out["alpha"] = float(out["alpha"])
+    return tuple(sorted(out.items()))
+
+
+def _items(value: Any, where: str) -> dict[str, Any]:
+    """``value`` as a mapping: a method name, ``k=v,...`` text, a mapping or pairs."""
+    if isinstance(value, str):
+        text = value.strip()
+        if "=" not in text:
+            return {"method": text}
+        out: dict[str, Any] = {}
+        for item in (p.strip() for p in text.split(",")):
+            key, sep, val = item.partition("=")
+            if not sep or not key.strip():
+                raise UserError(f"{where + ': ' if where else ''}{item!r} is not key=value (e.g. r=8,alpha=16,target_modules=query+value)")
+            out[key.strip()] = val.strip()
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    try:
+        return {str(k): v for k, v in value}
+    except (TypeError, ValueError):
+        raise UserError(f"{where + ': ' if where else ''}give a method (lora) or a mapping of {', '.join(PEFT_KEYS)}") from None
+
+
+def _module_names(value: Any, where: str) -> tuple[str, ...]:
+    """Module names from ``"q_proj+v_proj"`` or a list, sorted and without repeats."""
+    names: Iterable[Any] = value.replace(",", "+").split("+") if isinstance(value, str) else value
+    if isinstance(names, (bytes, Mapping)) or not isinstance(names, Iterable):
+        raise UserError(f"{where}: give module names, e.g. [q_proj, v_proj]")
+    out = tuple(sorted({str(n).strip() for n in names if str(n).strip()}))
+    if not out:
+        raise UserError(f"{where}: give at least one module name, e.g. [q_proj, v_proj]")
+    return out
 
 
 # model_type -> the linear layers LoRA adapts by default (query and value projections of attention).

@@ -29,19 +29,20 @@ def register(subparsers: Any) -> None:
     )
     add_model_arguments(p)
     p.add_argument("--task", required=True, help="GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI")
-    p.add_argument("--seed", type=int, required=True, help="random seed (the paper uses 0-4); part of the run id")
+    p.add_argument("--seed", required=True, help="random seed (the paper uses 0-4); part of the run id")
     p.add_argument("--data-root", help="data root with glue/<Task>/*.tsv (default: $VNR_DATA_ROOT, else the hub)")
     p.add_argument("--output", default="results/finetune", help="result store (default: %(default)s)")
-    p.add_argument("--epochs", type=float, help="training epochs (default 5)")
-    p.add_argument("--batch-size", type=int, help="training batch size (default 16)")
-    p.add_argument("--lr", type=float, help="peak learning rate (default 2e-5)")
-    p.add_argument("--weight-decay", type=float, help="AdamW weight decay (default 0.01)")
-    p.add_argument("--warmup-ratio", type=float, help="share of steps with linear warm-up (default 0)")
-    p.add_argument("--max-length", type=int, help="truncate inputs to this many tokens (default 128)")
-    p.add_argument("--max-steps", type=int, help="stop after N optimizer steps (smoke runs)")
-    p.add_argument("--max-train-samples", type=int, help="train on the first N examples only")
-    p.add_argument("--max-eval-samples", type=int, help="evaluate on the first N dev examples only")
-    p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), help="default auto: bf16/fp16 on GPU")
+    # values are read and checked by the spec's declared fields (harness.specs), as a config's are
+    p.add_argument("--epochs", help="training epochs (default 5)")
+    p.add_argument("--batch-size", help="training batch size (default 16)")
+    p.add_argument("--lr", help="peak learning rate (default 2e-5)")
+    p.add_argument("--weight-decay", help="AdamW weight decay (default 0.01)")
+    p.add_argument("--warmup-ratio", help="share of steps with linear warm-up, 0 to below 1 (default 0)")
+    p.add_argument("--max-length", help="truncate inputs to this many tokens (default 128)")
+    p.add_argument("--max-steps", help="stop after N optimizer steps (smoke runs)")
+    p.add_argument("--max-train-samples", help="train on the first N examples only")
+    p.add_argument("--max-eval-samples", help="evaluate on the first N dev examples only")
+    p.add_argument("--precision", help="auto (default: bf16/fp16 on GPU, fp32 on CPU), fp32, fp16 or bf16")
     p.add_argument("--group-by-length", action="store_true", default=None, help="batch examples of similar length")
     p.add_argument("--peft", choices=("lora", "none"),
                    help="lora: train LoRA adapters and the classifier head only, the base model frozen (default: "
@@ -52,7 +53,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--report-to", metavar="TRACKER[,TRACKER]",
                    help="send the training logs to tensorboard, wandb and/or mlflow (offline, under OUTPUT; "
                    "default none); not part of the run id")
-    p.add_argument("--save-steps", type=int, help="also checkpoint every N steps (always every epoch)")
+    p.add_argument("--padding", help="batch layout: auto (default: flattened where supported, else padded to a "
+                   "multiple of 8), flatten, bucket or pad; an explicit value is part of the run id")
+    p.add_argument("--save-steps", help="also checkpoint every N steps (always every epoch)")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints after the result is written")
     p.add_argument("--country", help="ISO alpha-3 country for the carbon intensity (default $VNR_COUNTRY_ISO_CODE or USA)")
     p.add_argument("--region", help="region for the carbon intensity (USA/Canada), e.g. california")
@@ -62,35 +65,42 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-_OVERRIDES = {
-    "epochs": "epochs",
-    "batch_size": "batch_size",
-    "lr": "learning_rate",
-    "weight_decay": "weight_decay",
-    "warmup_ratio": "warmup_ratio",
-    "max_length": "max_length",
-    "max_steps": "max_steps",
-    "max_train_samples": "max_train_samples",
-    "max_eval_samples": "max_eval_samples",
-    "precision": "precision",
-    "group_by_length": "group_by_length",
-}
+# Flags named otherwise than their spec field / run option (the rest: --field-name).
+FLAGS = {"learning_rate": "--lr", "country_iso_code": "--country"}
+_NAMING = ("model", "task", "seed", "model_args", "peft")  # given by --model, --task, --seed, --model-args, --peft(-args)
+
+
+def flag(field: str) -> str:
+    """The flag of a spec field or run option: ``learning_rate`` → ``--lr``, ``max_length`` → ``--max-length``."""
+    return FLAGS.get(field, "--" + field.replace("_", "-"))
 
 
 def spec_from_args(args: argparse.Namespace) -> Any:
-    """The run's :class:`~harness.specs.FinetuneSpec`: paper defaults, overridden by the options given."""
+    """The run's :class:`~harness.specs.FinetuneSpec`: paper defaults, overridden by the options given,
+    checked by the spec's declared fields (errors name the flag: ``--lr: nan is not a finite number``)."""
+    from dataclasses import fields
+
+    from harness.schema import validate
     from harness.specs import FinetuneSpec
-    from harness.validate import check_spec
 
-    values = {field: getattr(args, opt) for opt, field in _OVERRIDES.items() if getattr(args, opt) is not None}
-    from harness.models import parse_model_args
+    values = {f.name: getattr(args, flag(f.name)[2:].replace("-", "_"), None) for f in fields(FinetuneSpec)
+              if f.name not in _NAMING}
+    values = {k: v for k, v in values.items() if v is not None}
+    data = {"model": args.model, "task": args.task, "seed": args.seed,
+            "model_args": getattr(args, "model_args", "") or "",
+            "peft": peft_from_args(getattr(args, "peft", None), getattr(args, "peft_args", None)), **values}
+    return validate(FinetuneSpec, data, names=flag)
 
-    model_args = parse_model_args(getattr(args, "model_args", "") or "")
-    peft = peft_from_args(getattr(args, "peft", None), getattr(args, "peft_args", None))
-    spec = FinetuneSpec.from_mapping({"model": args.model, "task": args.task, "seed": args.seed,
-                                      "model_args": model_args, "peft": peft, **values}, where="vnr finetune")
-    flags = {field: f"--{opt.replace('_', '-')}" for opt, field in _OVERRIDES.items()}
-    return check_spec(spec, where=lambda field: flags.get(field, f"--{field.replace('_', '-')}"))
+
+def options_from_args(args: argparse.Namespace) -> Any:
+    """The run function's options from the flags, checked by :class:`~harness.specs.FinetuneRunOptions`."""
+    from harness.schema import validate
+    from harness.specs import FinetuneRunOptions
+
+    return validate(FinetuneRunOptions, {
+        "save_steps": args.save_steps, "keep_checkpoints": args.keep_checkpoints, "country_iso_code": args.country,
+        "region": args.region, "allow_nonfinite": args.allow_nonfinite,
+        "report_to": args.report_to}, names=flag)
 
 
 def peft_from_args(method: str | None, settings: str | None) -> tuple[tuple[str, Any], ...]:
@@ -150,27 +160,19 @@ def summary_line(record: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from harness.api import finetune
-    from harness.finetune.tasks import get_task
     from harness.store import RunStore
 
-    get_task(args.task)
-    for name in ("max_steps", "max_train_samples", "max_eval_samples", "batch_size", "save_steps"):
-        value = getattr(args, name)
-        if value is not None and value <= 0:
-            raise UserError(f"--{name.replace('_', '-')} must be a positive integer (got {value})")
     spec = spec_from_args(args)
+    options = options_from_args(args)
     output = Path(args.output)
     store = RunStore(output)
     store.ensure_writable()
-    already = store.is_done(spec.run_id())
+    already = store.is_done(spec)
     from harness.store import RunFailed
 
     try:
         record = finetune(
-            spec, output=output, data_root=args.data_root, keep_checkpoints=args.keep_checkpoints,
-            progress=not args.no_progress, save_steps=args.save_steps, country_iso_code=args.country,
-            region=args.region, allow_nonfinite=args.allow_nonfinite, report_to=args.report_to,
-        )
+            spec, output=output, data_root=args.data_root, progress=not args.no_progress, **options.given())
     except RunFailed as exc:  # recorded as failed, with the reason
         print(f"vnr finetune: run failed: {exc}; record: {store.result_path(spec.run_id())}", file=sys.stderr)
         return 1

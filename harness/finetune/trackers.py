@@ -31,7 +31,7 @@ TRACKERS = ("tensorboard", "wandb", "mlflow")
 _PACKAGES = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", "wandb"), "mlflow": ("mlflow", "mlflow")}
 
 
-def parse_report_to(value: Any, where: str = "report_to") -> tuple[str, ...]:
+def parse_report_to(value: Any, where: str | None = "report_to") -> tuple[str, ...]:
     """``value`` (``"none"``, a name, ``"a,b"`` or a list) as the trackers' names, in :data:`TRACKERS` order.
 
     >>> parse_report_to(["mlflow", "tensorboard"])
@@ -43,13 +43,14 @@ def parse_report_to(value: Any, where: str = "report_to") -> tuple[str, ...]:
     """
     if value is None:
         return ()
+    at = f"{where}: " if where else ""  # None: the caller names the key (a declared field's check)
     names = value.split(",") if isinstance(value, str) else value
     if not isinstance(names, (list, tuple)):
-        raise UserError(f"{where}: {value!r}: use none or any of {', '.join(TRACKERS)}")
+        raise UserError(f"{at}{value!r}: use none or any of {', '.join(TRACKERS)}")
     chosen = {str(n).strip().lower() for n in names} - {"", "none"}
     for name in sorted(chosen):
         if name not in TRACKERS:
-            raise UserError(f"{where}: {name!r} is not a tracker: use none or any of {', '.join(TRACKERS)}")
+            raise UserError(f"{at}{name!r} is not a tracker: use none or any of {', '.join(TRACKERS)}")
     return tuple(t for t in TRACKERS if t in chosen)
 
 

@@ -19,14 +19,18 @@ Restartability:
 * checkpoints are removed once the record is written, unless ``keep_checkpoints``.
 
 On the GPU: bf16 where the GPU supports it (else fp16), TF32 matmuls on
-Ampere and newer, the fused AdamW, dynamic padding (always), optional length
-grouping (``FinetuneSpec.group_by_length``). ``scripts/bench_finetune.py``
-measures these against plain ``Trainer`` defaults.
+Ampere and newer, the fused AdamW, padding per batch chosen by
+:mod:`harness.finetune.batching` (``FinetuneSpec.padding``; the record's
+``settings.batching``), optional length grouping (``FinetuneSpec.group_by_length``).
+The record's ``tokens`` section (:class:`harness.finetune.callbacks.TokenAccountingCallback`)
+counts real and computed tokens, the padding share, samples/s and tokens/s.
+``scripts/bench_finetune.py`` measures these against plain ``Trainer`` defaults.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -41,14 +45,13 @@ from harness.finetune.trackers import (
     report_to_argument,
     tracker_environment,
 )
-from harness.specs import FinetuneSpec
-from harness.store import STATUS_OK, RunFailed, RunStore, strict_json
+from harness.specs import PRECISIONS, FinetuneSpec
+from harness.store import RunFailed, RunStore, strict_json
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
 
 TINY_TOKENIZER_TEXTS = 2000  # sentences a tiny model's tokenizer is trained on
-PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 _EVAL_NAMES = {"": "dev_matched", "_mm": "dev_mismatched"}
 # Keys of the spec that name the run rather than tune it.
 _NAMING = ("model", "task", "seed")
@@ -99,22 +102,6 @@ def _tokenize(split: Split, tokenizer: Any, max_length: int, *, pad_to_max: bool
                          padding="max_length" if pad_to_max else False)
 
     return ds.map(encode, batched=True, remove_columns=[c for c in ds.column_names if c != "label"])
-
-
-def _check_spec(spec: FinetuneSpec) -> None:
-    positive = {"epochs": spec.epochs, "batch_size": spec.batch_size, "learning_rate": spec.learning_rate,
-                "max_length": spec.max_length}
-    for name, value in positive.items():
-        if not value or value <= 0:
-            raise UserError(f"{name} must be positive (got {value!r})")
-    for name in ("max_steps", "max_train_samples", "max_eval_samples"):
-        value = getattr(spec, name)
-        if value is not None and value <= 0:
-            raise UserError(f"{name} must be a positive integer or unset (got {value!r})")
-    if spec.weight_decay < 0 or not 0 <= spec.warmup_ratio < 1:
-        raise UserError("weight_decay must be >= 0 and warmup_ratio in [0, 1)")
-    if spec.precision not in PRECISIONS:
-        raise UserError(f"precision {spec.precision!r}: use one of {', '.join(PRECISIONS)}")
 
 
 # ---------------------------------------------------------------------- history
@@ -194,11 +181,14 @@ def run_finetune(
     store = RunStore(output)
     rid = spec.run_id()
     try:
-        stored = store.get(rid)
+        stored = store.done_record(spec)
+        if stored is None and allow_nonfinite:  # a diverged run kept on request is done for this request
+            kept = store.get(rid)
+            stored = kept if kept is not None and kept.get("status") == "ok" and kept.get("nonfinite") else None
     except OSError:  # e.g. the output is a file: say so in one line
         store.ensure_writable()
         raise
-    if stored is not None and stored.get("status") == STATUS_OK:
+    if stored is not None:
         log.info("%s is done: %s", rid, store.result_path(rid))
         return stored
     # Bad input fails here, before anything is recorded.
@@ -206,9 +196,11 @@ def run_finetune(
     from ranking.paths import resolve_data_root
 
     task = get_task(spec.task)
+    from harness.finetune.batching import choose_batching
+
     info = resolve_model(spec.model, spec.model_args)
     check_head(info, "sequence_classification")
-    _check_spec(spec)
+    choose_batching(info.family, spec.padding)  # padding: flatten where unsupported -> UserError now
     if spec.peft:
         from harness.finetune.adapters import check_peft_available, target_modules
 
@@ -224,6 +216,9 @@ def run_finetune(
 
         grid_intensity(country_iso_code, region)  # unknown country -> UserError now, not after training
     store.ensure_writable()
+    # the input is good; torch, the data and the model take seconds to load: say so first (one line, stderr)
+    log.info("fine-tuning %s on %s, seed %d: loading torch, the data and the model …", spec.model, task.name,
+             spec.seed)
 
     with store.run(spec, busy_is_error=True) as run:
         if run.state == "done":
@@ -295,17 +290,28 @@ def _train(
 
     import numpy as np
     import transformers
-    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+    from transformers import Trainer, TrainingArguments
 
     from harness.energy.tracker import EfficiencyTracker, read_checkpoint_efficiency
-    from harness.finetune.callbacks import CheckpointCallback, EfficiencyCallback
+    from harness.finetune.batching import choose_batching, make_collator
+    from harness.finetune.callbacks import (
+        CheckpointCallback,
+        EfficiencyCallback,
+        ReadableLogCallback,
+        TokenAccountingCallback,
+    )
     from harness.models import load_model, resolve_model
 
     transformers.logging.set_verbosity_error()
-    if not progress:
+    batching = choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding)
+    bars = progress and sys.stderr.isatty()  # a bar in a file (a grid's run log) is a wall of fragments
+    if not bars:
         import datasets
+        import huggingface_hub.utils
 
         datasets.disable_progress_bars()
+        huggingface_hub.utils.disable_progress_bars()  # "Writing model shards" at each checkpoint
+        transformers.utils.logging.disable_progress_bar()
     settings = runtime_settings(spec.precision, optim)
     transformers.set_seed(spec.seed)
     data = load_task(task, data_root, max_train_samples=spec.max_train_samples,
@@ -317,6 +323,7 @@ def _train(
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(resume))
+    log.info("loading model %s …", spec.model)
     model, tokenizer, info = load_model(
         spec.model, "sequence_classification",
         texts=data.train.texts()[:TINY_TOKENIZER_TEXTS] if info.is_tiny else None,
@@ -373,12 +380,12 @@ def _train(
         dataloader_pin_memory=cuda,
         report_to=report_to_argument(trackers),
         run_name=run_dir.name,
-        disable_tqdm=not progress,
+        disable_tqdm=not bars,
         use_cpu=not cuda,
         full_determinism=not cuda,  # deterministic kernels on CPU (same seed, same result)
     )
     settings.update({
-        "dynamic_padding": True,
+        "batching": batching,
         "group_by_length": spec.group_by_length,
         "eval_batch_size": args.per_device_eval_batch_size,
         "save_steps": save_steps,
@@ -396,6 +403,8 @@ def _train(
                                     ledger_dir=run_dir.parent.parent / "energy", run_id=run_dir.name,
                                     **tracker_kwargs)
         callbacks.append(EfficiencyCallback(tracker))  # before the marker: its file is part of the checkpoint
+    tokens = TokenAccountingCallback(TokenAccountingCallback.read_checkpoint(resume))
+    callbacks.append(tokens)  # before the marker, as the tracker
     callbacks.append(CheckpointCallback(save_steps))
     environment = contextlib.ExitStack()  # the trackers' offline defaults, while training
     tracker_env = environment.enter_context(tracker_environment(trackers, run_dir.parent.parent, run_dir.name))
@@ -407,10 +416,17 @@ def _train(
         train_dataset=train_ds,
         eval_dataset=eval_arg,
         processing_class=tokenizer,
-        data_collator=DataCollatorWithPadding(tokenizer),
+        data_collator=make_collator(tokenizer, batching),
         compute_metrics=metrics_fn,
         callbacks=callbacks,
     )
+    if not bars:  # readable lines instead of the printed log dicts
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+        trainer.add_callback(ReadableLogCallback())
+    log.info("training %s on %s: %d examples, %s …", spec.model, task.name, len(data.train),
+             f"{spec.max_steps} steps" if spec.max_steps else f"{spec.epochs:g} epochs")
     resumed_from = None
     if resume is not None:
         resumed_from = checkpoint_step(resume)
@@ -436,6 +452,7 @@ def _train(
         "metrics_best_epoch": best_epoch,
         "history": history,
         "efficiency": efficiency,
+        "tokens": tokens.result(),
         "settings": settings,
         "train": {
             "global_step": trainer.state.global_step,
