@@ -156,6 +156,7 @@ def test_vnr_finetune_lora_on_a_local_llama_with_tensorboard(llama_dir, data_roo
             "--output", str(out), *SMALL_FLAGS, "--peft", "lora", "--peft-args", "r=4,alpha=8",
             "--report-to", "tensorboard", "--no-progress"]
     assert vnr(argv) == 0
+    assert "lora r=4: 2,176 of " in capsys.readouterr().out
     spec = FinetuneSpec(str(llama_dir), "rte", 0, peft={"r": 4, "alpha": 8}, **SMALL)
     rec = RunStore(out).get(spec.run_id())
     assert rec["status"] == "ok" and rec["identity"]["peft"] == {"alpha": 8.0, "dropout": 0.1, "method": "lora", "r": 4}

@@ -149,6 +149,10 @@ def summary_line(record: dict[str, Any]) -> str:
     eff = record.get("efficiency") or {}
     parts = [f"{record['model']} {record['task']} seed={record['seed']}", f"final: {fmt(record.get('metrics', {}))}",
              f"best: {fmt(record.get('metrics_best', {}))}"]
+    peft = record.get("peft")
+    if peft:
+        parts.append(f"{peft['method']} r={peft['r']}: {peft['trainable_parameters']:,} of "
+                     f"{peft['total_parameters']:,} parameters trained")
     if eff:
         parts.append(f"energy={eff.get('energy_kwh', 0.0):.3g} kWh{energy_mark(eff)} co2={eff.get('co2_kg', 0.0):.3g} kg "
                      f"gpu_hours={eff.get('gpu_hours', 0.0):.3g}")
