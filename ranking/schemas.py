@@ -84,7 +84,10 @@ def parse_weight(value: Any) -> float:
 
 
 def _text(value: Any) -> Any:
-    """A name: text that is not blank (numbers are refused by the field's type: quote them)."""
+    """A name: text that is not blank. A whole number is its decimal text (YAML reads ``group: 1`` as a number;
+    it names the group ``"1"``); a boolean, null or fractional number is refused by the field's type: quote it."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     if isinstance(value, str) and not value.strip():
         raise ValueError("the text is blank — write a name")
     return value
@@ -136,8 +139,10 @@ class _Strict(BaseModel):
 
 
 def _string_keys(value: Any) -> Any:
-    """A mapping whose keys are names: a key YAML read as a number, boolean or null must be quoted."""
+    """A mapping whose keys are names: a whole-number key is its decimal text (``1:`` names ``"1"``, as in a CSV
+    header); a key YAML read as a boolean, null or fractional number must be quoted."""
     if isinstance(value, dict):
+        value = {str(k) if isinstance(k, int) and not isinstance(k, bool) else k: v for k, v in value.items()}
         for key in value:
             if not isinstance(key, str):
                 kind = {bool: "a boolean", int: "a number", float: "a number", type(None): "null"}.get(

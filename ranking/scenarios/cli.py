@@ -68,8 +68,8 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
 
         seed_arg = getattr(args, "seed", None)
         seed = 0 if seed_arg is None else int(seed_arg)
-        say(f"bootstrapping {n} resamples over {'standard errors' if table.standard_errors is not None else 'seeds'} …")
         if table.standard_errors is not None:  # the source's own noise (e.g. lm-eval's stderr) wins over seeds
+            say(f"bootstrapping {n} draws from the scores' standard errors …")
             cmp.rank_probabilities = error_bootstrap(scenario, table, n, seed=seed)
             cmp.bootstrap_source = "standard_errors"
             if seeds is not None:
@@ -82,7 +82,9 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
                     "collect runs with several seeds (vnr collect writes seeds.csv), import a source with standard "
                     "errors (vnr import lm-eval), or drop --bootstrap"
                 )
-            cmp.rank_probabilities = bootstrap(scenario, table, read_seeds(seeds, table), n, seed=seed)
+            seed_values = read_seeds(seeds, table)
+            say(f"bootstrapping {n} resamples over seeds …")
+            cmp.rank_probabilities = bootstrap(scenario, table, seed_values, n, seed=seed)
         cmp.bootstrap_n = n
     return cmp, scenario, seeds, source
 
