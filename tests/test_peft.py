@@ -68,6 +68,8 @@ def test_settings_are_canonical_and_name_the_run():
 
     again = FinetuneSpec.from_mapping(json.loads(json.dumps(asdict(named))))
     assert again == named and again.run_id() == named.run_id()
+    full = FinetuneSpec.from_mapping(json.loads(json.dumps(asdict(plain))))  # peft () → [] in JSON: still off
+    assert full.peft == () and full.run_id() == plain.run_id()
 
 
 @pytest.mark.parametrize(("value", "message"), [

@@ -61,12 +61,16 @@ def parse_peft(value: Any, where: str | None = "peft") -> tuple[tuple[str, Any],
 
     >>> parse_peft({"method": "lora", "r": "16", "alpha": 32, "target_modules": ["v_proj", "q_proj"]})[-1]
     ('target_modules', ('q_proj', 'v_proj'))
+    >>> parse_peft([]), parse_peft("none")
+    ((), ())
     >>> parse_peft({"r": 0})
     Traceback (most recent call last):
     ...
     ranking.errors.UserError: peft: r: 0 is below 1
     """
-    if value is None or (isinstance(value, str) and value.strip().lower() in _PEFT_OFF) or value == ():
+    if value is None or (isinstance(value, str) and value.strip().lower() in _PEFT_OFF):
+        return ()
+    if isinstance(value, (tuple, list)) and not value:  # no pairs: a spec's own "off", also after JSON ([])
         return ()
     items = _items(value, where or "")
     if isinstance(items.get("method"), str):
