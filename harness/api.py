@@ -50,20 +50,24 @@ def score_bias(
     ready :class:`~harness.specs.BiasSpec`.
     """
     from harness.bias.run import run_bias
-    from harness.specs import BiasSpec
+    from harness.schema import output_path, validate
+    from harness.specs import BiasRunOptions, BiasSpec
     from ranking.paths import resolve_data_root
 
+    where = "harness.score_bias"
     if isinstance(model, BiasSpec):
         if dataset is not None or limit is not None or model_args is not None or scoring != "default":
-            raise UserError("score_bias(spec): give either a BiasSpec or model, dataset and options")
+            raise UserError(f"{where}(spec): give either a BiasSpec or model, dataset and options")
         spec = model
     else:
         if dataset is None:
-            raise UserError("score_bias: which dataset? crows_pairs, stereoset or winobias")
-        spec = BiasSpec.from_mapping({"model": model, "dataset": dataset, "limit": limit, "precision": precision,
-                                      "model_args": model_args or (), "scoring": scoring}, where="score_bias")
-    return run_bias(spec, Path(output), data_root=resolve_data_root(data_root), batch_tokens=batch_tokens,
-                    progress=progress)
+            raise UserError(f"{where}: which dataset? crows_pairs, stereoset or winobias")
+        spec = validate(BiasSpec, {"model": model, "dataset": dataset, "limit": limit, "precision": precision,
+                                   "model_args": () if model_args is None else model_args, "scoring": scoring},
+                        where=where)
+    options = validate(BiasRunOptions, {"batch_tokens": batch_tokens}, where=where)
+    return run_bias(spec, output_path(output, f"{where}: output"), data_root=resolve_data_root(data_root),
+                    progress=bool(progress), **options.given())
 
 
 def run_grid(
@@ -90,25 +94,25 @@ def run_grid(
     (:func:`harness.prefetch.check_available`).
     """
     from harness.grid.config import load_experiment, select_specs
-    from harness.grid.local import check_run_options, execute
+    from harness.grid.local import execute
     from ranking.paths import resolve_data_root
 
     exp = load_experiment(config, output=output)
     specs = select_specs(exp.specs, list(only) if only else None)
     root = resolve_data_root(data_root)
-    for kind, options in exp.run_options.items():
-        check_run_options(kind, options, f"{exp.source}: {kind}.run_options")
     if check:
         from harness.prefetch import check_available
 
         check_available(exp, specs=specs, data_root=root, config=str(config))
     from harness.grid.calibrate import local_packing
+    from harness.grid.settings import LocalSettings
+    from harness.schema import validate
     from harness.store import RunStore
-    from harness.validate import runs_per_gpu_value
 
     store = RunStore(exp.output)
     pending = [s for s in specs if not store.is_done(s.run_id())]
-    per_gpu = None if runs_per_gpu is None else runs_per_gpu_value(runs_per_gpu, "runs_per_gpu")
+    per_gpu = None if runs_per_gpu is None else validate(LocalSettings, {"runs_per_gpu": runs_per_gpu},
+                                                         names=lambda _: "runs_per_gpu").runs_per_gpu
     plan, packing = local_packing(exp, specs, pending, runs_per_gpu=per_gpu, calibrate_runs=calibrate, data_root=root)
     return execute(specs, exp.output, data_root=root, progress=progress, isolate=isolate,
                    options=lambda s: {**exp.options_for(s), **plan.options(s)}, **packing)

@@ -7,7 +7,8 @@ command being run (:data:`COMMANDS` says which module holds which command), so
 ``vnr rank`` never loads torch. A command of the harness extra in an install
 without it (no torch / transformers / codecarbon) exits 2 with one line naming
 the extra to install. A :class:`ranking.errors.UserError` anywhere becomes one
-line on stderr and exit status 2.
+line on stderr and exit status 2, and so does an ``OSError`` (disk full, read-only
+output, a file where a folder should be): the path and the system's words for it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ranking.errors import EXIT_USAGE, UserError
+from ranking.errors import EXIT_USAGE, UserError, describe_os_error
 
 #: command → (module whose ``register`` adds it, one-line summary for ``vnr --help``).
 #: tests/test_imports.py checks that each module registers exactly the commands listed for it.
@@ -28,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rank": ("ranking.cli", "rank the models of a score table with voting rules (or a scenario with --scenario)"),
     "prospective": ("ranking.cli", "which models some weighting of the criteria makes the Condorcet winner"),
     "criteria": ("ranking.cli", "write a criteria.yaml template (directions, weights, groups) for a CSV"),
+    "import": ("ranking.importers.cli", "import lm-eval / Open LLM Leaderboard / HELM / MTEB / codecarbon results as a table"),
     "report": ("ranking.scenarios.cli", "HTML report of a scenario: comparison, bump chart, heatmap, weight map"),
     "whatif": ("ranking.scenarios.cli", "the nearest group weights that make a given model win"),
     "analyze": ("ranking.analysis.cli", "trustworthiness analyses: agreement, IIA, diversity, sensitivity, Kemeny"),
@@ -37,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("harness.grid.cli", "done / running / failed / missing per run of an experiment grid"),
     "collect": ("harness.grid.cli", "collect a grid's runs into matrix.csv + criteria.yaml for ranking"),
     "prefetch": ("harness.prefetch", "download a grid's models and data into the caches (before going offline)"),
+    "schema": ("harness.schema_cli", "print the JSON Schema of an input file (config, criteria, leaderboard, scenario)"),
 }
 
 #: commands that train or score models: they need the ``harness`` extra.
@@ -48,6 +51,7 @@ EPILOG = """common tasks:
   vnr rank results/paper/matrix.csv                      rank a score table with every rule
   vnr rank TABLE --setting weighted --group-weights performance=0.4,efficiency=0.3,fairness=0.3
   vnr criteria init my_scores.csv                        state directions/weights in a sidecar first
+  vnr import lm-eval lm_eval_out/ -o results/lm_eval     another tool's results as a table (+ criteria.yaml)
   vnr rank --scenario configs/scenarios/paper_case_study.yaml
   vnr report --scenario SCENARIO --out report/           HTML report with plots
   vnr finetune --model bert-base-uncased --task RTE --seed 1
@@ -113,6 +117,12 @@ def missing_extra(command: str) -> str | None:
     return None
 
 
+def command_label(args: argparse.Namespace) -> str:
+    """The command as typed, with its sub-command where it has one: ``analyze agreement``, ``criteria init``."""
+    sub = getattr(args, "analysis", None) or getattr(args, "action", None)
+    return f"{args.command} {sub}" if isinstance(sub, str) else str(args.command)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_of(argv)
@@ -124,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
     # a command missing from COMMANDS (a module registered a new one) still works: load every module
     parser = build_parser(command, every=command is not None and command not in COMMANDS)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named after the (sub-)command that was given them, like every other error
+        parser.exit(EXIT_USAGE, f"vnr {command_label(args)}: error: unrecognized arguments: {' '.join(unknown)}\n")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s" if args.verbose else "%(message)s",
@@ -134,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at interpreter exit
         return code
     except UserError as exc:
-        print(f"vnr {args.command}: error: {exc}", file=sys.stderr)
+        print(f"vnr {command_label(args)}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"vnr {args.command}: interrupted", file=sys.stderr)
@@ -142,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `vnr ... | head`: the reader has gone, nothing is wrong; no traceback at exit either
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # what a shell reports for a writer stopped by SIGPIPE
+    except OSError as exc:  # disk full, read-only, a file where a folder should be: the path and the errno's words
+        print(f"vnr {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

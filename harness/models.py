@@ -126,6 +126,8 @@ MODEL_ARGS = ("revision", "dtype", "attn_implementation", "trust_remote_code", "
 _ARG_ALIASES = {"torch_dtype": "dtype"}
 _DTYPES = {"auto": "auto", "float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16",
            "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16"}
+#: the model_args a tiny model honours (it is built from a config: no revision, subfolder or remote code)
+TINY_MODEL_ARGS = ("attn_implementation", "dtype")
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".ckpt")
@@ -186,6 +188,19 @@ def parse_model_args(text: str | Mapping[str, Any] | Iterable[Any] | None, where
 
 
 def _check_arg(key: str, value: Any, where: str) -> Any:
+    """One model argument's canonical value (what the run id hashes), or a one-line :class:`UserError`.
+
+    Values are single scalars (``from_pretrained`` takes none of these as a mapping or list); text holds
+    no control characters (a newline would enter the run id and the logs); ``subfolder`` is a relative
+    path that stays inside the model folder; ``attn_implementation`` is one transformers accepts.
+    """
+    if not isinstance(value, str) and not (key == "trust_remote_code" and isinstance(value, bool)):
+        shown = "null" if value is None else f"a {type(value).__name__} ({value!r})"
+        wanted = "true or false" if key == "trust_remote_code" else "one text value (quote it in YAML)"
+        raise UserError(f"{where}: {key} must be {wanted}, not {shown}")
+    if isinstance(value, str) and _has_control_character(value):
+        raise UserError(f"{where}: {key} {value!r} contains a control character (newline, tab, ...): "
+                        "give it on one line without them")
     if key == "trust_remote_code":
         if isinstance(value, bool):
             return value
@@ -200,7 +215,85 @@ def _check_arg(key: str, value: Any, where: str) -> Any:
         return _DTYPES[text.lower().removeprefix("torch.")]
     if not text:
         raise UserError(f"{where}: {key} needs a value")
+    if key == "attn_implementation":
+        accepted = attention_implementations()
+        if text not in accepted:
+            raise UserError(f"{where}: attn_implementation {text!r} is not one transformers accepts: use one of "
+                            f"{', '.join(accepted)}")
+    if key == "subfolder":
+        return _check_subfolder(text, where)
     return text
+
+
+def _has_control_character(text: str) -> bool:
+    """True when ``text`` holds a control character (Unicode category Cc: newline, tab, NUL, DEL, ...).
+
+    >>> _has_control_character("main"), _has_control_character("a\\nb"), _has_control_character("a\\x00")
+    (False, True, True)
+    """
+    import unicodedata
+
+    return any(unicodedata.category(c) == "Cc" for c in text)
+
+
+def attention_implementations() -> tuple[str, ...]:
+    """The ``attn_implementation`` values the installed transformers accepts: ``eager`` and its registered
+    attention functions (sdpa, flash_attention_2/3, flex_attention, ...; read from the package, so a newer
+    transformers' additions are accepted too)."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    return tuple(dict.fromkeys(["eager", *ALL_ATTENTION_FUNCTIONS.valid_keys()]))
+
+
+def _check_subfolder(text: str, where: str) -> str:
+    """A relative path inside the model folder, in canonical form (``./a//b/`` → ``a/b``).
+
+    >>> _check_subfolder("./encoder//", "x")
+    'encoder'
+    >>> _check_subfolder("../other", "x")
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: x: subfolder '../other' leaves the model folder: give a folder inside it (e.g. encoder)
+    """
+    from pathlib import PurePosixPath, PureWindowsPath
+
+    if text.startswith(("/", "\\", "~")) or PureWindowsPath(text).drive:
+        raise UserError(f"{where}: subfolder {text!r} is an absolute path: give a folder inside the model "
+                        "folder (e.g. encoder)")
+    parts = [p for p in PurePosixPath(text.replace("\\", "/")).parts if p != "."]
+    if ".." in parts:
+        raise UserError(f"{where}: subfolder {text!r} leaves the model folder: give a folder inside it (e.g. encoder)")
+    if not parts:
+        raise UserError(f"{where}: subfolder {text!r} is the model folder itself: leave subfolder out")
+    return "/".join(parts)
+
+
+def check_model_args(name: str, args: tuple[tuple[str, Any], ...]) -> None:
+    """Refuse (offline, one line) model_args that the canonical model ``name`` would ignore.
+
+    A tiny model is built from a config: only :data:`TINY_MODEL_ARGS` apply (and are honoured). A local
+    folder has no revisions, and its ``subfolder`` must not lead outside it (through a link).
+
+    >>> check_model_args("tiny:bert", (("dtype", "bfloat16"),))
+    >>> check_model_args("tiny:bert", (("revision", "main"),))
+    Traceback (most recent call last):
+    ...
+    harness.models.ModelError: model_args of tiny:bert: revision does not apply to a tiny model (built from a config, not loaded from a checkpoint); only attn_implementation, dtype apply
+    """
+    kwargs = dict(args)
+    if name.startswith(TINY_PREFIX):
+        ignored = [k for k in kwargs if k not in TINY_MODEL_ARGS]
+        if ignored:
+            raise ModelError(f"model_args of {name}: {ignored[0]} does not apply to a tiny model (built from a "
+                             f"config, not loaded from a checkpoint); only {', '.join(TINY_MODEL_ARGS)} apply")
+    elif is_local(name):
+        if "revision" in kwargs:
+            raise ModelError(f"model_args of {name}: revision applies to hub ids; a local folder has no revisions "
+                             "(drop revision=, or point --model at the folder of the revision you want)")
+        sub = kwargs.get("subfolder")
+        if sub and not (Path(name) / sub).resolve().is_relative_to(Path(name).resolve()):
+            raise ModelError(f"model_args of {name}: subfolder {sub!r} leads outside the model folder (a link): "
+                             "give a folder inside it")
 
 
 def _config_kwargs(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -289,6 +382,7 @@ def resolve_model(name: str, model_args: Any = None) -> ModelInfo:
 def _resolve(name: str, args: tuple[tuple[str, Any], ...]) -> ModelInfo:
     if name.startswith(TINY_PREFIX):
         family = name[len(TINY_PREFIX):]
+        check_model_args(name, args)
         return ModelInfo(name, None, family, _FAMILY_KIND[family], model_args=args)
     if name in REGISTRY:
         k = REGISTRY[name]
@@ -296,6 +390,7 @@ def _resolve(name: str, args: tuple[tuple[str, Any], ...]) -> ModelInfo:
     kwargs = dict(args)
     local = is_local(name)
     if local:
+        check_model_args(name, args)
         folder = Path(name) / kwargs.get("subfolder", "")
         if not (folder / "config.json").is_file():
             raise ModelError(f"model directory {folder} has no config.json: save the model with "
@@ -333,20 +428,29 @@ def _hub_reachable() -> bool:
         return False
 
 
-def hub_offline() -> bool:
+def hub_offline(*, announce: bool = True) -> bool:
     """True when the hub must not be contacted: ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` is set, or the hub
     cannot be reached (then offline mode is switched on for this process and its children, so loading
-    reads the cache at once instead of spending a minute in retries)."""
+    reads the cache at once instead of spending a minute in retries, and, with ``announce``, a warning
+    says so)."""
+    return offline_reason(announce=announce) is not None
+
+
+def offline_reason(*, announce: bool = True) -> str | None:
+    """Why the hub must not be contacted (see :func:`hub_offline`), in words, or None when it may be."""
     from huggingface_hub import constants
 
-    offline = _env_true("HF_HUB_OFFLINE") or _env_true("TRANSFORMERS_OFFLINE") or constants.HF_HUB_OFFLINE
-    if not offline and not _hub_reachable():
-        log.warning("the Hugging Face hub cannot be reached: working offline (from the local cache)")
-        offline = True
-    if offline:
+    reason = None
+    if _env_true("HF_HUB_OFFLINE") or _env_true("TRANSFORMERS_OFFLINE") or constants.HF_HUB_OFFLINE:
+        reason = "HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set"
+    elif not _hub_reachable():
+        reason = f"the hub cannot be reached: no connection within {HUB_PROBE_TIMEOUT_S:g} s"
+        if announce:
+            log.warning("the Hugging Face hub cannot be reached: working offline (from the local cache)")
+    if reason is not None:
         constants.HF_HUB_OFFLINE = True
         os.environ["HF_HUB_OFFLINE"] = "1"
-    return offline
+    return reason
 
 
 def load_config(name: str, args: tuple[tuple[str, Any], ...] = ()) -> Any:
@@ -623,8 +727,90 @@ def _apply_pad_quirk(info: ModelInfo, tokenizer: Any) -> None:
         tokenizer.pad_token = tokenizer.eos_token
 
 
+def _tiny_kwargs(info: ModelInfo) -> dict[str, Any]:
+    """``from_config`` options from a tiny model's model_args: its dtype and attention implementation."""
+    import torch
+
+    args = dict(info.model_args)
+    out: dict[str, Any] = {}
+    if args.get("dtype", "auto") != "auto":
+        out["dtype"] = getattr(torch, args["dtype"])
+    if "attn_implementation" in args:
+        out["attn_implementation"] = args["attn_implementation"]
+    return out
+
+
+#: what a tokenizer file is named (a folder with none of these has no tokenizer of its own)
+def _is_tokenizer_file(name: str) -> bool:
+    return name.startswith(("tokenizer", "vocab")) or name.endswith((".model", ".tiktoken")) or name == "merges.txt"
+
+
+def _check_tokenizer_files(info: ModelInfo) -> None:
+    """A local folder (its subfolder, else its root) must hold the model's own tokenizer files: without them
+    ``AutoTokenizer`` builds an empty tokenizer from the config's class and every word becomes unknown."""
+    root = Path(info.name)
+    folders = [root / dict(info.model_args).get("subfolder", ""), root]
+    if not any(p.is_file() and _is_tokenizer_file(p.name) for f in folders if f.is_dir() for p in f.iterdir()):
+        raise ModelError(f"model directory {folders[0]} has no tokenizer files (tokenizer.json, vocab.txt, "
+                         "vocab.json, *.model, ...): save the model's tokenizer beside it "
+                         "(tokenizer.save_pretrained(DIR))")
+
+
+#: an English sentence any language-model tokenizer knows most words of (see :func:`check_tokenizer_fits`)
+PROBE_TEXT = "The quick brown fox jumps over the lazy dog, and a man is playing a guitar on the street."
+
+
+def _as_ids(value: Any) -> list[int]:
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    return []
+
+
+def check_tokenizer_fits(info: ModelInfo, tokenizer: Any, config: Any) -> None:
+    """Refuse, before the weights load, a tokenizer that is not the model's (one-line :class:`ModelError`).
+
+    * every id the tokenizer can produce must have an embedding row (``max id < config.vocab_size``, the
+      rows the model's embeddings are built with; fewer ids than rows is fine: vocabularies are often
+      padded to a multiple of 64 or 128);
+    * it must know the words of :data:`PROBE_TEXT` (not all of them unknown, at least one id);
+    * the special tokens the model's config names must be the tokenizer's: where both name an EOS (or
+      BOS) token they agree, and a decoder whose config names an EOS has a tokenizer with one (padding
+      and sequence ends use it). A GPT-2 config beside a BERT tokenizer fails here. Tokenizer classes
+      are not compared by name: DistilBERT with ``BertTokenizer``, fast and slow variants and the generic
+      ``PreTrainedTokenizerFast`` are all fine when the ids fit.
+    """
+    rows = getattr(config, "vocab_size", None)
+    fix = "save the model's own tokenizer in its folder (tokenizer.save_pretrained(DIR)) or fix its config"
+    vocab = tokenizer.get_vocab()
+    top = max(vocab.values(), default=-1)
+    if isinstance(rows, int) and top >= rows:
+        raise ModelError(f"{info.name}: its tokenizer has {len(tokenizer)} tokens (ids up to {top}) but the model "
+                         f"embeds only {rows}: the tokenizer is not this model's; {fix}")
+    ids = tokenizer(PROBE_TEXT, add_special_tokens=False)["input_ids"]
+    unknown = tokenizer.unk_token_id
+    if not ids or (unknown is not None and all(i == unknown for i in ids)):
+        raise ModelError(f"{info.name}: its tokenizer ({type(tokenizer).__name__}, {len(tokenizer)} tokens) knows "
+                         f"none of the words of an English sentence: it is empty or not this model's; {fix}")
+    for what in ("eos", "bos"):
+        wanted = _as_ids(getattr(config, f"{what}_token_id", None))
+        have = getattr(tokenizer, f"{what}_token_id", None)
+        if wanted and have is not None and have not in wanted:
+            raise ModelError(f"{info.name}: the model's config has {what}_token_id {wanted[0] if len(wanted) == 1 else wanted} "
+                             f"but its tokenizer's {what.upper()} token {getattr(tokenizer, f'{what}_token')!r} is id "
+                             f"{have}: the tokenizer is not this model's ({info.family}); {fix}")
+        if what == "eos" and wanted and have is None and info.lm_kind == "causal":
+            raise ModelError(f"{info.name}: the model ({info.family}, a decoder) has eos_token_id {wanted[0]} but its "
+                             f"tokenizer ({type(tokenizer).__name__}) has no EOS token: the tokenizer is not this "
+                             f"model's; {fix}")
+
+
 def load_tokenizer(name: str, *, texts: Iterable[str] | None = None, model_args: Any = None) -> Any:
-    """The tokenizer for ``name``; tiny models train one on ``texts``."""
+    """The tokenizer for ``name``; tiny models train one on ``texts``. A local folder must hold the model's
+    own tokenizer files (:class:`ModelError` otherwise)."""
     info = resolve_model(name, model_args)
     if info.is_tiny:
         if texts is None:
@@ -633,7 +819,9 @@ def load_tokenizer(name: str, *, texts: Iterable[str] | None = None, model_args:
     else:
         from transformers import AutoTokenizer
 
-        if not info.local:
+        if info.local:
+            _check_tokenizer_files(info)
+        else:
             hub_offline()
         args = dict(info.model_args)
         kwargs = {k: args[k] for k in ("revision", "trust_remote_code") if k in args}
@@ -690,7 +878,8 @@ def load_model(
         config = tiny_config(info.family, tokenizer)
         for key, value in head_kwargs.items():
             setattr(config, key, value)
-        model = cls.from_config(config)
+        with hub_errors(info.name):  # e.g. attn_implementation=flash_attention_2 without its package
+            model = cls.from_config(config, **_tiny_kwargs(info))
     else:
         if head == "masked_lm" and info.mlm_head == "untrained":
             log.warning(
@@ -701,6 +890,7 @@ def load_model(
         kwargs = {**dict(info.model_args), **head_kwargs, **from_pretrained_kwargs}
         if not info.local:
             hub_offline()
+        check_tokenizer_fits(info, tokenizer, load_config(info.hub_id, info.model_args))
         with hub_errors(info.name):
             model = cls.from_pretrained(info.hub_id, **kwargs)
     if getattr(model.config, "pad_token_id", None) is None and tokenizer.pad_token_id is not None:
@@ -730,7 +920,8 @@ def load_next_sentence_model(name: str, *, tokenizer: Any, seed: int = 0, encode
     cls = _auto_class("next_sentence")
     torch.manual_seed(seed)
     if info.is_tiny:
-        model = cls.from_config(tiny_config(info.family, tokenizer))
+        with hub_errors(info.name, "next-sentence model of"):
+            model = cls.from_config(tiny_config(info.family, tokenizer), **_tiny_kwargs(info))
         if encoder is not None:
             loaded = model.base_model.load_state_dict(encoder.state_dict(), strict=False)
             foreign = [k for k in loaded.missing_keys if not k.startswith("pooler.")] + list(loaded.unexpected_keys)
@@ -739,6 +930,7 @@ def load_next_sentence_model(name: str, *, tokenizer: Any, seed: int = 0, encode
     else:
         if not info.local:
             hub_offline()
+        check_tokenizer_fits(info, tokenizer, load_config(info.hub_id, info.model_args))
         with hub_errors(info.name, "next-sentence model of"):
             model, loading = cls.from_pretrained(info.hub_id, output_loading_info=True, **dict(info.model_args))
         untrained = sorted({*loading.get("missing_keys", ()), *(k[0] if isinstance(k, tuple) else k

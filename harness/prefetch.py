@@ -223,14 +223,18 @@ def prefetch(config: str | Path, *, data_root: Path | None = None, only: Sequenc
              echo: Any = print) -> Needs:
     """Download everything ``config``'s grid needs; ``echo`` gets one line per item saying where it is."""
     from harness.grid.config import load_experiment, select_specs
-    from harness.models import hub_offline
+    from harness.models import offline_reason
 
     exp = load_experiment(config)  # a bad config is named before anything else
     specs = select_specs(exp.specs, list(only) if only else None)
     need = needs(specs)
-    if missing(specs, data_root) and hub_offline():  # all on disk already: no hub needed
-        raise UserError("vnr prefetch needs the hub, but it is offline (HF_HUB_OFFLINE is set or the hub cannot "
-                        "be reached): run it on a machine with internet")
+    gone = missing(specs, data_root)
+    if gone:  # all on disk already: no hub needed
+        reason = offline_reason(announce=False)  # one message, the error below, not a warning before it
+        if reason is not None:
+            shown = gone[0] + (f" and {len(gone) - 1} more" if len(gone) > 1 else "")
+            raise UserError(f"not on disk: {shown}, to be downloaded from the hub, but this machine is offline "
+                            f"({reason}): run `vnr prefetch` on a machine with internet")
     for model, model_args in need.models:
         folder = prefetch_model(model, model_args)
         suffix = f" ({', '.join(f'{k}={v}' for k, v in model_args)})" if model_args else ""

@@ -12,7 +12,7 @@ What it holds, and nothing else:
   (``allow_nan=False``): a non-finite float is stored as ``null`` and a run
   record names it under ``nonfinite`` (path → ``"nan"``/``"inf"``/``"-inf"``).
 * **The run lifecycle** (:meth:`RunStore.run`), the only code that writes run
-  records: skip when done → per-run ``flock`` lock (``<output>/locks/<run_id>.lock``;
+  records: skip when done (a usable finished record) → per-run ``flock`` lock (``<output>/locks/<run_id>.lock``;
   the kernel drops it when its holder dies) → running marker → exactly one
   record per attempt, ``ok`` or ``failed``, with one schema for every run kind
   (:data:`LIFECYCLE_FIELDS`: identity, timings, status, error, traceback,
@@ -22,6 +22,10 @@ What it holds, and nothing else:
 * **Reading.** :meth:`RunStore.get` (a file that is not a JSON object counts as
   absent, so the run is redone), :meth:`RunStore.records`, and
   :meth:`RunStore.frame` (pandas, one row per run, flat columns).
+* **Done.** :func:`record_problem` is the one answer to "is this run done?": a record
+  with ``status: ok`` and numeric, finite metrics (:meth:`RunStore.done_record`). The
+  lifecycle skips exactly those, ``vnr status`` shows them as done and ``vnr collect``
+  reads them; any other record is redone by the next run.
 
 Example: ``run_id({"kind": "finetune", "model": "bert-base-uncased", "task": "rte", "seed": 0})``
 is ``finetune-bert_base_uncased-rte-s0-<12 hex digits>``.
@@ -191,6 +195,66 @@ def iso_time(t: float) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="seconds")
 
 
+# ---------------------------------------------------------------------- usable finished records
+def _finite_number(value: Any) -> bool:
+    """A finite int or float (bools, strings and null are not numbers)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _nonfinite(value: Any) -> bool:
+    """A non-finite float, or its spelling as a string (a record edited by hand)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    return isinstance(value, str) and value.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity")
+
+
+def record_problem(rec: Any, spec: Any = None, epoch: str = "final") -> str | None:
+    """Why ``rec`` is not a usable finished result (of ``spec``), or None when it is one.
+
+    Usable: a JSON object with ``status: ok`` whose metrics (``metrics_best`` for ``epoch="best"``, where
+    the record has them) hold at least one finite number, none of them non-finite, none of the spec's
+    own metrics (``spec.metric_keys()``) null, and whose ``efficiency`` (if any) has no non-finite value
+    and a positive integer ``packing``. Every "is this run done?" (the lifecycle's skip, ``vnr status``,
+    ``vnr collect``) asks this one function.
+
+    >>> record_problem({"status": "ok", "metrics": {"accuracy": 0.5}}) is None
+    True
+    >>> record_problem([]), record_problem({"status": "failed"}), record_problem({"status": "ok", "metrics": {}})
+    ('the record is not a JSON object', "its status is 'failed', not 'ok'", 'no numeric metrics')
+    >>> record_problem({"status": "ok", "metrics": {"accuracy": "0.9"}})
+    'no numeric metrics'
+    >>> record_problem({"status": "ok", "metrics": {"accuracy": float("nan")}})
+    'metrics.accuracy is nan'
+    """
+    if not isinstance(rec, dict):
+        return "the record is not a JSON object"
+    if rec.get("status") != STATUS_OK:
+        return f"its status is {rec.get('status')!r}, not {STATUS_OK!r}"
+    metrics = rec.get("metrics_best") if epoch == "best" and rec.get("metrics_best") else rec.get("metrics")
+    if not isinstance(metrics, dict):
+        return "no numeric metrics"
+    for key, value in metrics.items():
+        if _nonfinite(value):
+            return f"metrics.{key} is {value}"
+    keys = spec.metric_keys() if hasattr(spec, "metric_keys") else ()
+    for key in keys:
+        if key in metrics and metrics[key] is None:
+            return f"metrics.{key} is null"
+    if not any(_finite_number(v) for v in metrics.values()):
+        return "no numeric metrics"
+    efficiency = rec.get("efficiency")
+    if efficiency is not None:
+        if not isinstance(efficiency, dict):
+            return "efficiency is not an object"
+        for key, value in efficiency.items():
+            if _nonfinite(value):
+                return f"efficiency.{key} is {value}"
+        packing = efficiency.get("packing", 1)
+        if isinstance(packing, bool) or not isinstance(packing, int) or packing < 1:
+            return f"efficiency.packing is {packing!r}, not a positive integer"
+    return None
+
+
 class RunFailed(RuntimeError):
     """A run ended without a result; its ``failed`` record (with the reason) is already stored."""
 
@@ -238,7 +302,7 @@ class RunStore:
         """The stored record, or None if there is none or it is unusable (not a JSON object): redone."""
         try:
             rec = json.loads(self.result_path(rid).read_text())
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no record (an output under a file has none either)
             return None
         except (json.JSONDecodeError, UnicodeDecodeError):
             return None  # cannot happen with atomic writes; treat as missing so it is redone
@@ -256,15 +320,26 @@ class RunStore:
         """
         try:
             rec = json.loads(self.result_path(rid).read_text())
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         except (json.JSONDecodeError, UnicodeDecodeError):
             return "its result file is not valid JSON"
         return None if isinstance(rec, dict) else "its result file is not a JSON object"
 
-    def is_done(self, rid: str) -> bool:
-        rec = self.get(rid)
-        return rec is not None and rec.get("status") == STATUS_OK
+    def is_done(self, run: Any) -> bool:
+        """Whether ``run`` (a spec, or a run id) has a usable finished record (:func:`record_problem`)."""
+        return self.done_record(run) is not None
+
+    def done_record(self, run: Any, epoch: str = "final") -> dict[str, Any] | None:
+        """The stored record of ``run`` (a spec, or a run id) if it is a usable finished result, else None.
+
+        The one answer to "is this run done?": the run lifecycle skips exactly these, ``vnr status`` shows
+        them as done and ``vnr collect`` reads them; any other record (failed, or ``ok`` but unusable) is
+        redone by the next ``vnr run``.
+        """
+        spec = None if isinstance(run, str) else run
+        rec = self.get(run if spec is None else spec.run_id())
+        return rec if rec is not None and record_problem(rec, spec, epoch) is None else None
 
     def write(self, record: Mapping[str, Any]) -> Path:
         """Atomically store a record (low level: runs store theirs through :meth:`run`).
@@ -319,7 +394,7 @@ class RunStore:
     def running_info(self, rid: str) -> dict[str, Any] | None:
         try:
             info = json.loads(self.running_path(rid).read_text())
-        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError):
             return None
         return info if isinstance(info, dict) else None
 
@@ -419,8 +494,8 @@ class RunStore:
                 if joined.depth == 0:
                     _ACTIVE.pop(key, None)
             return
-        stored = self.get(rid)
-        if stored is not None and stored.get("status") == STATUS_OK:
+        stored = self.done_record(spec)
+        if stored is not None:
             yield Run(self, spec, "done", record=stored)
             return
         self.ensure_writable()
@@ -428,8 +503,8 @@ class RunStore:
             if fd is None:
                 yield self._busy(spec, busy_is_error)
                 return
-            stored = self.get(rid)
-            if stored is not None and stored.get("status") == STATUS_OK:  # finished while we waited
+            stored = self.done_record(spec)
+            if stored is not None:  # finished while we waited
                 yield Run(self, spec, "done", record=stored)
                 return
             run = Run(self, spec, "run", lock_fd=fd)
@@ -547,7 +622,9 @@ class Run:
         tb = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))[-8000:]
         try:
             self.finish(result or {}, error=f"{type(exc).__name__}: {exc}", traceback=tb)
-        except Exception:  # e.g. the disk is full: the run is failed all the same
+        except OSError as again:  # e.g. the disk is full: the run is failed all the same; the caller reports exc
+            logging.getLogger(__name__).debug("could not record the failure of %s: %s", self.run_id, again)
+        except Exception:
             logging.getLogger(__name__).exception("could not record the failure of %s", self.run_id)
 
 

@@ -30,9 +30,11 @@ _LAZY = {"ScoreTable": "ranking.table", "Criterion": "ranking.table", "RankResul
 
 
 def load_table(source: Any, *, data_root: Any = None, lower: Any = (), higher: Any = (), **kwargs: Any) -> Any:
-    """The score table of a CSV (+ sidecar), results folder, leaderboard spec or benchbench path.
+    """The score table of a CSV (+ sidecar), results folder, leaderboard spec or benchbench path, or
+    (``format="lm-eval"``, ``"open-llm-leaderboard"``, ``"helm"``, ``"mteb"``, ``"codecarbon"``) another tool's results.
 
     See :func:`ranking.loading.load_table`; ``data_root=None`` means ``$VNR_DATA_ROOT`` if set.
+    Its ``standard_errors`` (models × criteria, NaN = unknown; None) come from the source where it has them.
     """
     from ranking.loading import load_table as load
 

@@ -61,13 +61,16 @@ class RankResult:
             raise UserError(f"no result for rule {rule!r} (rules ranked: {', '.join(self.results)})") from None
 
     def to_frame(self):
-        """A DataFrame, one row per model (table order): ``<rule>_score``, ``<rule>_rank`` per rule."""
+        """A DataFrame, one row per model (table order): ``<rule>_score``, ``<rule>_rank`` per rule.
+
+        Ranks are whole numbers (pandas' nullable ``Int64``: ``<NA>`` where a rule leaves a model unranked).
+        """
         import pandas as pd
 
         data = {}
         for name, r in self.results.items():
             data[f"{name}_score"] = r.scores
-            data[f"{name}_rank"] = r.ranks
+            data[f"{name}_rank"] = pd.array([None if math.isnan(x) else int(x) for x in r.ranks], dtype="Int64")
         frame = pd.DataFrame(data, index=pd.Index(self.models, name="model"))
         return frame
 

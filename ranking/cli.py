@@ -88,7 +88,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     p.add_argument("--scenario", metavar="FILE", help="rank a user-preference scenario (YAML) instead")
     p.add_argument("--results", metavar="DIR", help="scenario mode: results directory or CSV to rank")
-    p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N", help="scenario mode: seed-bootstrap repetitions")
+    p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N", help="scenario mode: bootstrap replicates (from the standard errors where the table has "
+                   "them, else from the seeds)")
     p.add_argument("--seed", type=int, default=None, metavar="N", help="scenario mode: random seed of the bootstrap")
     p.set_defaults(func=run_rank)
 
@@ -377,7 +378,11 @@ def format_prospective_table(found: dict[str, Any], *, strict: bool = False, wid
 
 # ---------------------------------------------------------------------- criteria init
 def run_criteria_init(args: argparse.Namespace) -> int:
-    """Write (or print) a criteria.yaml template for a CSV; an existing sidecar is kept unless ``--force``."""
+    """Write (or print) a criteria.yaml template for a CSV; an existing sidecar is kept unless ``--force``.
+
+    The template names the CSV (``table:``), so it describes that CSV only. A ``criteria.yaml`` of the
+    folder that describes another CSV is left alone: the template then goes to ``<stem>.yaml``.
+    """
     from pathlib import Path
 
     from ranking.loading import sidecar_template
@@ -389,21 +394,48 @@ def run_criteria_init(args: argparse.Namespace) -> int:
     if path.suffix.lower() != ".csv" or not path.is_file():
         raise UserError(f"{args.table}: give a CSV score table (a leaderboard spec or benchbench table states its "
                         "directions already)")
-    existing = find_sidecar(path)
-    table = ScoreTable.from_csv(path, existing)
+    existing = _own_sidecar(path, find_sidecar(path))
+    if existing is not None and not args.force and not args.stdout:
+        raise UserError(f"{path} already has a sidecar ({existing}): edit it, or pass --force to overwrite")
+    try:  # prefill from the sidecar there is; a broken or partial one is what --force replaces
+        table = ScoreTable.from_csv(path, existing, stated=_csv_columns(path)) if existing else None
+    except UserError:
+        if not args.force:
+            raise
+        table = None
+    table = table or ScoreTable.from_csv(path, False)
     stated = {**{c: "lower" for c in args.lower}, **{c: "higher" for c in args.higher}}
     unknown = [c for c in stated if c not in table.names]
     if unknown:
         raise UserError(f"--lower/--higher name unknown column {unknown[0]!r} (columns: {', '.join(table.names)})")
-    text = sidecar_template(table, stated)
+    text = sidecar_template(table, stated, table_file=path.name)
     if args.stdout:
         sys.stdout.write(text)
         return 0
-    target = path.with_name("criteria.yaml")
-    if existing is not None and not args.force:
-        raise UserError(f"{path} already has a sidecar ({existing}): edit it, or pass --force to overwrite")
+    target = existing or (path.with_name("criteria.yaml") if not path.with_name("criteria.yaml").exists()
+                          else path.with_suffix(".yaml"))
     from ranking.paths import write_text_atomic
 
-    write_text_atomic(existing or target, text)
-    print(f"wrote {existing or target}: check each direction and weight, then `vnr rank {args.table}`")
+    write_text_atomic(target, text)
+    print(f"wrote {target}: check each direction and weight, then `vnr rank {args.table}`")
     return 0
+
+
+def _own_sidecar(csv_path: Any, found: Any) -> Any:
+    """``found`` (the sidecar :func:`ranking.table.find_sidecar` found) unless it is a ``criteria.yaml`` whose
+    ``table:`` names another CSV (a broken one counts as the CSV's own: ``--force`` replaces it)."""
+    from ranking.table import read_sidecar
+
+    if found is None or found.name != "criteria.yaml":
+        return found
+    try:
+        named = read_sidecar(found).table
+    except UserError:
+        return found
+    return None if named is not None and named != csv_path.name else found
+
+
+def _csv_columns(path: Any) -> list[str]:
+    from ranking.table import _csv_header
+
+    return _csv_header(path)

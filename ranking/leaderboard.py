@@ -28,23 +28,18 @@ import numpy as np
 import pandas as pd
 
 from ranking.errors import UserError
-from ranking.table import Criterion, ScoreTable, _csv_header, check_criterion
+from ranking.table import Criterion, ScoreTable, _csv_header
 from ranking.yaml_io import read_yaml
 
-_SPEC_KEYS = {"file", "model_column", "names", "rename", "ignore", "missing", "criteria", "description"}
-_CRITERION_KEYS = {"direction", "weight", "group", "unit", "split"}
 _SLASH = re.compile(r"^\s*[^/]+/[^/]+\s*$")
 
 
-def read_spec(path: str | Path) -> dict[str, Any]:
+def read_spec(path: str | Path) -> Any:
+    """The validated spec (a :class:`ranking.schemas.LeaderboardSpec`); one-line errors naming the file and key."""
+    from ranking.schemas import LEADERBOARD, validate
+
     path = Path(path)
-    spec = read_yaml(path, "leaderboard spec")
-    if not isinstance(spec, dict) or "file" not in spec:
-        raise UserError(f"leaderboard spec {path} must be a mapping with at least a 'file' key")
-    unknown = set(spec) - _SPEC_KEYS
-    if unknown:
-        raise UserError(f"leaderboard spec {path}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(_SPEC_KEYS))})")
-    return spec
+    return validate(LEADERBOARD, read_yaml(path, "leaderboard spec"), path)
 
 
 def dedupe(names: list[str]) -> list[str]:
@@ -82,7 +77,7 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
     spec_path = Path(spec_path)
     spec = read_spec(spec_path)
     where = str(spec_path)
-    file = Path(str(spec["file"]))
+    file = Path(spec.file)
     if not file.is_absolute():
         if data_root is None:
             raise UserError(
@@ -97,16 +92,17 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
         raise UserError(f"{where}: cannot read {file}: {exc}") from None
     raw.columns = [str(c).strip() for c in raw.columns]
     header = _csv_header(file)
-    missing_tokens = {str(m) for m in spec.get("missing") or []} | {""}
+    missing_tokens = set(spec.missing or []) | {""}
 
     # row names
-    if spec.get("names") is not None:
-        names = [str(n) for n in spec["names"]]
+    if spec.names is not None:
+        names = list(spec.names)
         if len(names) != len(raw):
-            raise UserError(f"{where}: 'names' lists {len(names)} rows but {file.name} has {len(raw)}")
+            raise UserError(f"{where}: names: it lists {len(names)} rows but {file.name} has {len(raw)} — "
+                            "give one name per row, in row order")
     else:
-        col = spec.get("model_column")
-        if col is None or col not in raw.columns:
+        col = spec.model_column
+        if col not in raw.columns:
             raise UserError(f"{where}: model_column {col!r} is not a column of {file.name} (columns: {', '.join(raw.columns)})")
         names = [" ".join(str(v).split()) for v in raw[col]]
         if "" in names:
@@ -115,25 +111,23 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
                 "name every model (or give 'names:')"
             )
     names = dedupe(names)
-    rename = {str(k): str(v) for k, v in (spec.get("rename") or {}).items()}
+    rename = dict(spec.rename or {})
     unknown_rows = [k for k in rename if k not in names]
     if unknown_rows:
         raise UserError(f"{where}: rename names unknown row {unknown_rows[0]!r}")
     names = [rename.get(n, n) for n in names]
 
-    ignore = [str(c) for c in spec.get("ignore") or []]
+    ignore = list(spec.ignore or [])
     for c in ignore:
         if c not in raw.columns:
             raise UserError(f"{where}: ignored column {c!r} is not in {file.name} (columns: {', '.join(raw.columns)})")
-    described = spec.get("criteria") or {}
-    if not isinstance(described, dict):
-        raise UserError(f"{where}: 'criteria' must map column names to attributes")
+    described = spec.criteria or {}
     for c in described:
         if c not in raw.columns:
             raise UserError(f"{where}: criterion {c!r} is not a column of {file.name} (columns: {', '.join(raw.columns)})")
         if c in ignore:
             raise UserError(f"{where}: column {c!r} is both ignored and a criterion")
-    model_col = spec.get("model_column") if spec.get("names") is None else None
+    model_col = spec.model_column if spec.names is None else None
     columns = list(described) if described else [c for c in raw.columns if c not in ignore and c != model_col]
     for c in columns:
         j = list(raw.columns).index(c)
@@ -143,30 +137,17 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
     crits: list[Criterion] = []
     data: list[np.ndarray] = []
     for col in columns:
-        attrs = dict(described.get(col) or {})
-        bad = set(attrs) - _CRITERION_KEYS
-        if bad:
-            raise UserError(f"{where}: criterion {col!r} has unknown key {sorted(bad)[0]!r} (allowed: {', '.join(sorted(_CRITERION_KEYS))})")
+        attrs = described[col].model_dump() if col in described else {}
         cells = [str(v).strip() for v in raw[col]]
         split = attrs.pop("split", None)
         if split is None and any(_SLASH.match(v) for v in cells if v not in missing_tokens):
             split = [f"{col}/1", f"{col}/2"]
-        # the same checks as a sidecar's or a scenario's criterion (direction, finite weight >= 0, ...)
-        try:
-            checked = check_criterion(
-                Criterion(col, **{k: v for k, v in attrs.items() if k in ("direction", "weight", "group", "unit")})
-            )
-        except UserError as exc:
-            raise UserError(f"{where}: {exc}") from None
-        weight = checked.weight
-        attrs.pop("weight", None)
+        weight = attrs.pop("weight", 1.0)
         base = {k: v for k, v in attrs.items() if k in ("direction", "group", "unit")}
         if split is None:
             crits.append(Criterion(col, weight=weight, source=file.name, **base))
             data.append(_parse(cells, col, names, missing_tokens, where))
             continue
-        if not isinstance(split, list) or len(split) != 2:
-            raise UserError(f"{where}: 'split' of {col!r} must list exactly two criterion names")
         halves: list[list[str]] = [[], []]
         for name, v in zip(names, cells):
             if v in missing_tokens:

@@ -12,6 +12,11 @@ A TABLE is any of:
   (``ranking_nlp/glue.data``), as given or under the data root and its
   ``leaderboards/`` folder.
 
+With ``format=`` (``lm-eval``, ``open-llm-leaderboard``, ``helm``, ``mteb``, ``codecarbon``) the
+source is another tool's results, read by :mod:`ranking.importers` (``vnr import`` writes the same
+table as a results folder). A table's ``standard_errors`` come from its sidecar's
+``standard_errors:`` file (``stderr.csv``) or from the imported source.
+
 The data root is resolved once, here (``data_root`` argument, else
 ``$VNR_DATA_ROOT``), and passed down to the loaders.
 
@@ -19,7 +24,9 @@ Directions are never guessed silently. A CSV without a sidecar whose column
 names say they are costs (energy, kWh, CO2, time, memory, size, ...) is
 refused unless ``lower=`` / ``higher=`` state those columns' directions; any
 other sidecar-less CSV is read as higher-is-better everywhere, with a one-line
-note (``note``, default: stderr) saying so.
+note (``note``, default: stderr) saying so. A CSV WITH a sidecar must have
+every column described there (or stated by ``lower=`` / ``higher=``): a partial
+sidecar is refused, never completed with defaults.
 
 >>> cost_columns(["accuracy", "energy_kwh", "train time (h)", "f1", "n_params"])
 ['energy_kwh', 'train time (h)', 'n_params']
@@ -60,12 +67,14 @@ def _stderr_note(message: str) -> None:
 
 
 def load_table(
-    source: str | Path,
+    source: str | Path | Iterable[str | Path],
     *,
     data_root: str | Path | None = None,
     lower: Iterable[str] = (),
     higher: Iterable[str] = (),
     note: Callable[[str], None] | None = _stderr_note,
+    format: str | None = None,
+    **import_options: Any,
 ) -> Any:
     """The :class:`~ranking.table.ScoreTable` of a TABLE (module docstring).
 
@@ -73,14 +82,28 @@ def load_table(
     caller (``--lower`` / ``--higher``); they win over a sidecar's or a
     leaderboard's direction. ``note`` receives the one-line note about a
     sidecar-less CSV (None: no note).
+
+    ``format`` reads another tool's results directly (``"lm-eval"``, ``"open-llm-leaderboard"``,
+    ``"helm"``, ``"mteb"``, ``"codecarbon"``; ``source``: one path or several) through
+    :func:`ranking.importers.import_table`, which takes ``import_options`` (``on_duplicate``,
+    ``codecarbon``, ``codecarbon_map``, ``codecarbon_key``); ``lower`` / ``higher`` then name
+    metrics or columns whose direction the source does not state.
     """
+    if format is not None:
+        from ranking.importers import import_table
+
+        return import_table(format, source, higher=higher, lower=lower, note=note or (lambda _m: None),
+                            **import_options)
+    if import_options:
+        raise TypeError(f"load_table() got unexpected keyword argument(s) {', '.join(import_options)} "
+                        "(they are options of format=...)")
     lower, higher = [str(c) for c in lower], [str(c) for c in higher]
     both = sorted(set(lower) & set(higher))
     if both:
         raise UserError(f"column {both[0]!r} is given both as --lower and as --higher")
     root = resolve_data_root(data_root)
-    table, sidecar_less = read_table(str(source), root)
     stated = {**{c: "lower" for c in lower}, **{c: "higher" for c in higher}}
+    table, sidecar_less = read_table(str(source), root, stated=stated)
     unknown = [c for c in stated if c not in table.names]
     if unknown:
         raise UserError(
@@ -129,15 +152,18 @@ def root_of(path: Path, folder: str) -> Path:
     return Path(*parts[:i])
 
 
-def read_table(spec: str, root: Path | None) -> tuple[Any, bool]:
+def read_table(spec: str, root: Path | None, *, stated: Iterable[str] = ()) -> tuple[Any, bool]:
     """(table, whether it is a CSV read without a sidecar) for a TABLE; ``root``: the resolved data root.
+
+    ``stated``: columns whose direction the caller states (``--higher``/``--lower``), which a CSV's sidecar
+    may then leave undescribed.
 
     The reading half of :func:`load_table`, for callers that state directions their own way
     (a scenario's ``directions:``); everyone else calls :func:`load_table`.
     """
     for path in _candidates(spec, root):
         if path.is_dir() and (path / "matrix.csv").exists():
-            return _read_csv(path / "matrix.csv")
+            return _read_csv(path / "matrix.csv", stated)
         if not (path.exists() or path.with_suffix(".tsv").exists()):
             continue
         bb = benchbench_name(path)
@@ -157,7 +183,7 @@ def read_table(spec: str, root: Path | None) -> tuple[Any, bool]:
             return load_ranking_nlp(path), False
         if "instance_level" in path.parts:
             raise UserError(f"{spec} is an instance-level table: use `vnr analyze instance {spec}`")
-        return _read_csv(path)
+        return _read_csv(path, stated)
     from ranking.analysis.data import BENCHBENCH, load_benchbench
 
     bare = spec.strip("/").removeprefix("benchbench/")
@@ -171,11 +197,11 @@ def read_table(spec: str, root: Path | None) -> tuple[Any, bool]:
     )
 
 
-def _read_csv(path: Path) -> tuple[Any, bool]:
+def _read_csv(path: Path, stated: Iterable[str] = ()) -> tuple[Any, bool]:
     from ranking.table import ScoreTable, find_sidecar
 
     sidecar = find_sidecar(path)
-    return ScoreTable.from_csv(path, sidecar), sidecar is None
+    return ScoreTable.from_csv(path, sidecar, stated=stated), sidecar is None
 
 
 def _candidates(spec: str, root: Path | None) -> list[Path]:
@@ -185,24 +211,29 @@ def _candidates(spec: str, root: Path | None) -> list[Path]:
     return out
 
 
-def sidecar_template(table: Any, stated: Mapping[str, str] | None = None) -> str:
+def sidecar_template(table: Any, stated: Mapping[str, str] | None = None, table_file: str | None = None) -> str:
     """A ``criteria.yaml`` for ``table``: every column with its direction, weight, group and unit.
 
     The direction is the one ``stated`` (column → higher/lower), else lower for a cost-like
-    name (:func:`cost_columns`), else the table's.
+    name (:func:`cost_columns`), else the table's. ``table_file``: the CSV's file name, written as
+    ``table:`` so the sidecar describes that CSV only. Any column name round-trips (quoted where YAML
+    would read it otherwise: ``true``, ``a: b``, ``#x``, ``-x``, emoji, quotes, ...).
 
     >>> import numpy as np
     >>> from ranking.table import Criterion, ScoreTable
-    >>> t = ScoreTable(("A", "B"), (Criterion("acc"), Criterion("kwh")), np.array([[0.9, 2.0], [0.8, 1.0]]))
-    >>> print(sidecar_template(t))  # doctest: +NORMALIZE_WHITESPACE
+    >>> t = ScoreTable(("A", "B"), (Criterion("acc"), Criterion("kwh"), Criterion("yes")),
+    ...                np.array([[0.9, 2.0, 1], [0.8, 1.0, 0]]))
+    >>> print(sidecar_template(t, table_file="scores.csv"))  # doctest: +NORMALIZE_WHITESPACE
     # Criteria of the score table: one entry per column.
     #   direction: higher | lower   (which way is better; check every line)
     #   weight:    >= 0             (default 1; 0 = shown but not ranked)
     #   group:     optional name    (e.g. performance / efficiency / fairness; needed by --setting weighted/two-step)
     #   unit:      optional text
+    table: scores.csv
     criteria:
       acc: {direction: higher, weight: 1}
       kwh: {direction: lower, weight: 1}
+      "yes": {direction: higher, weight: 1}
     <BLANKLINE>
     """
     costs = set(cost_columns(table.names))
@@ -212,13 +243,15 @@ def sidecar_template(table: Any, stated: Mapping[str, str] | None = None) -> str
         "#   weight:    >= 0             (default 1; 0 = shown but not ranked)",
         "#   group:     optional name    (e.g. performance / efficiency / fairness; needed by --setting weighted/two-step)",
         "#   unit:      optional text",
-        "criteria:",
     ]
+    if table_file is not None:
+        lines.append(f"table: {_yaml_scalar(table_file)}")
+    lines.append("criteria:")
     for c in table.criteria:
         direction = (stated or {}).get(c.name) or ("lower" if c.name in costs else c.direction)
         attrs = f"direction: {direction}, weight: {c.weight:g}"
         if c.group:
-            attrs += f", group: {c.group}"
+            attrs += f", group: {_yaml_scalar(c.group)}"
         if c.unit:
             attrs += f", unit: {_yaml_scalar(c.unit)}"
         lines.append(f"  {_yaml_scalar(c.name)}: {{{attrs}}}")
@@ -226,6 +259,14 @@ def sidecar_template(table: Any, stated: Mapping[str, str] | None = None) -> str
 
 
 def _yaml_scalar(text: str) -> str:
-    import json
+    """``text`` as a YAML scalar that reads back as exactly ``text``: plain where that is safe, else double-quoted."""
+    import yaml
 
-    return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\- ]*", text) and text == text.strip() else json.dumps(text)
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*(?: [A-Za-z0-9_.\-]+)*", text):
+        try:
+            if yaml.safe_load(f"{text}: 1") == {text: 1} and yaml.safe_load(f"[{text}]") == [text]:
+                return text
+        except yaml.YAMLError:
+            pass
+    quoted = yaml.safe_dump(text, default_style='"', allow_unicode=True, width=float("inf"))
+    return quoted.removesuffix("\n").removesuffix("\n...").rstrip("\n")

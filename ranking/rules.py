@@ -999,8 +999,7 @@ def geometric_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.
         i, j = np.argwhere(bad)[0]
         raise UserError(
             f"geometric_mean needs positive scores, but model {sub.models[i]!r} has {raw[i, j]:g} on "
-            f"criterion {sub.names[j]!r} (shift or rescale that criterion, use another rule, "
-            "or --preset votenrank, where such a model scores 0)"
+            f"criterion {sub.names[j]!r} (shift or rescale that criterion, or use another rule)"
         )
     w = sub.weights
     zero = bad.any(axis=1)

@@ -24,6 +24,7 @@ empty table, a criterion or a model without any score.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -69,6 +70,16 @@ class Criterion:
 
 
 def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criterion:
+    """The criterion with its weight as a float, or a :class:`UserError` saying what is wrong with it.
+
+    The one check of a :class:`Criterion` object, whatever built it (the Python API, a file's schema-checked
+    entry); files are checked against their schema (:mod:`ranking.schemas`) before.
+
+    >>> _check_criterion(Criterion("acc", direction="up"), None)
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: criterion 'acc': direction 'up' is not one of higher, lower
+    """
     if not isinstance(c.name, str) or not c.name.strip():
         raise UserError(f"criterion name {c.name!r} is empty: give every column a name")
     if not isinstance(c.direction, str) or c.direction not in DIRECTIONS:
@@ -94,23 +105,6 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
     return c if type(c.weight) is float else replace(c, weight=weight)
 
 
-def check_criterion(c: Criterion, known_groups: Sequence[str] | None = None) -> Criterion:
-    """The criterion with its weight as a float, or a :class:`UserError` saying what is wrong with it.
-
-    The one validation point of a criterion, whatever it came from (sidecar, leaderboard spec, scenario, API).
-
-    >>> check_criterion(Criterion("acc", direction="up"))
-    Traceback (most recent call last):
-    ...
-    ranking.errors.UserError: criterion 'acc': direction 'up' is not one of higher, lower
-    >>> check_criterion(Criterion("acc", weight=float("nan")))
-    Traceback (most recent call last):
-    ...
-    ranking.errors.UserError: criterion 'acc': weight nan is not finite
-    """
-    return _check_criterion(c, known_groups)
-
-
 @dataclass(frozen=True, eq=False)
 class ScoreTable:
     """Validated models × criteria scores. Immutable: transformations return new tables."""
@@ -119,6 +113,8 @@ class ScoreTable:
     criteria: tuple[Criterion, ...]
     values: np.ndarray = field(repr=False)
     source: str | None = None
+    #: per-score standard errors from the source (same shape as ``values``; NaN = unknown), or None.
+    standard_errors: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         models = tuple(str(m) for m in self.models)
@@ -159,6 +155,8 @@ class ScoreTable:
             raise UserError(f"model {name!r}{where} has no score on any criterion: drop the row")
         values.setflags(write=False)
         object.__setattr__(self, "values", values)
+        if self.standard_errors is not None:
+            object.__setattr__(self, "standard_errors", _checked_errors(self.standard_errors, models, criteria, where))
         if not any(c.weight > 0 for c in criteria):
             raise UserError(f"all criterion weights{where} are zero: at least one must be positive")
 
@@ -210,26 +208,32 @@ class ScoreTable:
     def from_csv(
         cls,
         path: str | Path,
-        sidecar: str | Path | None = None,
+        sidecar: str | Path | None | bool = None,
         *,
         model_column: str | None = None,
+        stated: Iterable[str] = (),
     ) -> ScoreTable:
         """A table from a CSV (one row per model) and an optional criteria sidecar YAML.
 
         The model names come from ``model_column``, else the sidecar's
         ``model_column``, else a column named ``model``, else the first column.
-        The sidecar (``criteria.yaml`` beside the CSV, or ``<stem>.yaml``)::
+        The sidecar (``<stem>.yaml``, ``<stem>.criteria.yaml`` or ``criteria.yaml``
+        beside the CSV, found by :func:`find_sidecar` when ``sidecar`` is None; ``False``: none)
+        describes exactly this table (schema: :class:`ranking.schemas.Sidecar`)::
 
+            table: scores.csv            # the CSV it describes (vnr collect adds sha256: of its bytes)
             model_column: model          # optional
             groups: [performance, efficiency, fairness]   # optional: the allowed groups
-            criteria:
+            criteria:                    # EVERY column but the model column
               cola_mcc: {direction: higher, weight: 1, group: performance, unit: "%"}
               rte_kwh:  {direction: lower, group: efficiency, unit: kWh, method: estimate}
 
         ``source`` and ``method`` (how the figures were obtained) are optional text,
         carried along (the HTML report shows the method beside the unit), never used
-        in a ranking. Criteria absent from the sidecar keep the defaults; criteria in the
-        sidecar but not in the CSV are an error. An empty cell is a missing
+        in a ranking. A column the sidecar does not describe is refused unless its
+        direction is ``stated`` by the caller (``--higher``/``--lower``); a sidecar that
+        names another table, columns the CSV lacks, or a sha256 the CSV's bytes no
+        longer have is refused (:func:`check_binding`). An empty cell is a missing
         score; any other cell must be a number. (Read with the ``csv`` module,
         not pandas, so ``vnr rank`` does not pay for importing pandas.)
         """
@@ -238,8 +242,10 @@ class ScoreTable:
         _no_duplicates([h.strip() for h in header], "column", f" in {path}")
         if sidecar is None:
             sidecar = find_sidecar(path)
-        spec = read_sidecar(sidecar) if sidecar is not None else {}
-        model_column = model_column or spec.get("model_column")
+        spec = read_sidecar(sidecar) if sidecar else None
+        if spec is not None:
+            check_binding(spec, Path(sidecar), path)
+        model_column = model_column or (spec.model_column if spec is not None else None)
         if model_column is None:
             model_column = "model" if "model" in header else (header[0] if header else None)
         if model_column is None or model_column not in header:
@@ -247,15 +253,22 @@ class ScoreTable:
         m = header.index(model_column)
         _no_blank_names(header, rows, lines, m, str(path))
         columns = [h for k, h in enumerate(header) if k != m]
-        described = [_criterion_from_mapping(str(n), a, sidecar) for n, a in (spec.get("criteria") or {}).items()]
         where = f" in {path}"
-        crits = _criteria_of(columns, described, spec.get("groups"), where)
+        described: list[Criterion] = []
+        if spec is not None:
+            _describes_every_column(spec, Path(sidecar), path, columns, set(stated))
+            described = [Criterion(name, **attrs.model_dump()) for name, attrs in spec.criteria.items()]
+        crits = _criteria_of(columns, described, spec.groups if spec is not None else None, where)
         models = tuple(row[m] for row in rows)
         values = np.empty((len(rows), len(columns)), dtype=float)
         for j, k in enumerate(k for k in range(len(header)) if k != m):  # column by column, like from_frame
             for i, row in enumerate(rows):
                 values[i, j] = _cell(row[k], models[i], header[k], where)
-        return cls(models, crits, values, source=str(path))
+        errors = None
+        if spec is not None and spec.standard_errors is not None:
+            errors = read_standard_errors(Path(sidecar).parent / spec.standard_errors, models, columns,
+                                          model_column)
+        return cls(models, crits, values, source=str(path), standard_errors=errors)
 
     @classmethod
     def load(cls, path: str | Path) -> ScoreTable:
@@ -346,7 +359,16 @@ class ScoreTable:
 
     # ------------------------------------------------------------------ transformations
     def with_values(self, values: np.ndarray) -> ScoreTable:
+        """A copy with new values (and no standard errors: they described the old ones)."""
         return ScoreTable(self.models, self.criteria, values, source=self.source)
+
+    def _errors(self, rows: Any = slice(None), cols: Any = slice(None)) -> np.ndarray | None:
+        """The standard errors of the sub-table ``rows`` × ``cols`` (None when the table has none)."""
+        return None if self.standard_errors is None else self.standard_errors[rows][:, cols]
+
+    def with_standard_errors(self, errors: np.ndarray | None) -> ScoreTable:
+        """A copy with per-score standard errors (models × criteria, NaN = unknown; None: none)."""
+        return ScoreTable(self.models, self.criteria, self.values, source=self.source, standard_errors=errors)
 
     def with_weights(self, weights: Mapping[str, float] | Sequence[float] | np.ndarray) -> ScoreTable:
         """A copy with new weights: a mapping (name → weight; others unchanged) or one per criterion."""
@@ -361,18 +383,19 @@ class ScoreTable:
                 raise UserError(f"expected {self.n_criteria} weights, got {w.shape[0] if w.ndim else 1}")
             crits = tuple(replace(c, weight=float(x)) for c, x in zip(self.criteria, w))
         crits = tuple(_check_criterion(c, None) for c in crits)
-        return ScoreTable(self.models, crits, self.values, source=self.source)
+        return ScoreTable(self.models, crits, self.values, source=self.source, standard_errors=self.standard_errors)
 
     def with_criteria(self, criteria: Sequence[Criterion]) -> ScoreTable:
         """A copy with the criteria's attributes replaced (same names, same order)."""
         if tuple(c.name for c in criteria) != self.names:
             raise ValueError("with_criteria needs the same criterion names in the same order")
         crits = tuple(_check_criterion(c, None) for c in criteria)
-        return ScoreTable(self.models, crits, self.values, source=self.source)
+        return ScoreTable(self.models, crits, self.values, source=self.source, standard_errors=self.standard_errors)
 
     def select_models(self, models: Sequence[str]) -> ScoreTable:
         idx = [self.model_index(m) for m in models]
-        return ScoreTable(tuple(self.models[i] for i in idx), self.criteria, self.values[idx], source=self.source)
+        return ScoreTable(tuple(self.models[i] for i in idx), self.criteria, self.values[idx], source=self.source,
+                          standard_errors=self._errors(idx))
 
     def drop_models(self, models: Iterable[str]) -> ScoreTable:
         drop = set(models)
@@ -383,7 +406,8 @@ class ScoreTable:
     def select_criteria(self, names: Sequence[str]) -> ScoreTable:
         idx = [self.names.index(self.criterion(n).name) for n in names]
         return ScoreTable(
-            self.models, tuple(self.criteria[j] for j in idx), self.values[:, idx], source=self.source
+            self.models, tuple(self.criteria[j] for j in idx), self.values[:, idx], source=self.source,
+            standard_errors=self._errors(cols=idx),
         )
 
     def group(self, name: str) -> ScoreTable:
@@ -398,6 +422,7 @@ class ScoreTable:
             tuple(self.criteria[j] for j in cols),
             values[keep],
             source=self.source,
+            standard_errors=self._errors(keep, cols),
         )
 
     def incomplete_models(self, among: np.ndarray | None = None) -> list[str]:
@@ -431,17 +456,84 @@ class ScoreTable:
 
     # ------------------------------------------------------------------ persistence
     def to_csv(self, path: str | Path, sidecar: str | Path | None = None) -> None:
-        """Write the CSV (first column ``model``) and its criteria sidecar YAML."""
+        """Write the CSV (first column ``model``) and its criteria sidecar YAML, bound to it by name and hash.
+
+        A table with standard errors also writes them as ``stderr.csv`` beside the CSV (same model
+        column and column names, empty = unknown), named in the sidecar by ``standard_errors:``.
+        The sidecar is written last, so a failure never leaves a sidecar naming files that are not there.
+        """
+        import pandas as pd
+
+        from ranking.paths import write_text_atomic
+
         path = Path(path)
         frame = self.frame()
         frame.index.name = "model"
-        frame.to_csv(path)
+        text = frame.to_csv()
         sidecar = Path(sidecar) if sidecar is not None else path.with_name("criteria.yaml")
-        doc: dict[str, Any] = {"model_column": "model"}
+        doc: dict[str, Any] = {"table": path.name, "sha256": sha256_of(text.encode("utf-8")), "model_column": "model"}
         if self.group_names:
             doc["groups"] = list(self.group_names)
+        if self.standard_errors is not None:
+            errors_path = path.with_name(STANDARD_ERRORS_FILE)
+            errors = pd.DataFrame(self.standard_errors, index=list(self.models), columns=list(self.names))
+            errors.index.name = "model"
+            write_text_atomic(errors_path, errors.to_csv())
+            doc["standard_errors"] = os.path.relpath(errors_path, sidecar.parent)  # read relative to the sidecar
         doc["criteria"] = {c.name: c.to_dict() for c in self.criteria}
-        sidecar.write_text(yaml.safe_dump(doc, sort_keys=False))
+        write_text_atomic(path, text)
+        write_text_atomic(sidecar, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+
+
+# ---------------------------------------------------------------------- standard errors
+#: The file beside a table's CSV that holds its per-score standard errors (named in the sidecar).
+STANDARD_ERRORS_FILE = "stderr.csv"
+
+
+def _checked_errors(errors: Any, models: Sequence[str], criteria: Sequence[Criterion], where: str) -> np.ndarray:
+    """Standard errors as a read-only models × criteria float array: each NaN (unknown) or finite and >= 0."""
+    try:
+        se = np.array(errors, dtype=float, copy=True)
+    except (TypeError, ValueError):
+        raise UserError(f"the standard errors{where} have non-numeric cells") from None
+    if se.shape != (len(models), len(criteria)):
+        raise ValueError(f"standard errors have shape {se.shape}, expected {(len(models), len(criteria))}")
+    bad = np.isinf(se) | (se < 0)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise UserError(f"standard error of model {models[i]!r} on criterion {criteria[j].name!r}{where} is "
+                        f"{se[i, j]}: a standard error is finite and >= 0 (leave it empty when unknown)")
+    se.setflags(write=False)
+    return se
+
+
+def read_standard_errors(path: Path, models: Sequence[str], columns: Sequence[str], model_column: str) -> np.ndarray:
+    """The standard errors CSV named by a sidecar, aligned to the table (NaN where a cell or row is absent).
+
+    Same model column and column names as the table; a model or column the table lacks is an error.
+    """
+    header, rows, lines = _read_csv_rows(path)
+    where = f" in {path}"
+    if model_column not in header:
+        raise UserError(f"{path}: model column {model_column!r} not found (columns: {', '.join(header)})")
+    m = header.index(model_column)
+    _no_blank_names(header, rows, lines, m, str(path))
+    out = np.full((len(models), len(columns)), np.nan)
+    col_of = {}
+    for k, name in enumerate(header):
+        if k == m:
+            continue
+        if name not in columns:
+            raise UserError(f"{path}: column {name!r} is not a column of the score table: the standard errors "
+                            "use the table's column names")
+        col_of[k] = columns.index(name)
+    for row in rows:
+        if row[m] not in models:
+            raise UserError(f"{path}: model {row[m]!r} is not a model of the score table")
+        i = models.index(row[m])
+        for k, j in col_of.items():
+            out[i, j] = _cell(row[k], row[m], header[k], where)
+    return out
 
 
 # ---------------------------------------------------------------------- helpers
@@ -542,7 +634,10 @@ def _criteria_of(
 
 
 def find_sidecar(csv_path: Path) -> Path | None:
-    """The criteria sidecar for a CSV: ``<stem>.yaml`` / ``<stem>.criteria.yaml`` / ``criteria.yaml`` beside it."""
+    """The criteria sidecar for a CSV: ``<stem>.yaml`` / ``<stem>.criteria.yaml`` / ``criteria.yaml`` beside it.
+
+    Whether it describes THIS CSV is :func:`check_binding`'s question, asked when it is read.
+    """
     for candidate in (
         csv_path.with_suffix(".yaml"),
         csv_path.with_name(csv_path.stem + ".criteria.yaml"),
@@ -553,27 +648,79 @@ def find_sidecar(csv_path: Path) -> Path | None:
     return None
 
 
-def read_sidecar(path: str | Path) -> dict[str, Any]:
+def read_sidecar(path: str | Path) -> Any:
+    """The validated sidecar (a :class:`ranking.schemas.Sidecar`); one-line errors naming the file and key."""
+    from ranking.schemas import SIDECAR, validate
+
     path = Path(path)
-    doc = read_yaml(path, "criteria sidecar")
-    if doc is None:
-        return {}
-    if not isinstance(doc, dict):
-        raise UserError(f"criteria sidecar {path} must be a mapping with a 'criteria' key")
-    unknown = set(doc) - {"model_column", "groups", "criteria"}
-    if unknown:
-        raise UserError(f"criteria sidecar {path}: unknown key {sorted(unknown)[0]!r} (allowed: model_column, groups, criteria)")
-    if doc.get("criteria") is not None and not isinstance(doc["criteria"], dict):
-        raise UserError(f"criteria sidecar {path}: 'criteria' must map column names to attributes")
-    return doc
+    return validate(SIDECAR, read_yaml(path, "criteria sidecar"), path)
 
 
-def _criterion_from_mapping(name: str, attrs: Any, where: Any) -> Criterion:
-    attrs = attrs or {}
-    if not isinstance(attrs, dict):
-        raise UserError(f"{where}: attributes of criterion {name!r} must be a mapping")
-    allowed = {"direction", "weight", "group", "unit", "source", "method"}
-    unknown = set(attrs) - allowed
-    if unknown:
-        raise UserError(f"{where}: criterion {name!r} has unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
-    return Criterion(name=name, **attrs)
+def sha256_of(data: bytes) -> str:
+    """The hex sha256 of ``data`` (what a sidecar's ``sha256:`` records of its table's bytes)."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+#: The CSV a generic ``criteria.yaml`` without ``table:`` describes when its folder holds other CSVs too
+#: (the folder ``vnr collect`` writes: matrix.csv beside seeds.csv and seed_stats.csv).
+COLLECTED_MATRIX = "matrix.csv"
+
+
+def check_binding(spec: Any, sidecar: Path, csv_path: Path) -> None:
+    """A :class:`UserError` unless the sidecar ``spec`` (read from ``sidecar``) describes ``csv_path``.
+
+    * ``table:`` names the CSV by file name: another name is refused;
+    * ``sha256:`` (written by ``vnr collect``) must be the CSV's bytes' digest: else the two are out of step;
+    * an older sidecar without ``table:`` is bound by its name (``<stem>.yaml``), or, as ``criteria.yaml``,
+      to the only CSV of its folder, or to ``matrix.csv`` (a collected folder); beside several other CSVs it
+      is refused, with the line to add.
+    """
+    if spec.table is not None and spec.table != csv_path.name:
+        raise UserError(
+            f"{sidecar}: table: it describes {spec.table}, not {csv_path.name} — rank {csv_path.with_name(spec.table)}, "
+            f"or give {csv_path.name} its own sidecar ({csv_path.stem}.yaml, `vnr criteria init {csv_path}`)"
+        )
+    if spec.table is None and sidecar.name == "criteria.yaml" and csv_path.name != COLLECTED_MATRIX:
+        others = sorted(p.name for p in csv_path.parent.glob("*.csv") if p.name != csv_path.name)
+        if others:
+            raise UserError(
+                f"{sidecar}: names no table and its folder holds other CSVs ({', '.join(others[:3])}"
+                f"{', …' if len(others) > 3 else ''}) — add the line `table: {csv_path.name}` if it describes "
+                f"{csv_path.name}, or give {csv_path.name} its own sidecar ({csv_path.stem}.yaml)"
+            )
+    if spec.sha256 is not None:
+        try:
+            digest = sha256_of(csv_path.read_bytes())
+        except OSError as exc:
+            raise UserError(f"cannot read {csv_path}: {exc.strerror or exc}") from None
+        if digest != spec.sha256:
+            raise UserError(
+                f"{csv_path.name} changed since {sidecar.name} was written — re-run vnr collect, or remove the "
+                f"sha256 line of {sidecar} if you edited {csv_path.name} on purpose"
+            )
+
+
+def _describes_every_column(spec: Any, sidecar: Path, csv_path: Path, columns: Sequence[str],
+                            stated: set[str]) -> None:
+    """A :class:`UserError` for a column the sidecar leaves undescribed (and no ``--higher/--lower`` states),
+    or one it describes that the CSV lacks."""
+    extra = [c for c in spec.criteria if c not in columns]
+    if extra and extra[0] in _csv_header(csv_path):  # described, but it holds the model names
+        raise UserError(f"{sidecar}: criteria.{extra[0]}: {extra[0]!r} is the model column of {csv_path.name}, not a "
+                        "criterion — remove the entry (or name another model_column)")
+    if extra:
+        raise UserError(
+            f"{sidecar}: criteria.{extra[0]}: {csv_path.name} has no column {extra[0]!r} — remove the entry or fix "
+            f"its name (columns: {', '.join(columns)})"
+        )
+    missing = [c for c in columns if c not in spec.criteria and c not in stated]
+    if missing:
+        shown = ", ".join(repr(c) for c in missing[:5]) + (f", … ({len(missing)} in all)" if len(missing) > 5 else "")
+        cols = ",".join(missing[:5])
+        raise UserError(
+            f"{sidecar}: criteria: column(s) {shown} of {csv_path.name} are not described (a partial or truncated "
+            f"sidecar?) — add them under criteria: (`vnr criteria init {csv_path} --print` shows every line), or "
+            f"state their direction with --higher {cols} or --lower {cols}"
+        )

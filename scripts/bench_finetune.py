@@ -1,29 +1,31 @@
-"""Benchmark: our fine-tuning setup against plain ``Trainer`` defaults, side by side.
+"""Benchmark: our fine-tuning setup against plain ``Trainer`` defaults, interleaved, side by side.
 
-Same model, data (RTE train from the data root, else synthetic sentence pairs),
-batch size and number of steps for every variant; each variant trains a fresh
-copy of the same initial weights with the same seed.
+Same model, data (a GLUE task's train texts from the data root, else synthetic sentence pairs), batch size,
+seed and number of steps for every variant; each variant trains a fresh copy of the same initial weights on
+the same examples in the same order (so their training losses agree):
 
-* ``plain``: ``TrainingArguments`` defaults: fp32, every example padded to
-  ``max_length`` (the usual ``padding="max_length"`` preprocessing).
-* ``ours``: what :func:`harness.finetune.train.run_finetune` uses on this
-  machine (:func:`runtime_settings`): dynamic padding, bf16/fp16 + TF32 on a GPU,
-  the chosen optimizer; plus single-option variants so that each choice is
-  measured, not assumed (length grouping, the other AdamW implementation,
-  fp32 on a GPU), and ``ours`` without the efficiency tracker: its overhead,
-  from ``--repeats`` interleaved with/without pairs (default 3; 1 with
-  ``--quick``), reported as the median and range of the pairs' differences.
+* ``plain``: ``TrainingArguments`` defaults, every example padded to ``max_length`` (the usual
+  ``padding="max_length"`` preprocessing);
+* ``padded``: ours (:func:`harness.finetune.train.runtime_settings`), each batch padded to its longest example;
+* ``ours``: what :func:`harness.finetune.train.run_finetune` uses: the batch layout ``padding: auto`` picks
+  (:mod:`harness.finetune.batching`; bucketed to a multiple of 8 for BERT) and the token accounting callback;
+* on a GPU also ``ours in fp32`` where ours is not fp32.
 
-Printed per variant: samples/s, tokens/s (real, non-padding tokens; and the
-padded tokens the model actually computed), peak memory (GPU: torch's peak
-allocation; CPU: not measured), energy per 1000 samples (codecarbon/NVML via
-:class:`harness.energy.tracker.EfficiencyTracker`), and the training loss. Sanity
-check: ``plain`` and ``ours`` see the same examples in the same order, so
-their losses must agree (exactly up to float error in fp32; loosely in bf16).
+Trustworthy timing: ``--steps`` (default 100; ``--quick`` 12) timed steps per variant after
+``--warmup`` untimed ones, one CPU thread (``torch.set_num_threads(1)``), ``--rounds`` (default 3)
+interleaved rounds (every variant once per round, the order rotated each round) so that drift and other
+processes' load hit every variant alike; printed per variant: min and median samples/s and real tokens/s over
+the rounds, the padding share, the training loss; and the load average before and after. The efficiency
+tracker is not in the timed runs: its own cost is measured directly (``tracker cost``).
 
-    python scripts/bench_finetune.py            # CPU small model (+ bert-base shape on a GPU when present)
-    python scripts/bench_finetune.py --quick    # fewer steps, CPU only
-    python scripts/bench_finetune.py --json     # every measured value as one JSON document on stdout
+``--padding-report``: the padding share per GLUE task at batch 32 (max_length 128) under random order, random
+order bucketed to a multiple of 8, length grouping (transformers' ``LengthGroupedSampler``), and flattening
+(no padding in a flattened batch; packed into 128-token rows in order, and best-fit decreasing), with a BERT-style WordPiece
+tokenizer of 30,522 pieces trained on each task's own texts (no download; close to bert-base-uncased's lengths).
+
+    python scripts/bench_finetune.py                    # CPU small BERT (+ bert-base shape on a GPU when present)
+    python scripts/bench_finetune.py --quick --json     # fewer steps, CPU only, one JSON document on stdout
+    python scripts/bench_finetune.py --padding-report   # padding shares per GLUE task
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -44,24 +47,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+PADDING_TASKS = ("cola", "sst2", "mrpc", "stsb", "qnli", "rte", "wnli")
+
 
 @dataclass
 class Variant:
     name: str
-    pad_to_max: bool
+    padding: str  # max_length | pad | auto (harness.finetune.batching)
     precision: str  # fp32 | bf16 | fp16
-    optim: str
+    optim: str | None  # None: the TrainingArguments default
     tf32: bool = False
-    group_by_length: bool = False
-    track: bool = True
 
 
 def _texts(task: str, data_root: Path | None, n: int) -> tuple[list[str], list[str] | None, list[int], str]:
-    from harness.finetune.tasks import load_task
+    from harness.finetune.tasks import get_task, load_task
 
     if data_root is not None:
         try:
-            data = load_task(task, data_root, max_train_samples=n)
+            data = load_task(get_task(task), data_root, max_train_samples=n)
             return data.train.text_a, data.train.text_b, data.train.label, f"{task} train (first {len(data.train)})"
         except Exception as exc:  # not under that root: fall back to synthetic data
             print(f"({task} not loadable from {data_root}: {exc}; using synthetic pairs)")
@@ -75,20 +78,25 @@ def _texts(task: str, data_root: Path | None, n: int) -> tuple[list[str], list[s
 
 
 def _config(shape: str, vocab: int, pad_id: int) -> Any:
+    """The benchmark's BERT config. Dropout off: a dropout mask is drawn per computed token, so batches of
+    different widths would draw different masks and the variants' losses could not be compared."""
     from transformers import BertConfig
 
+    no_dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, "num_labels": 2,
+                  "pad_token_id": pad_id}
     if shape == "bert-base":  # bert-base-uncased's shape, randomly initialised (no download)
-        return BertConfig(vocab_size=30522, num_labels=2, pad_token_id=pad_id)
+        return BertConfig(vocab_size=30522, **no_dropout)
     return BertConfig(vocab_size=vocab, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=512, num_labels=2, pad_token_id=pad_id)
+                      intermediate_size=512, **no_dropout)
 
 
 def run_variant(v: Variant, *, shape: str, tokenizer: Any, pairs: Any, state: dict[str, Any], steps: int,
-                batch_size: int, max_length: int, warmup: int, device: str) -> dict[str, Any]:
+                warmup: int, batch_size: int, max_length: int, device: str) -> dict[str, Any]:
+    """Train ``warmup + steps`` steps of variant ``v``; time the last ``steps``."""
     import torch
     from transformers import (
         BertForSequenceClassification,
-        DataCollatorWithPadding,
+        PrinterCallback,
         Trainer,
         TrainerCallback,
         TrainingArguments,
@@ -96,17 +104,19 @@ def run_variant(v: Variant, *, shape: str, tokenizer: Any, pairs: Any, state: di
         set_seed,
     )
 
-    from harness.energy.tracker import EfficiencyTracker
-    from harness.finetune.callbacks import EfficiencyCallback
+    from harness.finetune.batching import choose_batching, make_collator
+    from harness.finetune.callbacks import TokenAccountingCallback
     from harness.finetune.tasks import Split
     from harness.finetune.train import _tokenize
 
     set_seed(0)
-    ds = _tokenize(Split(*pairs), tokenizer, max_length, pad_to_max=v.pad_to_max)
+    pad_to_max = v.padding == "max_length"
+    ds = _tokenize(Split(*pairs), tokenizer, max_length, pad_to_max=pad_to_max)
     model = BertForSequenceClassification(_config(shape, len(tokenizer), tokenizer.pad_token_id))
     model.load_state_dict(state)
-    counts: list[tuple[int, int]] = []
-    base = default_data_collator if v.pad_to_max else DataCollatorWithPadding(tokenizer)
+    batching = None if pad_to_max else choose_batching(model.config.model_type, v.padding)
+    base = default_data_collator if pad_to_max else make_collator(tokenizer, batching)
+    counts: list[tuple[int, int]] = []  # per batch: (real tokens, computed tokens)
 
     def collate(features: list[dict[str, Any]]) -> Any:
         batch = base(features)
@@ -130,122 +140,131 @@ def run_variant(v: Variant, *, shape: str, tokenizer: Any, pairs: Any, state: di
     if device == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    callbacks: list[Any] = [Clock()]
-    tracker = None
-    if v.track:
-        tracker = EfficiencyTracker(cuda_devices=[0] if device == "cuda" else [], measure_power_secs=5)
-        callbacks.append(EfficiencyCallback(tracker))
+    accounting = TokenAccountingCallback()
+    total = warmup + steps
     with tempfile.TemporaryDirectory() as out:
         kwargs: dict[str, Any] = {
-            "output_dir": out, "max_steps": steps, "per_device_train_batch_size": batch_size,
+            "output_dir": out, "max_steps": total, "per_device_train_batch_size": batch_size,
             "learning_rate": 2e-5, "weight_decay": 0.01, "save_strategy": "no", "eval_strategy": "no",
             "logging_strategy": "no", "report_to": "none", "disable_tqdm": True, "seed": 0, "data_seed": 0,
-            "use_cpu": device == "cpu", "optim": v.optim,
-            "bf16": v.precision == "bf16", "fp16": v.precision == "fp16",
-            "train_sampling_strategy": "group_by_length" if v.group_by_length else "random",
+            "use_cpu": device == "cpu", "bf16": v.precision == "bf16", "fp16": v.precision == "fp16",
+            "dataloader_num_workers": 0,
         }
+        if v.optim is not None:
+            kwargs["optim"] = v.optim
         if v.tf32:
             kwargs["tf32"] = True
         trainer = Trainer(model=model, args=TrainingArguments(**kwargs), train_dataset=ds,
-                          data_collator=collate, callbacks=callbacks)
+                          data_collator=collate, callbacks=[Clock(), accounting])
+        trainer.remove_callback(PrinterCallback)  # no per-run log lines between the table's
         result = trainer.train()
     if device == "cuda":
-        import torch as _t
-
-        _t.backends.cuda.matmul.allow_tf32 = False  # do not leak TF32 into the next variant
-        _t.backends.cudnn.allow_tf32 = False
-    timed = counts[warmup:steps] if len(counts) >= steps else counts[warmup:]
+        torch.backends.cuda.matmul.allow_tf32 = False  # do not leak TF32 into the next variant
+        torch.backends.cudnn.allow_tf32 = False
+    timed = counts[warmup:total]
     seconds = marks["t1"] - marks["t0"]
-    samples = (steps - warmup) * batch_size
-    eff = tracker.result if tracker is not None else None
+    real, computed = sum(c[0] for c in timed), sum(c[1] for c in timed)
     return {
         "variant": v.name,
-        "samples_s": samples / seconds,
-        "tokens_s": sum(c[0] for c in timed) / seconds,
-        "padded_tokens_s": sum(c[1] for c in timed) / seconds,
-        "peak_mem_gib": (torch.cuda.max_memory_allocated() / 2**30) if device == "cuda" else None,
-        "kwh_per_1000": (eff["energy_kwh"] / (steps * batch_size) * 1000) if eff else None,
-        "backend": eff["backend"] if eff else "-",
-        "loss": float(result.training_loss),
+        "batching": batching or {"mode": "max_length", "pad_to_multiple_of": None, "requested": "max_length"},
         "seconds": seconds,
+        "samples_s": steps * batch_size / seconds,
+        "tokens_s": real / seconds,
+        "computed_tokens_s": computed / seconds,
+        "real_tokens": real,
+        "computed_tokens": computed,
+        "padding_share": 1 - real / computed,
+        "batch_widths": [c[1] // batch_size for c in timed],
+        "accounting": accounting.result(),  # every step, warm-up included (what a record would carry)
+        "collated": {"real_tokens": sum(c[0] for c in counts[:total]),
+                     "computed_tokens": sum(c[1] for c in counts[:total])},
+        "peak_mem_gib": (torch.cuda.max_memory_allocated() / 2**30) if device == "cuda" else None,
+        "loss": float(result.training_loss),
     }
 
 
-def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, batch_size: int, max_length: int,
-          data_root: Path | None, quick: bool, repeats: int = 1) -> dict[str, Any]:
-    """Every variant once, then ``ours`` with and without the tracker ``repeats`` times, interleaved."""
-    import statistics
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One variant over its rounds: min / median throughput; the counts and loss (the same every round)."""
+    first = runs[0]
+    keep = ("variant", "batching", "real_tokens", "computed_tokens", "padding_share", "batch_widths", "accounting",
+            "collated", "loss")
+    out = {k: first[k] for k in keep}
+    for key in ("samples_s", "tokens_s", "computed_tokens_s"):
+        values = [r[key] for r in runs]
+        out[key] = {"min": min(values), "median": statistics.median(values), "max": max(values), "rounds": values}
+    out["losses"] = [r["loss"] for r in runs]
+    out["peak_mem_gib"] = max((r["peak_mem_gib"] for r in runs if r["peak_mem_gib"] is not None), default=None)
+    return out
 
+
+def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds: int, batch_size: int,
+          max_length: int, data_root: Path | None) -> dict[str, Any]:
+    """Every variant once per round, ``rounds`` rounds, the order rotated each round."""
     import torch
     from transformers import BertForSequenceClassification, set_seed
 
     from harness.finetune.train import runtime_settings
     from harness.models import load_tokenizer
 
-    n = steps * batch_size
+    n = (warmup + steps) * batch_size
     a, b, y, source = _texts(task, data_root, n)
     tokenizer = load_tokenizer("tiny:bert", texts=a + (b or []))
     set_seed(0)
     state = BertForSequenceClassification(_config(shape, len(tokenizer), tokenizer.pad_token_id)).state_dict()
     state = {k: t.clone() for k, t in state.items()}
     ours = runtime_settings("auto")
-    other_optim = "adamw_torch" if ours["optim"] == "adamw_torch_fused" else "adamw_torch_fused"
-    plain_v = Variant("plain Trainer defaults", True, "fp32", "adamw_torch_fused")
-    ours_v = Variant("ours", False, ours["precision"], ours["optim"], tf32=ours["tf32"])
-    untracked_v = Variant("ours, no tracker", False, ours["precision"], ours["optim"], tf32=ours["tf32"], track=False)
-    variants = [plain_v, ours_v, untracked_v]
-    if not quick:
-        variants.append(Variant(f"ours, optim={other_optim}", False, ours["precision"], other_optim,
-                                tf32=ours["tf32"]))
-        variants.append(Variant("ours + group_by_length", False, ours["precision"], ours["optim"],
-                                tf32=ours["tf32"], group_by_length=True))
-    if device == "cuda":
-        variants.append(Variant("ours in fp32 (no bf16/TF32)", False, "fp32", ours["optim"]))
+    variants = [
+        Variant("plain Trainer defaults", "max_length", "fp32", None),
+        Variant("padded (to the longest)", "pad", ours["precision"], ours["optim"], tf32=ours["tf32"]),
+        Variant("ours", "auto", ours["precision"], ours["optim"], tf32=ours["tf32"]),
+    ]
+    if device == "cuda" and ours["precision"] != "fp32":
+        variants.append(Variant("ours in fp32 (no bf16/TF32)", "auto", "fp32", ours["optim"]))
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else "none"
-    print(f"\n== {shape}-shaped BERT on {device} (GPU: {gpu}); data: {source}; batch {batch_size}, "
-          f"max_length {max_length}, {steps} steps ({warmup} warm-up steps not timed); "
-          f"ours = {ours['precision']}, tf32={ours['tf32']}, {ours['optim']}, dynamic padding")
+    threads = torch.get_num_threads()
+    print(f"\n== {shape}-shaped BERT on {device} (GPU: {gpu}, {threads} CPU thread(s)); data: {source}; "
+          f"batch {batch_size}, max_length {max_length}; {steps} timed steps per variant after {warmup} warm-up "
+          f"steps; {rounds} interleaved rounds; ours = {ours['precision']}, tf32={ours['tf32']}, {ours['optim']}")
     common = {"shape": shape, "tokenizer": tokenizer, "pairs": (a, b, y), "state": state, "steps": steps,
-              "batch_size": batch_size, "max_length": max_length, "warmup": warmup, "device": device}
-    rows = []
-    for v in variants:
-        rows.append(run_variant(v, **common))
-        _print_row(rows[-1])
-    plain, mine, untracked = rows[0], rows[1], rows[2]
-    # the tracker's overhead: "ours" with and without it, interleaved, so that drift hits both alike
-    overheads = [100 * (untracked["samples_s"] / mine["samples_s"] - 1)]
-    for _ in range(repeats - 1):
-        tracked_again, untracked_again = run_variant(ours_v, **common), run_variant(untracked_v, **common)
-        overheads.append(100 * (untracked_again["samples_s"] / tracked_again["samples_s"] - 1))
-    speedup = mine["samples_s"] / plain["samples_s"]
-    print(f"speed-up of ours over plain: {speedup:.2f}x samples/s; "
-          f"with vs without tracker: median {statistics.median(overheads):+.1f}% over {len(overheads)} interleaved "
-          f"pair(s) (range {min(overheads):+.1f}% to {max(overheads):+.1f}%; timing noise on a busy machine is "
-          "several %)")
-    tol = 1e-3 if ours["precision"] == "fp32" else 5e-2
-    diff = abs(plain["loss"] - mine["loss"])
-    ok = diff <= tol * max(1.0, abs(plain["loss"]))
-    print(f"sanity: training loss plain {plain['loss']:.6f} vs ours {mine['loss']:.6f} (|diff| {diff:.2e}, "
-          f"tolerance {tol:g}): {'OK' if ok else 'MISMATCH'}")
-    result = {
-        "shape": shape, "device": device, "gpu": gpu, "data": source, "batch_size": batch_size,
-        "max_length": max_length, "steps": steps, "warmup": warmup, "ours": ours, "rows": rows,
-        "speedup_ours_over_plain": speedup,
-        "tracker_overhead_pct": overheads,
-        "sanity": {"plain_loss": plain["loss"], "ours_loss": mine["loss"], "abs_diff": diff, "tolerance": tol,
-                   "ok": ok},
-    }
+              "warmup": warmup, "batch_size": batch_size, "max_length": max_length, "device": device}
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict[str, Any]]] = {v.name: [] for v in variants}
+    for r in range(rounds):
+        k = r % len(variants)
+        for v in variants[k:] + variants[:k]:
+            runs[v.name].append(run_variant(v, **common))
+    load_after = os.getloadavg()
+    rows = [_summary(runs[v.name]) for v in variants]
+    for row in rows:
+        _print_row(row)
+    by = {row["variant"]: row for row in rows}
+    plain, padded, mine = by["plain Trainer defaults"], by["padded (to the longest)"], by["ours"]
+    ratios = {"ours_over_plain": mine["samples_s"]["median"] / plain["samples_s"]["median"],
+              "ours_over_padded": mine["samples_s"]["median"] / padded["samples_s"]["median"]}
+    print(f"median samples/s: ours / plain = {ratios['ours_over_plain']:.2f}x, ours / padded = "
+          f"{ratios['ours_over_padded']:.2f}x; load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
+          f"(other processes share this machine: ratios within ~10 % are noise)")
+    tol = 1e-5 if ours["precision"] == "fp32" else 5e-2  # relative
+    diffs = {row["variant"]: abs(row["loss"] - plain["loss"]) for row in rows}
+    ok = all(d <= tol * max(1.0, abs(plain["loss"])) for d in diffs.values())
+    losses = ", ".join(f"{row['loss']:.6f}" for row in rows)
+    print(f"sanity: training losses {losses} (max |diff| to plain {max(diffs.values()):.2e}, relative tolerance "
+          f"{tol:g}): {'OK' if ok else 'MISMATCH'}")
     if not ok:
-        raise SystemExit("plain and ours disagree on the training loss")
-    return result
+        raise SystemExit("the variants disagree on the training loss: they did not train on the same examples")
+    return {"shape": shape, "device": device, "gpu": gpu, "threads": threads, "data": source,
+            "batch_size": batch_size, "max_length": max_length, "steps": steps, "warmup": warmup, "rounds": rounds,
+            "ours": ours, "rows": rows, "ratios": ratios, "loadavg_before": list(load_before),
+            "loadavg_after": list(load_after),
+            "sanity": {"losses": {row["variant"]: row["loss"] for row in rows}, "tolerance": tol, "ok": ok}}
 
 
 def _print_row(r: dict[str, Any]) -> None:
-    mem = f"{r['peak_mem_gib']:.2f}" if r["peak_mem_gib"] is not None else "-"
-    kwh = f"{r['kwh_per_1000'] * 1000:.4f}" if r["kwh_per_1000"] is not None else "-"
-    print(f"{r['variant']:<34} {r['samples_s']:>9.1f} samples/s {r['tokens_s']:>10.0f} tok/s "
-          f"{r['padded_tokens_s']:>10.0f} padded tok/s  peak {mem:>6} GiB  {kwh:>8} Wh/1000 samples "
-          f"[{r['backend']}]  loss {r['loss']:.5f}")
+    s, t = r["samples_s"], r["tokens_s"]
+    mem = f"  peak {r['peak_mem_gib']:.2f} GiB" if r["peak_mem_gib"] is not None else ""
+    print(f"{r['variant']:<28} samples/s min {s['min']:>7.1f} median {s['median']:>7.1f} max {s['max']:>7.1f} | "
+          f"real tokens/s min {t['min']:>8.0f} median {t['median']:>8.0f} max {t['max']:>8.0f} | padding {100 * r['padding_share']:5.1f} % "
+          f"({r['batching']['mode']}){mem} | loss {r['loss']:.6f}")
 
 
 def tracker_cost(device: str, measure_power_secs: float = 15.0) -> dict[str, Any]:
@@ -268,22 +287,80 @@ def tracker_cost(device: str, measure_power_secs: float = 15.0) -> dict[str, Any
            "measure_power_secs": measure_power_secs, "sample_pct_of_run": 100 * sample / measure_power_secs}
     print(f"\ntracker cost ({out['backend']}): start {out['start_s']:.3f} s + stop {out['stop_s']:.3f} s once per "
           f"run; one power sample {1000 * sample:.1f} ms every {measure_power_secs:g} s = "
-          f"{out['sample_pct_of_run']:.3f}% of a run's time (plus start/stop: "
-          f"{100 * (t1 - t0 + t3 - t2) / 3600:.4f}% of a one-hour run)")
+          f"{out['sample_pct_of_run']:.3f}% of a run's time")
     return out
+
+
+# ---------------------------------------------------------------------- padding report
+def _batches(lengths: list[int], order: list[int], batch_size: int) -> list[list[int]]:
+    """The lengths of each batch when ``order`` is cut into batches of ``batch_size``."""
+    return [[lengths[i] for i in order[k:k + batch_size]] for k in range(0, len(order), batch_size)]
+
+
+def padding_report(data_root: Path, *, batch_size: int = 32, max_length: int = 128, seed: int = 0,
+                   tasks: tuple[str, ...] = PADDING_TASKS) -> list[dict[str, Any]]:
+    """Padding share per GLUE task under each batch order / layout (one epoch of the task's largest split)."""
+    import torch
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    from harness.finetune.batching import PAD_MULTIPLE, best_fit_rows_share, packed_rows_share, padding_share
+    from harness.finetune.tasks import get_task, glue_dir, load_local, local_folder, read_glue_tsv
+    from harness.models import train_tiny_tokenizer
+
+    rows = []
+    print(f"\n== padding share of computed tokens at batch {batch_size}, max_length {max_length} (one epoch; "
+          "WordPiece tokenizer of 30,522 pieces trained on the task's texts)")
+    print(f"{'task':<6} {'split':<6} {'examples':>8} {'mean len':>8} {'random':>8} {'random/8':>9} "
+          f"{'grouped':>8} {'flattened':>9} {'rows/order':>11} {'rows/best':>10}")
+    for name in tasks:
+        task = get_task(name)
+        if local_folder(task, data_root) is not None:
+            split, which = load_local(task, data_root).train, "train"
+        else:  # the shared data holds QNLI's dev set only
+            split, which = read_glue_tsv(task, glue_dir(data_root) / task.dir_name / "dev.tsv"), "dev"
+        tokenizer = train_tiny_tokenizer("bert", split.texts(), vocab_size=30522)
+        args = (split.text_a, split.text_b) if split.text_b is not None else (split.text_a,)
+        lengths = [len(ids) for ids in tokenizer(*args, truncation=True, max_length=max_length)["input_ids"]]
+        gen = torch.Generator().manual_seed(seed)
+        order = torch.randperm(len(lengths), generator=gen).tolist()
+        grouped = list(LengthGroupedSampler(batch_size, lengths=lengths, generator=torch.Generator().manual_seed(seed)))
+
+        row = {"task": task.name, "split": which, "examples": len(lengths), "mean_length": sum(lengths) / len(lengths),
+               "random": padding_share(_batches(lengths, order, batch_size)),
+               "random_bucketed": padding_share(_batches(lengths, order, batch_size), PAD_MULTIPLE),
+               "length_grouped": padding_share(_batches(lengths, grouped, batch_size)),
+               "flattened": 0.0,
+               "packed_rows_in_order": packed_rows_share([lengths[i] for i in order], max_length),
+               "packed_rows_best_fit": best_fit_rows_share(lengths, max_length)}
+        rows.append(row)
+        print(f"{row['task']:<6} {which:<6} {row['examples']:>8} {row['mean_length']:>8.1f} "
+              + " ".join(f"{100 * row[k]:>{w}.1f}%" for k, w in (("random", 7), ("random_bucketed", 8),
+                                                                   ("length_grouped", 7), ("flattened", 8),
+                                                                   ("packed_rows_in_order", 10),
+                                                                   ("packed_rows_best_fit", 9))))
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="fewer steps, CPU only (for tests)")
-    p.add_argument("--steps", type=int, help="optimizer steps per variant")
-    p.add_argument("--repeats", type=int, help="interleaved with/without-tracker pairs (default 1 quick, else 3)")
+    p.add_argument("--quick", action="store_true", help="12 timed steps, CPU only (for tests)")
+    p.add_argument("--steps", type=int, help="timed optimizer steps per variant and round (default 100; quick 12)")
+    p.add_argument("--warmup", type=int, help="untimed steps before them (default 5; quick 2)")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default %(default)s, at least 3)")
     p.add_argument("--task", default="sst2", help="GLUE task whose train texts are used (default %(default)s)")
-    p.add_argument("--data-root", help="data root with glue/RTE (default $VNR_DATA_ROOT or ../shared/data)")
+    p.add_argument("--data-root", help="data root with glue/ (default $VNR_DATA_ROOT or ../shared/data)")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU benchmark even where a GPU exists")
+    p.add_argument("--padding-report", action="store_true",
+                   help="print the padding share per GLUE task at batch 32 instead of timing")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document with every measured value on stdout (the table goes to stderr)")
     args = p.parse_args(argv)
+    for name in ("steps", "warmup"):
+        value = getattr(args, name)
+        if value is not None and value < (1 if name == "steps" else 0):
+            p.error(f"--{name} must be {'positive' if name == 'steps' else 'at least 0'}")
+    if args.rounds < 3:
+        p.error("--rounds must be at least 3 (interleaved rounds are what makes the comparison trustworthy)")
     if args.json:
         with contextlib.redirect_stdout(sys.stderr):
             report = run(args)
@@ -293,28 +370,37 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _data_root(given: str | None) -> Path | None:
+    root = given or os.environ.get("VNR_DATA_ROOT")
+    if root is None:
+        candidate = Path(__file__).resolve().parents[2] / "shared" / "data"
+        root = str(candidate) if candidate.is_dir() else None
+    return Path(root) if root else None
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    import logging
+
     import torch
     import transformers
 
     transformers.logging.set_verbosity_error()
-    import logging
-
     logging.getLogger("codecarbon").setLevel(logging.ERROR)
-    root = args.data_root or os.environ.get("VNR_DATA_ROOT")
-    if root is None:
-        candidate = Path(__file__).resolve().parents[2] / "shared" / "data"
-        root = str(candidate) if candidate.is_dir() else None
-    data_root = Path(root) if root else None
-    cpu_steps = args.steps or (6 if args.quick else 30)
-    repeats = args.repeats or (1 if args.quick else 3)
-    results = [bench("small", "cpu", task=args.task, steps=cpu_steps, warmup=2, batch_size=16, max_length=128,
-                     data_root=data_root, quick=args.quick, repeats=repeats)]
+    data_root = _data_root(args.data_root)
+    if args.padding_report:
+        if data_root is None:
+            raise SystemExit("--padding-report needs the GLUE data: give --data-root or set VNR_DATA_ROOT")
+        return {"padding_report": padding_report(data_root)}
+    torch.set_num_threads(1)  # one thread: timings that do not depend on what else runs on the other cores
+    steps = args.steps or (12 if args.quick else 100)
+    warmup = args.warmup if args.warmup is not None else (2 if args.quick else 5)
+    results = [bench("small", "cpu", task=args.task, steps=steps, warmup=warmup, rounds=args.rounds, batch_size=16,
+                     max_length=128, data_root=data_root)]
     gpu = torch.cuda.is_available() and not args.quick and not args.no_gpu
     if gpu:
         for task in (args.task, "rte"):  # short single sentences, then long pairs
             results.append(bench("bert-base", "cuda", task=task, steps=args.steps or 200, warmup=20,
-                                 batch_size=16, max_length=128, data_root=data_root, quick=False, repeats=repeats))
+                                 rounds=args.rounds, batch_size=16, max_length=128, data_root=data_root))
     elif not torch.cuda.is_available():
         print("\n(no CUDA GPU here: GPU benchmark skipped)")
     return {"benchmarks": results, "tracker_cost": tracker_cost("cuda" if gpu else "cpu")}

@@ -10,7 +10,13 @@ if [ -d ../shared/data ] && [ -z "${VNR_DATA_ROOT:-}" ]; then export VNR_DATA_RO
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export MPLBACKEND=Agg
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+  echo "installing torch and the project into .venv (first time, ~3 min; pip's output in .venv/setup.log) ..." >&2
+else
+  echo "checking the installs in .venv (pip's output in .venv/setup.log) ..." >&2
+fi
+SECONDS=0
 # shellcheck disable=SC1091
 . .venv/bin/activate
 # pip's output (and this machine's index warnings) go to .venv/setup.log; shown only if an install fails
@@ -20,3 +26,4 @@ if ! { pip install -q --disable-pip-version-check torch==2.13.0 \
   echo "setup failed: see the pip output above (also in .venv/setup.log)" >&2
   return 1 2>/dev/null || exit 1
 fi
+echo "done (${SECONDS} s)" >&2

@@ -22,3 +22,6 @@ else
   vnr rank "$OUT/matrix.csv" --rule borda --setting two-step \
     --group-weights performance=0.4,efficiency=0.3,fairness=0.3
 fi
+echo
+echo "next: scripts/vnr runs vnr with .venv and the data root (or: export PATH=\"\$PWD/scripts:\$PATH\", then vnr ...)"
+echo "      your own models: README.md, 'Your own models in 10 minutes' (configs/experiments/example_three_models.yaml)"

@@ -36,7 +36,7 @@ CASES = [
     ("run-precision-fp8", GRID.replace("seeds: [0]", "seeds: [0], hyperparameters: {precision: fp8}"),
      "run {config} --dry-run", "finetune.hyperparameters.precision: 'fp8' is not one of"),
     ("run-huge-seed", GRID.replace("seeds: [0]", "seeds: [4294967296]"), "run {config} --dry-run",
-     "finetune.seeds: 4294967296 is above 4294967295"),
+     "finetune.seeds[0]: 4294967296 is above 4294967295"),
     ("run-bias-limit", BIAS.replace("]}", "], options: {limit: -3}}"), "run {config} --dry-run",
      "bias.options.limit: -3 is below 1"),
     ("run-mem-nan", GRID + "slurm: {mem_gb: .nan}\n", "run {config} --executor slurm --dry-run",

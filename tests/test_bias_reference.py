@@ -339,7 +339,7 @@ def test_cli_scores_with_the_reference_mode(tmp_path, data_root, capsys):
     code = main(["bias", "--model", "tiny:bert", "--dataset", "crows_pairs", "--limit", "6", "--scoring",
                  "reference", "--output", str(tmp_path), "--data-root", str(data_root), "--no-progress"])
     out = capsys.readouterr().out
-    assert code == 0 and "note (scoring): reference scoring" in out
+    assert code == 0 and "notes: scoring" in out and "(their text is in the record)" in out
     spec = BiasSpec("tiny:bert", "crows_pairs", limit=6, scoring="reference")
     assert spec.run_id() != BiasSpec("tiny:bert", "crows_pairs", limit=6).run_id()
     store = RunStore(tmp_path)

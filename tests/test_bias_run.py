@@ -105,9 +105,9 @@ def test_cli_runs_a_tiny_model(tmp_path, data_root, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--model", "tiny:bert", "--dataset", "winogender"], "invalid choice"),
-    (["--model", "tiny:bert", "--dataset", "winobias", "--limit", "0"], "must be at least 1"),
-    (["--model", "tiny:bert", "--dataset", "winobias", "--batch-tokens", "x"], "is not an integer"),
+    (["--model", "tiny:bert", "--dataset", "winogender"], "--dataset: unknown bias dataset 'winogender'"),
+    (["--model", "tiny:bert", "--dataset", "winobias", "--limit", "0"], "--limit: 0 is below 1"),
+    (["--model", "tiny:bert", "--dataset", "winobias", "--batch-tokens", "x"], "--batch-tokens: 'x' is not a whole number"),
     (["--model", "bert-huge", "--dataset", "winobias"], "model bert-huge is not in the local Hugging Face cache"),
     (["--model", "tiny:bert", "--dataset", "winobias", "--data-root", "/no/such/dir"], "not a directory"),
 ])

@@ -30,29 +30,77 @@ def _positive(x) -> bool:
 @pytest.mark.slow
 def test_bench_finetune_quick_json(data_root: Path):
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_finetune.py"), "--quick", "--json",
-                          "--data-root", str(data_root)], capture_output=True, text=True, timeout=600)
+                          "--data-root", str(data_root)], capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     (cpu,) = report["benchmarks"]  # --quick: the CPU benchmark only
+    steps, warmup, batch, width = cpu["steps"], cpu["warmup"], cpu["batch_size"], cpu["max_length"]
+    assert (steps, warmup, cpu["rounds"], cpu["threads"]) == (12, 2, 3, 1)  # one thread, 3 interleaved rounds
     rows = {r["variant"]: r for r in cpu["rows"]}
-    plain, ours, untracked = rows["plain Trainer defaults"], rows["ours"], rows["ours, no tracker"]
-    # same examples in the same order, fp32 on CPU: the training losses agree
-    assert cpu["ours"]["precision"] == "fp32"
-    assert ours["loss"] == pytest.approx(plain["loss"], abs=1e-3)
-    assert untracked["loss"] == ours["loss"]  # the tracker does not touch training
-    assert cpu["sanity"]["ok"] is True
-    for r in cpu["rows"]:
-        assert _positive(r["samples_s"]) and _positive(r["tokens_s"]) and _positive(r["seconds"])
-    # plain pads every example to max_length; ours pads each batch to its longest: same real tokens, fewer computed
-    assert plain["padded_tokens_s"] / plain["samples_s"] == pytest.approx(cpu["max_length"])
-    assert ours["tokens_s"] / ours["samples_s"] == pytest.approx(plain["tokens_s"] / plain["samples_s"])
-    assert ours["padded_tokens_s"] / ours["samples_s"] < cpu["max_length"]
-    # tracked variants measured energy, the untracked one did not
-    assert _positive(plain["kwh_per_1000"]) and _positive(ours["kwh_per_1000"]) and untracked["kwh_per_1000"] is None
-    assert cpu["speedup_ours_over_plain"] == pytest.approx(ours["samples_s"] / plain["samples_s"])
-    assert len(cpu["tracker_overhead_pct"]) == 1
+    plain, padded, ours = rows["plain Trainer defaults"], rows["padded (to the longest)"], rows["ours"]
+    assert ours["batching"] == {"mode": "bucketed", "pad_to_multiple_of": 8, "requested": "auto"}
+    # same examples in the same order, fp32, dropout off: the same training loss, in every round
+    assert cpu["ours"]["precision"] == "fp32" and cpu["sanity"]["ok"] is True
+    for r in rows.values():
+        assert r["loss"] == pytest.approx(plain["loss"], rel=1e-5)
+        assert r["losses"] == [r["loss"]] * 3
+    # the padding shares as the layouts define them: max_length, each batch's longest, that rounded up to 8
+    assert plain["batch_widths"] == [width] * steps and plain["computed_tokens"] == steps * batch * width
+    assert len(padded["batch_widths"]) == len(ours["batch_widths"]) == steps
+    for longest, bucketed in zip(padded["batch_widths"], ours["batch_widths"]):
+        assert bucketed % 8 == 0 and 0 <= bucketed - longest < 8
+    assert ours["computed_tokens"] == batch * sum(ours["batch_widths"])
+    assert plain["real_tokens"] == padded["real_tokens"] == ours["real_tokens"] > 0
+    for r in rows.values():
+        assert r["padding_share"] == pytest.approx(1 - r["real_tokens"] / r["computed_tokens"])
+        # the record's token accounting (the callback, every step) counts what the collator produced
+        acc = r["accounting"]
+        assert (acc["real_tokens"], acc["computed_tokens"]) == (r["collated"]["real_tokens"],
+                                                                r["collated"]["computed_tokens"])
+        assert acc["samples"] == (steps + warmup) * batch
+        for key in ("samples_s", "tokens_s", "computed_tokens_s"):
+            values = r[key]["rounds"]
+            assert len(values) == 3 and all(_positive(v) for v in values)
+            assert (r[key]["min"], r[key]["median"], r[key]["max"]) == tuple(sorted(values))
+        for a, b in zip(r["tokens_s"]["rounds"], r["samples_s"]["rounds"]):
+            assert a / b == pytest.approx(r["real_tokens"] / (steps * batch))
+    assert plain["padding_share"] > padded["padding_share"]
+    assert cpu["ratios"]["ours_over_plain"] == pytest.approx(ours["samples_s"]["median"] / plain["samples_s"]["median"])
+    assert cpu["ratios"]["ours_over_padded"] == pytest.approx(
+        ours["samples_s"]["median"] / padded["samples_s"]["median"])
     assert report["tracker_cost"]["backend"] == "codecarbon-offline"
     assert report["tracker_cost"]["start_s"] >= 0 and _positive(report["tracker_cost"]["sample_s"])
+
+
+def test_bench_finetune_refuses_fewer_than_three_rounds():
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_finetune.py"), "--rounds", "2"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "--rounds must be at least 3" in out.stderr
+
+
+def test_padding_report_arithmetic():
+    from harness.finetune.batching import best_fit_rows_share, packed_rows_share, padded_width, padding_share
+
+    assert padding_share([[5, 9], [3, 3]]) == pytest.approx(1 - 20 / (18 + 6))
+    assert padding_share([[5, 9], [3, 3]], 8) == pytest.approx(1 - 20 / (32 + 16))
+    assert padded_width([8], 8) == 8 and padded_width([9], 8) == 16
+    assert packed_rows_share([100, 60, 20, 90], 128) == pytest.approx(1 - 270 / (3 * 128))  # [100] [60, 20] [90]
+    assert best_fit_rows_share([100, 60, 20, 90], 128) == pytest.approx(1 - 270 / (3 * 128))  # [100,20] [90] [60]
+    assert best_fit_rows_share([64, 64, 100, 28], 128) == 0.0  # [100, 28] [64, 64]
+
+
+@pytest.mark.slow
+def test_padding_report_on_the_glue_data(data_root: Path):
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_finetune.py"), "--padding-report", "--json",
+                          "--data-root", str(data_root)], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = {r["task"]: r for r in json.loads(out.stdout)["padding_report"]}
+    assert set(rows) == {"cola", "sst2", "mrpc", "stsb", "qnli", "rte", "wnli"}
+    assert rows["sst2"]["examples"] == 67349 and rows["qnli"]["split"] == "dev"
+    for r in rows.values():
+        assert r["flattened"] == 0.0
+        assert r["packed_rows_best_fit"] <= r["packed_rows_in_order"]
+        assert r["length_grouped"] < r["random"] <= r["random_bucketed"]
 
 
 def test_bench_gpu_grid_skips_in_one_line_without_a_gpu():

@@ -39,6 +39,14 @@ def _check_record(rec: dict, spec: FinetuneSpec, steps: int) -> None:
     assert [row["epoch"] for row in rec["history"]] == [1.0, 1.5]
     assert all(math.isfinite(row["eval_loss"]) and math.isfinite(row["train_loss"]) for row in rec["history"])
     assert rec["train"]["global_step"] == steps
+    tokens = rec["tokens"]  # harness.finetune.callbacks.TokenAccountingCallback
+    assert tokens["samples"] == steps * spec.batch_size
+    assert 0 < tokens["real_tokens"] <= tokens["computed_tokens"] <= tokens["samples"] * spec.max_length
+    assert tokens["computed_tokens"] % 8 == 0  # bucketed: every batch's width is a multiple of 8
+    assert tokens["padding_share"] == pytest.approx(1 - tokens["real_tokens"] / tokens["computed_tokens"])
+    assert tokens["tokens_per_s"] == pytest.approx(tokens["real_tokens"] / tokens["train_seconds"])
+    assert 0 < tokens["train_seconds"] < rec["wall_time_s"]
+    assert rec["settings"]["batching"] == {"mode": "bucketed", "pad_to_multiple_of": 8, "requested": "auto"}
     eff = rec["efficiency"]
     for key in ("energy_kwh", "duration_h", "gpu_hours", "co2_kg", "grid_intensity_g_per_kwh"):
         assert isinstance(eff[key], float) and eff[key] >= 0
@@ -155,15 +163,25 @@ def test_killed_run_resumes_from_its_checkpoint(data_root: Path, tmp_path: Path)
     straight = run_finetune(spec, tmp_path / "straight", data_root=data_root, progress=False)
     assert [r["eval_loss"] for r in rec["history"]] == pytest.approx([r["eval_loss"] for r in straight["history"]],
                                                                       abs=1e-5)
+    # the token totals spent before the kill were restored from the checkpoint: same counts as straight through
+    counts = ("samples", "real_tokens", "computed_tokens")
+    assert [rec["tokens"][k] for k in counts] == [straight["tokens"][k] for k in counts]
+    assert rec["tokens"]["samples"] == 24 * 4
 
 
 # ---------------------------------------------------------------------- CLI
-def test_cli_runs_and_prints_summary(data_root: Path, tmp_path: Path, capsys):
+def test_cli_runs_and_prints_summary(data_root: Path, tmp_path: Path, capsys, caplog):
     argv = ["finetune", "--model", "tiny:bert", "--task", "RTE", "--seed", "0", "--data-root", str(data_root),
             "--output", str(tmp_path), "--max-steps", "3", "--max-train-samples", "32", "--max-eval-samples", "16",
             "--batch-size", "8", "--no-progress"]
+    caplog.set_level("INFO")
     assert vnr(argv) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    # a line before the seconds of loading, then readable log lines: no raw Trainer dicts, no bar fragments
+    assert caplog.messages[0] == "fine-tuning tiny:bert on rte, seed 0: loading torch, the data and the model …"
+    assert "loading model tiny:bert" in caplog.text and "eval_loss " in caplog.text and "train_loss " in caplog.text
+    assert "{'" not in captured.out + captured.err and "\r" not in captured.out + captured.err
     assert lines[-2].startswith("result: ") and lines[-2].endswith(".json") and Path(lines[-2][8:]).is_file()
     assert lines[-1].startswith("tiny:bert rte seed=0 | final: accuracy=")
     assert " kWh (estimate) co2=" in lines[-1] or " kWh (mixed: " in lines[-1]  # CPU-only: (mixed) where RAPL reads
@@ -178,7 +196,7 @@ def test_cli_runs_and_prints_summary(data_root: Path, tmp_path: Path, capsys):
         (["--model", "bert-huge"], "model bert-huge is not in the local Hugging Face cache"),
         (["--task", "qqp"], "task QQP is not in the data root"),
         (["--task", "qnli"], "QNLI/, which lacks train.tsv"),  # a data root is per task: offline, no hub
-        (["--max-steps", "0"], "--max-steps must be a positive integer"),
+        (["--max-steps", "0"], "--max-steps: 0 is below 1"),
         (["--data-root", "/nonexistent/dir"], "is not a directory"),
         (["--output", "/dev/null/out"], "cannot write results under /dev/null/out"),
     ],

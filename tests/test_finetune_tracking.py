@@ -323,6 +323,21 @@ def test_a_run_alone_keeps_the_whole_gpu(shared_gpu, tmp_path):
     assert eff["attribution"]["share"] == 1.0
 
 
+def test_an_impossible_ledger_line_is_named_in_the_runs_attribution_and_not_charged(shared_gpu, tmp_path):
+    t = EfficiencyTracker(cuda_devices=[0], codecarbon=False, ledger_dir=tmp_path, run_id="solo", tick_secs=0)
+    _at(shared_gpu, 1000.0, 0, t.start)
+    ledger_file = tmp_path / "GPU-0000aaaa-1111-2222-3333-444455556666.jsonl"
+    with open(ledger_file, "a") as fh:  # a corrupt tick: a negative counter, then a time that is not finite
+        fh.write(json.dumps({"attempt": t.attempt, "run": "solo", "kind": "tick", "t": 1010.0, "mj": -7}) + "\n")
+        fh.write(json.dumps({"attempt": t.attempt, "run": "solo", "kind": "tick", "t": float("nan"), "mj": 1}) + "\n")
+    _at(shared_gpu, 1036.0, 7200, t.stop)
+    eff = t.result
+    assert eff["breakdown"]["gpu_kwh"] == pytest.approx(7200 / MJ_PER_KWH)  # the two good events, exactly
+    assert eff["gpu_hours"] == pytest.approx(0.01)
+    assert eff["attribution"]["rejected"] == [f"{ledger_file.name}:2: mj is -7 (negative)",
+                                              f"{ledger_file.name}:3: t is nan (not finite)"]
+
+
 def test_split_by_process_utilisation_where_nvml_reports_it():
     from harness.energy.ledger import attribute, measured_total
 

@@ -55,9 +55,19 @@ def test_slurm_dry_run_prints_the_sbatch_script_without_a_cluster(tmp_path, caps
     assert f"export VNR_DATA_ROOT={tmp_path}" in lines
     assert any(line.startswith("srun ") and sys.executable in line and "submitit.core._submit" in line
                for line in lines)
+    # a summary of the runs, not every run id: those come from --list
+    assert lines[:5] == [
+        "# 14 array tasks (0 done, 0 running or queued); one task per run, 14 runs:",
+        "#   kinds: finetune 8, bias 6",
+        "#   models: tiny:bert 7, tiny:gpt2 7",
+        "#   tasks and bias sets: rte 4, stsb 4, crows_pairs 2, stereoset 2, winobias 2",
+        f"#   every run id with its state: vnr run {SMOKE} --output {tmp_path} --list",
+    ]
     ids = [s.run_id() for s in load_experiment(SMOKE).specs]
-    assert [line.split(": ", 1)[1] for line in lines if line.startswith("#   ")] == ids
+    assert not any(i in out for i in ids)
     assert not (tmp_path / "runs").exists()  # nothing submitted, nothing run
+    assert cli.main(["run", SMOKE, "--output", str(tmp_path), "--list"]) == 0
+    assert [row.split("\t")[1] for row in capsys.readouterr().out.splitlines()] == ids
 
 
 def test_config_slurm_section_is_the_default(tmp_path, capsys):
@@ -78,7 +88,8 @@ def test_count_list_and_local_dry_run(tmp_path, capsys):
     assert [r[0] for r in rows] == [str(i) for i in range(6)] and {r[2] for r in rows} == {"missing"}
     assert cli.main(["run", SMOKE, "--dry-run", "--output", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert out.count("run   ") == 14 and "14 to run, 0 done (dry run: nothing ran)" in out
+    assert out.splitlines()[:2] == ["14 to run, 0 done (dry run: nothing ran)", "kinds: finetune 8, bias 6"]
+    assert f"every run id with its state: vnr run {SMOKE} --output {tmp_path} --list" in out
 
 
 def test_local_run_status_and_collect_commands(tmp_path, capsys, monkeypatch, data_on_disk):
@@ -86,17 +97,21 @@ def test_local_run_status_and_collect_commands(tmp_path, capsys, monkeypatch, da
     out = str(tmp_path)
     assert cli.main(["run", SMOKE, "--output", out, "--only", "rte", "--no-progress"]) == 0
     assert capsys.readouterr().out.strip().startswith("4 runs: 4 ran, 0 skipped (done), 0 failed")
+    # the fake runner's records have no metrics: stored ok but unusable, so status, run and collect agree
+    # that they are not done (no dead end where status says done and collect says "run them")
     assert cli.main(["status", SMOKE, "--output", out, "--summary"]) == 0
-    assert capsys.readouterr().out.strip() == "14 runs: 4 done, 0 running, 0 queued, 0 failed, 10 missing"
-    assert cli.main(["status", SMOKE, "--output", out, "--json", "--state", "done"]) == 0
+    assert capsys.readouterr().out.strip() == "14 runs: 0 done, 0 running, 0 queued, 4 failed, 10 missing"
+    assert cli.main(["status", SMOKE, "--output", out, "--json", "--state", "failed"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["totals"]["done"] == 4 and {r["target"] for r in doc["runs"]} == {"rte"}
+    assert doc["totals"]["failed"] == 4 and {r["target"] for r in doc["runs"]} == {"rte"}
+    assert {r["detail"] for r in doc["runs"]} == {"unusable record: no numeric metrics; `vnr run` redoes it"}
 
     assert cli.main(["collect", SMOKE, "--output", out]) == 2
     err = capsys.readouterr().err
-    # the fake runner's records have no metrics: unusable, counted with the 10 missing ones
     assert err.startswith("vnr collect: error: 14 of 14 runs") and "--allow-missing" in err
     assert "10 missing or failed" in err and "4 with an unusable record" in err and len(err.splitlines()) == 1
+    assert cli.main(["run", SMOKE, "--output", out, "--only", "rte", "--no-progress"]) == 0
+    assert capsys.readouterr().out.strip().startswith("4 runs: 4 ran, 0 skipped (done), 0 failed")  # redone
 
     def failing(spec, output, **kw):
         raise RuntimeError("no GPU left")
@@ -114,7 +129,7 @@ def test_bad_input_is_one_line(tmp_path, capsys, data_on_disk):
     bad.write_text("finetune: {models: [tiny:bert], tasks: [rte], run_options: {sav_steps: 3}}\n")
     assert cli.main(["run", str(bad), "--output", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "run_finetune has no option 'sav_steps'" in err and len(err.strip().splitlines()) == 1
+    assert "finetune.run_options: unknown key 'sav_steps'" in err and len(err.strip().splitlines()) == 1
     assert cli.main(["run", SMOKE, "--only", "nope"]) == 2
     assert "matches no run" in capsys.readouterr().err
     assert cli.main(["run", SMOKE, "--executor", "slurm", "--dry-run", "--time", "later"]) == 2
@@ -212,7 +227,8 @@ def test_wait_shows_a_live_status_line_until_the_array_has_left_the_queue(tmp_pa
     def fake_sleep(seconds):  # the array runs: every task finishes, two ok and one failed
         for i, spec in enumerate(exp.specs):
             RunStore(exp.output).write({"run_id": spec.run_id(), "kind": "finetune", "model": spec.model,
-                                        "status": "ok" if i < 2 else "failed", "error": "boom", "metrics": {}})
+                                        "status": "ok" if i < 2 else "failed", "error": "boom",
+                                        "metrics": {"accuracy": 0.5}})
         queue.clear()
 
     monkeypatch.setattr(slurm_mod, "submit", fake_submit)

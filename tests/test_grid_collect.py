@@ -36,6 +36,8 @@ def _ft_record(spec: FinetuneSpec) -> dict:
         "status": "ok", "metrics": metrics, "metrics_best": best,
         "efficiency": {"energy_kwh": 1.0 + spec.seed, "duration_h": 2.0, "gpu_hours": 2.0 * (1 + spec.seed),
                        "co2_kg": 0.25},
+        "tokens": {"real_tokens": 1000, "computed_tokens": 1250, "padding_share": 0.2,
+                   "tokens_per_s": (100.0 if spec.model == "tiny:bert" else 300.0) * (1 + spec.seed)},
     }
 
 
@@ -270,7 +272,8 @@ def test_columns_come_from_the_records(exp, monkeypatch):
     m = pd.read_csv(result.matrix_path, index_col="model")
     assert m.loc["gpt", "rte_f1"] == pytest.approx(0.3)
     side = yaml.safe_load(result.criteria_path.read_text())["criteria"]["rte_f1"]
-    assert side["source"] == "GLUE rte dev F1, final epoch, mean over seeds 0,1" and side["direction"] == "higher"
+    assert side["source"] == ("GLUE rte dev F1, final epoch, mean over seeds 0,1; weight 1/2: one of rte's 2 metrics, "
+                              "so the task counts once") and side["direction"] == "higher" and side["weight"] == 0.5
 
 
 def _set_packing(exp, levels):
@@ -303,6 +306,35 @@ def test_packing_level_is_stated_and_mixed_levels_are_refused(exp):
     side = yaml.safe_load(result.criteria_path.read_text())["criteria"]
     assert "MIXED packing levels 1, 4" in side["mnli_gpu_hours"]["source"]
     assert side["rte_gpu_hours"]["source"].endswith("(packing 4)")
+
+
+def test_tokens_per_s_is_an_opt_in_higher_is_better_efficiency_criterion(exp, tmp_path, capsys):
+    _fill(exp)
+    plain = collect(exp)
+    assert not any("tokens" in c for c in plain.criteria)  # off by default: the default ranking is unchanged
+    result = collect(exp, extra_criteria=["tokens_per_s"])
+    m = pd.read_csv(result.matrix_path, index_col="model")
+    assert list(m.columns)[3:8] == ["rte_energy_kwh", "rte_duration_h", "rte_gpu_hours", "rte_co2_kg",
+                                    "rte_tokens_per_s"]
+    assert m.loc["tiny:bert", "rte_tokens_per_s"] == pytest.approx(150.0)  # mean of seeds 0, 1: 100 and 200
+    assert m.loc["gpt", "mnli_tokens_per_s"] == pytest.approx(450.0)
+    side = yaml.safe_load(result.criteria_path.read_text())["criteria"]
+    assert side["rte_tokens_per_s"]["direction"] == "higher" and side["rte_tokens_per_s"]["group"] == "efficiency"
+    assert side["rte_tokens_per_s"]["unit"] == "tokens/s"
+    assert side["rte_tokens_per_s"]["source"].endswith("(packing 1)")
+    assert ScoreTable.load(exp.output).criterion("mnli_tokens_per_s").direction == "higher"
+    with pytest.raises(UserError, match=r"--criteria \+watts: not an optional criterion; use \+tokens_per_s"):
+        collect(exp, extra_criteria=["watts"])
+
+    from harness.cli import main
+
+    config = tmp_path / "grid.yaml"
+    config.write_text(yaml.safe_dump({**DOC, "output": str(exp.output)}))
+    assert main(["collect", str(config), "--criteria", "tokens_per_s"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "with a leading +" in err[0]
+    assert main(["collect", str(config), "--criteria", "+tokens_per_s"]) == 0
+    assert "rte_tokens_per_s" in pd.read_csv(exp.output / "matrix.csv", index_col="model").columns
 
 
 def test_records_without_packing_were_measured_alone(exp):

@@ -112,7 +112,7 @@ def test_only_patterns_select_by_run_id_model_task_pair_or_kind():
         ({"finetune": {"models": [], "tasks": ["rte"]}}, "finetune.models is required"),
         ({"finetune": {"models": ["tiny:bert"], "tasks": ["rte"], "seeds": [0, 0]}}, "seed is listed twice"),
         ({"finetune": {"models": ["tiny:bert"], "tasks": ["rte"], "hyperparameters": {"lr": 1}}},
-         "unknown option 'lr'"),
+         "hyperparameters: unknown key 'lr'"),
         ({"finetune": {"models": ["tiny:bert"], "tasks": ["rte"], "hyperparameters": {"batch_size": "x"}}},
          "batch_size: 'x' is not a whole number"),
         ({"finetune": {"models": ["tiny:bert"], "tasks": ["rte"]}, "slurm": {"time": "soon"}}, "is not a time"),
@@ -167,13 +167,13 @@ _FT = "bad.yaml: finetune.hyperparameters"
         ({"hyperparameters": {"learning_rate": -1e-5}}, f"{_FT}.learning_rate: -1e-05 must be above 0"),
         ({"hyperparameters": {"learning_rate": "fast"}}, f"{_FT}.learning_rate: 'fast' is not a number"),
         ({"hyperparameters": {"weight_decay": -0.1}}, f"{_FT}.weight_decay: -0.1 must be at least 0"),
-        ({"hyperparameters": {"warmup_ratio": 1.5}}, f"{_FT}.warmup_ratio: 1.5 is above 1"),
+        ({"hyperparameters": {"warmup_ratio": 1.5}}, f"{_FT}.warmup_ratio: 1.5 must be below 1"),
         ({"hyperparameters": {"max_length": 0}}, f"{_FT}.max_length: 0 is below 1"),
         ({"hyperparameters": {"max_steps": -3}}, f"{_FT}.max_steps: -3 is below 1"),
         ({"hyperparameters": {"max_train_samples": 2.5}}, f"{_FT}.max_train_samples: 2.5 is not a whole number"),
         ({"hyperparameters": {"precision": "fp8"}}, f"{_FT}.precision: 'fp8' is not one of auto, fp32, fp16, bf16"),
-        ({"seeds": [-1]}, "bad.yaml: finetune.seeds: -1 is below 0"),
-        ({"seeds": [2**32]}, "bad.yaml: finetune.seeds: 4294967296 is above 4294967295"),
+        ({"seeds": [-1]}, "bad.yaml: finetune.seeds[0]: -1 is below 0"),
+        ({"seeds": [0, 2**32]}, "bad.yaml: finetune.seeds[1]: 4294967296 is above 4294967295"),
         ({"seeds": {"from": 0, "to": 10**9}}, "bad.yaml: finetune.seeds: 1000000001 seeds; a grid takes at most 10000"),
         ({"overrides": [{"tasks": ["rte"], "set": {"batch_size": -8}}]},
          "bad.yaml: finetune.overrides[0].set.batch_size: -8 is below 1"),
@@ -278,15 +278,18 @@ def test_runs_per_gpu_auto_and_the_calibration_keys():
         ("local", {"runs_per_gpu": "many"}, "local.runs_per_gpu: 'many' is neither auto nor a whole number"),
         ("slurm", {"runs_per_gpu": 2.5}, "slurm.runs_per_gpu: 2.5 is not a whole number"),
         ("local", {"calibrate": "no"}, "local.calibrate: 'no' is not true or false"),
-        ("slurm", {"calibration_budget_s": -1}, "slurm.calibration_budget_s: -1 must be at least 0"),
+        ("slurm", {"calibration_budget_s": -1}, "slurm.calibration_budget_s: -1 must be above 0"),
+        ("local", {"calibration_budget_s": 0}, "local.calibration_budget_s: 0 must be above 0"),
+        ("local", {"runs_per_gpu": 65}, "local.runs_per_gpu: 65 is above 64"),
+        ("slurm", {"runs_per_gpu": "0"}, "slurm.runs_per_gpu: 0 is below 1"),
     ]:
         with pytest.raises(UserError, match=re.escape(message)):
             parse_experiment({**_doc(), section: value})
 
 
 def test_model_args_reach_the_spec_where_specs_take_them():
-    doc = {"bias": {"models": [{"name": "tiny:bert", "model_args": {"revision": "main"}}], "datasets": ["winobias"]}}
-    assert parse_experiment(doc).specs[0].model_args == (("revision", "main"),)
+    doc = {"bias": {"models": [{"name": "tiny:bert", "model_args": {"dtype": "float32"}}], "datasets": ["winobias"]}}
+    assert parse_experiment(doc).specs[0].model_args == (("dtype", "float32"),)
     doc["bias"]["models"][0]["model_args"] = {"revison": "main"}  # a typo is named, at load
     with pytest.raises(UserError, match="unknown model argument 'revison'"):
         parse_experiment(doc)
@@ -295,12 +298,12 @@ def test_model_args_reach_the_spec_where_specs_take_them():
 def test_precisions_are_the_ones_the_runs_accept():
     from harness.bias.scoring import PRECISIONS as BIAS
     from harness.finetune.train import PRECISIONS as FINETUNE
-    from harness.validate import PRECISIONS
+    from harness.specs import PRECISIONS
 
     assert set(PRECISIONS) == set(FINETUNE) == set(BIAS)
 
 
-def test_validate_docstring_examples():
-    import harness.validate
+def test_schema_docstring_examples():
+    import harness.schema
 
-    assert doctest.testmod(harness.validate, optionflags=doctest.ELLIPSIS).failed == 0
+    assert doctest.testmod(harness.schema, optionflags=doctest.ELLIPSIS).failed == 0

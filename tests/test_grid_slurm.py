@@ -105,6 +105,7 @@ def test_smoke_grid_as_a_slurm_array_with_a_preempted_task(cluster, data_root, t
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     array_id = re.search(r"submitted array (\d+) with 14 tasks", proc.stdout).group(1)
+    assert f"follow with `vnr status {config} --output {out}`" in proc.stdout  # the same results folder
     manifest = json.loads((out / "submissions" / f"{array_id}.json").read_text())
     assert sorted(manifest["tasks"].values()) == sorted(s.run_id() for s in exp.specs)
 

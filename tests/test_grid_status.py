@@ -31,7 +31,7 @@ def _dead_pid() -> int:
 def test_states_from_the_store_and_squeue(exp, monkeypatch):
     store = RunStore(exp.output)
     s = [spec.run_id() for spec in exp.specs]
-    store.write({"run_id": s[0], "status": "ok", "wall_time_s": 12.0})
+    store.write({"run_id": s[0], "status": "ok", "wall_time_s": 12.0, "metrics": {"accuracy": 0.5}})
     store.write({"run_id": s[1], "status": "failed", "error": "Traceback ...\nRuntimeError: boom"})
     store.mark_running(s[2])  # this process: alive
     atomic_write_json(store.running_path(s[3]), {"host": socket.gethostname(), "pid": _dead_pid()})
@@ -71,6 +71,6 @@ def test_records_collect_cannot_use_are_shown_not_a_traceback(exp, monkeypatch):
     got = grid_status(exp)[:3]
     assert [(g.state, g.detail) for g in got] == [
         ("missing", "its result file is not a JSON object"),
-        ("done", "3 s; unusable for collect: metrics.accuracy is null"),
+        ("failed", "unusable record: metrics.accuracy is null; `vnr run` redoes it"),
         ("done", ""),
     ]

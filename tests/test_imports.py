@@ -24,6 +24,8 @@ def test_ranking_does_not_import_torch_or_harness():
     code = (
         "import sys, ranking, ranking.rules, ranking.settings, ranking.prospective, ranking.leaderboard\n"
         "import ranking.loading, ranking.api, ranking.cli, ranking.scenarios.cli, ranking.analysis.cli\n"
+        "import ranking.importers.cli, ranking.importers.lm_eval, ranking.importers.open_llm, ranking.importers.helm\n"
+        "import ranking.importers.mteb, ranking.importers.codecarbon\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'harness'))\n"
         "print(','.join(bad))\n"
     )
@@ -32,14 +34,14 @@ def test_ranking_does_not_import_torch_or_harness():
     assert out.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("command", [None, "rank", "prospective", "analyze", "report", "criteria"])
+@pytest.mark.parametrize("command", [None, "rank", "prospective", "analyze", "report", "criteria", "schema", "import"])
 def test_cli_starts_without_numpy_pandas_or_torch(command):
     # what `vnr --help` / `vnr <ranking command> --help` import: the dispatcher, the package, one cli module
     code = (
         "import sys\n"
         "import harness.cli, ranking\n"
         f"harness.cli.build_parser({command!r})\n"
-        "heavy = ('numpy', 'pandas', 'scipy', 'torch', 'transformers', 'matplotlib', 'yaml')\n"
+        "heavy = ('numpy', 'pandas', 'scipy', 'torch', 'transformers', 'matplotlib', 'yaml', 'pydantic')\n"
         "print(','.join(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy})))\n"
     )
     out = python(code)

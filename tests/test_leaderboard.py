@@ -30,6 +30,16 @@ def test_glue_spec(data_root):
     assert math.isnan(t.values[t.model_index("XLNet (ensemble)"), t.names.index("QNLI")])
 
 
+def test_glue_model_names_are_names(data_root):
+    """Two submissions are named "1" and "QQP" on the public board: kept (all 100 systems, as the paper ranks
+    them), named with their submitter, so no model name is a bare number or a task's name."""
+    t = load_table(SPECS / "glue.yaml", data_root=data_root)
+    tasks = {name.split("-")[0] for name in t.names} | set(t.names)
+    assert [m for m in t.models if m.strip().isdigit() or m in tasks] == []
+    assert {"1 (gao jie)", "QQP (焦阳)"} <= set(t.models)
+    assert t.values[t.model_index("QQP (焦阳)"), t.names.index("CoLA")] == 0.0  # the row's own scores, unchanged
+
+
 def test_superglue_spec(data_root):
     t = load_table(SPECS / "superglue.yaml", data_root=data_root)
     assert t.shape == (24, 14)
@@ -61,6 +71,7 @@ def test_spec_errors(tmp_path, data_root):
     spec.write_text("file: nowhere.csv\nmodel_column: Model\n")
     with pytest.raises(UserError, match="not found under the data root"):
         load_leaderboard(spec, data_root=data_root)
-    spec.write_text("file: x.csv\nmodel_colum: Model\n")
-    with pytest.raises(UserError, match="unknown key 'model_colum'"):
+    spec.write_text("file: x.csv\nmodel_column: Model\nmodel_colum: Model\n")
+    with pytest.raises(UserError, match="s.yaml: model_colum: unknown key — remove it or fix its spelling "
+                       "\\(allowed: file, "):
         load_leaderboard(spec, data_root=data_root)

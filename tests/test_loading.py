@@ -141,6 +141,10 @@ def test_python_api(grouped):
     # weights: p1, p2 = 1 each (perf 2 over two criteria), e1 = 1, f1 = 1
     # borda points p1: A2 B1 C0; p2: A2 C1 B0; e1 (lower): B2 A1 C0; f1: C2 B1 A0
     assert frame["borda_score"].to_dict() == {"A": 5.0, "B": 4.0, "C": 3.0}
+    assert str(frame["borda_rank"].dtype) == "Int64" and frame["borda_rank"].to_dict() == {"A": 1, "B": 2, "C": 3}
+    # a rule that leaves models unranked: <NA>, not NaN in a float column
+    ranks = ranking.rank(table, rule="threshold", setting="weighted", group_weights={"perf": 2, "eff": 1, "fair": 1})
+    assert str(ranks.to_frame()["threshold_rank"].dtype) == "Int64"
     assert result.winners["borda"] == ("A",)
     assert result.settings["effective_weights"] == {"p1": 1.0, "p2": 1.0, "e1": 1.0, "f1": 1.0}
     assert ranking.rank(table, "borda").settings["setting"] == "basic"

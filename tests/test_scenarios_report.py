@@ -48,7 +48,9 @@ def test_report_on_a_collected_matrix_with_bootstrap(tmp_path, capsys):
     rows = re.findall(r"<tr><td>(\w+)</td><td>(\w+)</td><td>([^<]*)</td><td>([^<]*)</td>", raw)
     assert rows[:3] == [("performance", "t1_acc", "%", "↑\u00a0higher"), ("performance", "t2_acc", "%", "↑\u00a0higher"),
                         ("performance", "t2_f1", "%", "↑\u00a0higher")]
-    assert ("efficiency", "energy_kwh", "–", "↓\u00a0lower") in rows and len(rows) == 7
+    assert ("efficiency", "energy_kwh", "", "↓\u00a0lower") in rows and len(rows) == 7  # no unit: blank
+    # the live table labels its cells (rank, then the score in brackets), not bare "1 11"
+    assert '": rank (score)"' in html and '" (" + fmt(res[r].scores[i]) + ")"' in html
     assert str(tmp_path) not in html  # relative paths only
 
 
@@ -58,6 +60,13 @@ def test_report_paths_are_relative(data_root, tmp_path, capsys):
                  "--resolution", "6"]) == 0, capsys.readouterr().err
     html = (out / "report.html").read_text()
     assert str(Path(data_root).resolve()) not in html and str(data_root) not in html
+    # the case study's criteria carry units (the files do not state them; the importer knows them)
+    raw = html[html.index("<table id='raw-values'>"):]
+    units = dict(re.findall(r"<tr><td>\w+</td><td>([\w.-]+)</td><td>([^<]*)</td>", raw[:raw.index("</table>")]))
+    assert units["rte.eval_accuracy"] == "%" and units["cola.eval_matthews_correlation"] == "×100"
+    assert units["rte_total_power"] == "kWh" and units["rte_kg_carbon"] == "kg CO2eq"
+    assert units["rte_gpu_hours"] == "GPU-h" and units["anti_crows_score"] == "0–1"
+    assert "" not in units.values()
     assert "&lt;data root&gt;/leaderboards/votenrank/case_study_4" in html
     assert not re.search(r"(?<![\w.<>/])/(?:home|work|tmp|root|Users)/", html)
     assert not list(out.glob(".*.tmp"))  # atomic writes leave no temporary file behind
@@ -184,4 +193,4 @@ def test_raw_values_show_how_a_criterion_was_obtained():
     table = ScoreTable.from_frame(pd.DataFrame({"acc": [0.9, 0.8], "kwh": [3.0, 1.0]}, index=["A", "B"]),
                                   criteria=[Criterion("kwh", direction="lower", unit="kWh", method="estimate")])
     html = raw_values_html(table, table.models)
-    assert "<td>kwh</td><td>kWh (estimate)</td>" in html and "<td>acc</td><td>–</td>" in html
+    assert "<td>kwh</td><td>kWh (estimate)</td>" in html and "<td>acc</td><td></td>" in html  # no unit: blank

@@ -45,13 +45,15 @@ def test_run_id_is_stable_and_sensitive_to_every_hyperparameter():
     assert run_id({"kind": "x", "a": 1, "b": 2}) == run_id({"b": 2, "a": 1, "kind": "x"})
 
 
-def test_done_only_when_ok(tmp_path):
+def test_done_only_when_ok_with_numeric_metrics(tmp_path):
     store = RunStore(tmp_path)
     rid = "finetune-x-1"
     assert not store.is_done(rid) and store.get(rid) is None
     store.write({"run_id": rid, "status": "failed", "error": "boom"})
     assert not store.is_done(rid) and store.get(rid)["error"] == "boom"
-    store.write({"run_id": rid, "status": "ok"})
+    store.write({"run_id": rid, "status": "ok"})  # ok, but no result in it: not done
+    assert not store.is_done(rid) and store.get(rid)["status"] == "ok"
+    store.write({"run_id": rid, "status": "ok", "metrics": {"accuracy": 0.5}})
     assert store.is_done(rid)
     assert [r["run_id"] for r in store.records()] == [rid]
     assert not list(store.runs_dir.glob(".*.tmp"))

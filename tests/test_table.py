@@ -75,8 +75,8 @@ def test_csv_roundtrip_with_sidecar(tmp_path):
 
 def test_a_sidecar_may_say_how_a_criterion_was_obtained(tmp_path):
     (tmp_path / "m.csv").write_text("model,acc,kwh\nA,0.9,3\nB,0.8,1\n")
-    (tmp_path / "m.yaml").write_text("criteria:\n  kwh: {direction: lower, unit: kWh, method: estimate, "
-                                     "source: codecarbon's CPU and RAM models}\n")
+    (tmp_path / "m.yaml").write_text("criteria:\n  acc: {direction: higher}\n  kwh: {direction: lower, unit: kWh, "
+                                     "method: estimate, source: codecarbon's CPU and RAM models}\n")
     t = ScoreTable.from_csv(tmp_path / "m.csv")
     assert t.criterion("kwh").method == "estimate" and t.criterion("acc").method is None
     t.to_csv(tmp_path / "out.csv")
@@ -84,10 +84,12 @@ def test_a_sidecar_may_say_how_a_criterion_was_obtained(tmp_path):
         "direction": "lower", "weight": 1.0, "unit": "kWh", "source": "codecarbon's CPU and RAM models",
         "method": "estimate"}
     (tmp_path / "m.yaml").write_text("criteria:\n  kwh: {direction: lower, method: 3}\n")
-    with pytest.raises(UserError, match=r"criterion 'kwh': method 3 is not text \(e.g. measured, estimate\)"):
+    with pytest.raises(UserError, match=r"m.yaml: criteria.kwh.method: input should be a valid string \(got 3\) — "
+                       r"write how the figures were obtained, as text \(e.g. measured, estimate\)$"):
         ScoreTable.from_csv(tmp_path / "m.csv")
     (tmp_path / "m.yaml").write_text("criteria:\n  kwh: {direction: lower, methd: estimate}\n")
-    with pytest.raises(UserError, match=r"unknown key 'methd' \(allowed: direction, group, method, source, unit, weight\)"):
+    with pytest.raises(UserError, match=r"criteria.kwh.methd: unknown key — remove it or fix its spelling "
+                       r"\(allowed: direction, weight, group, unit, source, method\)"):
         ScoreTable.from_csv(tmp_path / "m.csv")
 
 
@@ -99,8 +101,61 @@ def test_csv_errors(tmp_path):
         ScoreTable.from_csv(tmp_path / "m.csv")
     (tmp_path / "m.csv").write_text("model,a\nA,1\nB,2\n")
     (tmp_path / "m.yaml").write_text("criteria:\n  a: {direction: sideways}\n")
-    with pytest.raises(UserError, match="direction 'sideways'"):
+    with pytest.raises(UserError, match="m.yaml: criteria.a.direction: 'sideways' is not allowed — write "
+                       "'higher' or 'lower'"):
         ScoreTable.from_csv(tmp_path / "m.csv")
     (tmp_path / "m.yaml").write_text("criteria:\n  zz: {}\n")
-    with pytest.raises(UserError, match="'zz' is described but is not a column"):
+    with pytest.raises(UserError, match="m.yaml: criteria.zz: m.csv has no column 'zz' — remove the entry"):
         ScoreTable.from_csv(tmp_path / "m.csv")
+
+
+# ---------------------------------------------------------------------- standard errors
+def _with_errors():
+    return ScoreTable(("A", "B", "C"), (Criterion("acc", group="p"), Criterion("kwh", direction="lower", group="e")),
+                      np.array([[0.9, 2.0], [0.8, 1.0], [0.7, np.nan]]),
+                      standard_errors=np.array([[0.01, np.nan], [0.02, np.nan], [0.0, np.nan]]))
+
+
+def test_standard_errors_round_trip_through_the_csv_and_sidecar(tmp_path):
+    t = _with_errors()
+    t.to_csv(tmp_path / "matrix.csv")
+    assert (tmp_path / "stderr.csv").read_text().splitlines() == ["model,acc,kwh", "A,0.01,", "B,0.02,", "C,0.0,"]
+    back = ScoreTable.load(tmp_path)
+    np.testing.assert_array_equal(back.standard_errors, t.standard_errors)
+    # a table without standard errors writes no file and no key
+    ScoreTable(t.models, t.criteria, t.values).to_csv(tmp_path / "plain.csv", tmp_path / "plain.yaml")
+    assert "standard_errors" not in (tmp_path / "plain.yaml").read_text()
+    assert ScoreTable.from_csv(tmp_path / "plain.csv", tmp_path / "plain.yaml").standard_errors is None
+
+
+def test_standard_errors_follow_the_rows_and_columns_they_describe():
+    t = _with_errors()
+    assert t.select_models(["C", "A"]).standard_errors[:, 0].tolist() == [0.0, 0.01]
+    assert t.select_criteria(["acc"]).standard_errors.tolist() == [[0.01], [0.02], [0.0]]
+    assert t.group("p").standard_errors.tolist() == [[0.01], [0.02], [0.0]]
+    np.testing.assert_array_equal(t.with_weights({"acc": 2}).standard_errors, t.standard_errors)
+    assert t.with_values(t.values).standard_errors is None  # new values: their errors are unknown
+
+
+def test_bad_standard_errors_name_the_cell(tmp_path):
+    t = _with_errors()
+    with pytest.raises(UserError, match="standard error of model 'B' on criterion 'acc' is -0.1"):
+        t.with_standard_errors(np.array([[0.01, 0], [-0.1, 0], [0, 0]]))
+    t.to_csv(tmp_path / "matrix.csv")
+    (tmp_path / "stderr.csv").write_text("model,acc,f1\nA,0.01,0.02\n")
+    with pytest.raises(UserError, match="column 'f1' is not a column of the score table"):
+        ScoreTable.load(tmp_path)
+    (tmp_path / "stderr.csv").write_text("model,acc\nZ,0.01\n")
+    with pytest.raises(UserError, match="model 'Z' is not a model of the score table"):
+        ScoreTable.load(tmp_path)
+    (tmp_path / "stderr.csv").write_text("model,acc\nA,big\n")
+    with pytest.raises(UserError, match="'big', not a number"):
+        ScoreTable.load(tmp_path)
+
+
+def test_standard_errors_file_is_named_relative_to_the_sidecar(tmp_path):
+    (tmp_path / "meta").mkdir()
+    _with_errors().to_csv(tmp_path / "scores.csv", tmp_path / "meta" / "scores.yaml")
+    assert "standard_errors: ../stderr.csv" in (tmp_path / "meta" / "scores.yaml").read_text()
+    back = ScoreTable.from_csv(tmp_path / "scores.csv", tmp_path / "meta" / "scores.yaml")
+    np.testing.assert_array_equal(back.standard_errors, _with_errors().standard_errors)

@@ -15,7 +15,6 @@ from typing import Any
 
 from harness.bias.data import DATASETS, REGISTRY
 from harness.models import add_model_arguments
-from ranking.cli_types import positive_int
 from ranking.errors import UserError
 
 
@@ -28,20 +27,20 @@ def register(subparsers: Any) -> None:
         "OUTPUT/runs/<run_id>.json with the per-example scores beside it as parquet. A finished run is skipped.",
     )
     add_model_arguments(p)
-    p.add_argument("--dataset", required=True, choices=DATASETS, help="benchmark to score")
+    p.add_argument("--dataset", required=True, help=f"benchmark to score: {', '.join(DATASETS)}")
     p.add_argument("--data-root", help="data root with bias/<dataset>/ (default: $VNR_DATA_ROOT, else the public files)")
     p.add_argument("--output", default="results/bias", help="result store (default: %(default)s)")
-    p.add_argument("--limit", type=positive_int, help="first N examples only (per StereoSet section / WinoBias file)")
-    p.add_argument("--batch-tokens", type=positive_int,
-                   help="padded tokens per forward pass (default 4096 on CPU, 65536 on GPU)")
-    p.add_argument("--precision", choices=("fp32", "bf16", "fp16", "auto"), default="fp32",
-                   help="default fp32 (exact: no TF32) on CPU and GPU alike; bf16/fp16, or auto (bf16, else "
+    # values are read and checked by the spec's declared fields (harness.specs), as a config's are
+    p.add_argument("--limit", help="first N examples only (per StereoSet section / WinoBias file)")
+    p.add_argument("--batch-tokens", help="padded tokens per forward pass (default 4096 on CPU, 65536 on GPU)")
+    p.add_argument("--precision", default="fp32",
+                   help="fp32, bf16, fp16 or auto; default fp32 (exact: no TF32) on CPU and GPU alike; bf16/fp16, or auto (bf16, else "
                    "fp16, on a GPU), trade exactness for speed")
-    p.add_argument("--scoring", choices=("default", "reference", "votenrank"), default="default",
-                   help="default: the harness's definitions (documented in README); reference: the published "
-                   "evaluation scripts' definitions, as the published numbers were made (the votenrank preset's); "
-                   "votenrank: the Vote'n'Rank authors' fairness computation, which made the case study's "
-                   "fairness columns")
+    p.add_argument("--scoring", default="default",
+                   help="default: the harness's definitions (documented in README); reference: the benchmarks' "
+                   "published evaluation scripts, as their published tables were made; votenrank: the Vote'n'Rank "
+                   "authors' fairness computation, which made the case study's fairness columns (what a grid with "
+                   "the votenrank preset scores with)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -55,27 +54,35 @@ def summary_line(record: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from harness.api import score_bias
-    from harness.models import parse_model_args
-    from harness.specs import BiasSpec
+    from harness.schema import validate
+    from harness.specs import BiasRunOptions, BiasSpec
     from harness.store import RunStore
-    from harness.validate import check_spec
 
-    spec = BiasSpec.from_mapping(
-        {"model": args.model, "dataset": args.dataset, "limit": args.limit, "precision": args.precision,
-         "scoring": args.scoring,
-         "model_args": parse_model_args(args.model_args or "")},
-        where="vnr bias",
-    )
-    check_spec(spec, where=lambda field: f"--{field.replace('_', '-')}")
+    def flag(field: str) -> str:
+        return "--" + field.replace("_", "-")
+
+    spec = validate(BiasSpec, {"model": args.model, "dataset": args.dataset, "limit": args.limit,
+                               "precision": args.precision, "scoring": args.scoring,
+                               "model_args": args.model_args or ""}, names=flag)
+    options = validate(BiasRunOptions, {"batch_tokens": args.batch_tokens}, names=flag)
     output = Path(args.output)
     if output.exists() and not output.is_dir():
         raise UserError(f"--output {output} is a file; give a directory")
-    record = score_bias(spec, output=output, data_root=args.data_root, batch_tokens=args.batch_tokens,
-                        progress=not args.no_progress)
+    record = score_bias(spec, output=output, data_root=args.data_root, progress=not args.no_progress,
+                        **options.given())
     print(f"{RunStore(output).result_path(record['run_id'])}")
     print(summary_line(record))
-    for what, why in (record.get("skipped") or {}).items():
-        print(f"skipped {what}: {why}")
-    for what, note in (record.get("notes") or {}).items():
-        print(f"note ({what}): {note}")
+    details = details_line(record)
+    if details:
+        print(details)
     return 0
+
+
+def details_line(record: dict[str, Any]) -> str:
+    """One line naming the record's notes and skipped parts (their text stays in the record), or ''."""
+    parts = []
+    if record.get("notes"):
+        parts.append("notes: " + ", ".join(record["notes"]))
+    if record.get("skipped"):
+        parts.append("skipped: " + ", ".join(record["skipped"]))
+    return "; ".join(parts) + " (their text is in the record)" if parts else ""

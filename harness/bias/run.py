@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.bias.data import DATASETS, get_dataset
+from harness.bias.data import get_dataset
 from harness.bias.evaluators import (
     Evaluation,
     evaluate_crows_pairs,
@@ -46,18 +46,10 @@ def evaluate(scorer: Any, dataset: str, examples: Any, scoring: str = "default")
 
 
 def validate_spec(spec: Any) -> None:
-    from harness.bias.scoring import PRECISIONS
+    """What the spec's declared fields cannot say (its values were checked when it was made): the model has
+    the head the dataset's scorer needs."""
     from harness.models import check_head, resolve_model, scoring_head
-    from harness.validate import BIAS_SCORING
 
-    if spec.dataset not in DATASETS:
-        raise UserError(f"unknown bias dataset {spec.dataset!r}: use one of {', '.join(DATASETS)}")
-    if spec.limit is not None and (isinstance(spec.limit, bool) or not isinstance(spec.limit, int) or spec.limit < 1):
-        raise UserError(f"limit must be a positive integer, not {spec.limit!r}")
-    if spec.precision not in PRECISIONS:
-        raise UserError(f"unknown precision {spec.precision!r}: use one of {', '.join(PRECISIONS)}")
-    if spec.scoring not in BIAS_SCORING:
-        raise UserError(f"unknown scoring {spec.scoring!r}: use one of {', '.join(BIAS_SCORING)}")
     info = resolve_model(spec.model, spec.model_args)
     check_head(info, scoring_head(info))  # no LM head / no trained MLM head / encoder-decoder: refused now
 
@@ -125,8 +117,8 @@ def run_bias(
 
     store = RunStore(output)
     rid = spec.run_id()
-    stored = store.get(rid)
-    if stored is not None and stored.get("status") == "ok":
+    stored = store.done_record(spec)
+    if stored is not None:
         return stored
     validate_spec(spec)
     if batch_tokens is not None and (isinstance(batch_tokens, bool) or int(batch_tokens) < 1):
@@ -141,14 +133,16 @@ def run_bias(
             base["model_args"] = dict(spec.model_args)
         try:
             from harness.bias.data import tokenizer_texts
-            from harness.bias.scoring import make_scorer
+            from harness.bias.scoring import loading_kwargs, make_scorer
             from harness.models import load_model, resolve_model, scoring_head
 
             info = resolve_model(spec.model, spec.model_args)
+            log.info("scoring %s on %s: loading torch, the data and the model …", spec.model, spec.dataset)
             examples = load_examples(spec.dataset, root, spec.limit)
             texts = tokenizer_texts(spec.dataset, root) if info.is_tiny else None
             model, tokenizer, info = load_model(spec.model, scoring_head(info), texts=texts, seed=0,
-                                                model_args=spec.model_args)
+                                                model_args=spec.model_args,
+                                                **loading_kwargs(spec.precision, spec.model_args))
             scorer = make_scorer(model, tokenizer, info.lm_kind, precision=spec.precision,
                                  batch_tokens=batch_tokens, progress=progress)
             head_notes = _attach_next_sentence(scorer, spec, info, model, tokenizer, batch_tokens, progress)

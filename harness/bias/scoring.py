@@ -48,13 +48,13 @@ from typing import Any
 
 import numpy as np
 
+from harness.schema import PRECISIONS  # one list of precisions for every run kind
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_TOKENS = {"cpu": 4096, "cuda": 65536}
 HEAD_ROWS = {"cpu": 1024, "cuda": 8192}  # rows per LM-head chunk (bounds the rows × vocab float32 buffer)
-PRECISIONS = ("fp32", "bf16", "fp16", "auto")
 DEFAULT_PRECISION = "fp32"
 
 
@@ -74,6 +74,23 @@ def resolve_device_dtype(precision: str = DEFAULT_PRECISION, device: str | None 
     else:
         dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
     return dev, dtype
+
+
+def loading_kwargs(precision: str = DEFAULT_PRECISION, model_args: Any = ()) -> dict[str, Any]:
+    """``from_pretrained`` options that load a checkpoint's weights straight in the scoring dtype.
+
+    transformers 5 always loads the low-memory way (an empty model on the meta device, then the weights;
+    its ``low_cpu_mem_usage`` flag is ignored) and by default in the checkpoint's own dtype
+    (``dtype="auto"``): a float32 checkpoint scored in bf16 would sit in memory in float32 first, twice
+    the size, before the scorer casts it. Asking for the scorer's dtype at load time gives the same
+    weights without that peak. ``model_args``' own ``dtype`` is the user's choice and is kept.
+
+    >>> loading_kwargs("bf16"), loading_kwargs("bf16", (("dtype", "float32"),))
+    ({'dtype': torch.bfloat16}, {})
+    """
+    if "dtype" in dict(model_args or ()):
+        return {}
+    return {"dtype": resolve_device_dtype(precision)[1]}
 
 
 def pack_batches(lengths: np.ndarray, batch_tokens: int, *, max_padding: float = 0.1, min_tokens: int = 1024

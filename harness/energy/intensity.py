@@ -46,14 +46,52 @@ def resolve_location(country_iso_code: str | None = None, region: str | None = N
     return country, (region.strip().lower() if region else None)
 
 
+def check_location(country_iso_code: str | None = None, region: str | None = None) -> tuple[str, str | None]:
+    """The resolved (country, region) if codecarbon's bundled data know them, else a one-line :class:`UserError`.
+
+    An unknown region is refused rather than left to codecarbon, which would fall back on the
+    country's average without a word; regions exist for USA and CAN only.
+
+    >>> check_location("usa", "California")
+    ('USA', 'california')
+    >>> check_location("FRA", "bretagne")
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: region 'bretagne' for the carbon intensity: codecarbon has regions for USA and CAN only; leave --region out for FRA
+    """
+    country, region = resolve_location(country_iso_code, region)
+    scope_slurm_array_task()
+    from codecarbon.input import DataSource, DataSourceException
+
+    source = DataSource()
+    if country not in source.get_global_energy_mix_data():
+        raise UserError(
+            f"unknown country ISO code {country!r} for the carbon intensity: use an ISO 3166 alpha-3 code "
+            f"such as USA, FRA, DEU, GBR (option --country or {COUNTRY_ENV})"
+        )
+    if region is None:
+        return country, None
+    if country not in ("USA", "CAN"):
+        raise UserError(f"region {region!r} for the carbon intensity: codecarbon has regions for USA and CAN only; "
+                        f"leave --region out for {country}")
+    try:  # USA: regional emissions; CAN: regional energy mixes
+        data = source.get_country_emissions_data(country.lower())
+    except DataSourceException:
+        data = source.get_country_energy_mix_data(country.lower())
+    regions = [r for r in data if not r.startswith("_")]
+    if region not in regions:
+        raise UserError(f"unknown region {region!r} of {country} for the carbon intensity (known: "
+                        f"{', '.join(sorted(regions)[:8])}, ...; option --region or {REGION_ENV})")
+    return country, region
+
+
 def grid_intensity(country_iso_code: str | None = None, region: str | None = None) -> dict[str, Any]:
     """Grid carbon intensity (g CO2eq/kWh) from codecarbon's bundled data, offline.
 
     >>> round(grid_intensity("FRA")["g_per_kwh"]) < round(grid_intensity("POL")["g_per_kwh"])
     True
     """
-    country, region = resolve_location(country_iso_code, region)
-    scope_slurm_array_task()
+    country, region = check_location(country_iso_code, region)
     from codecarbon.core.emissions import Emissions
     from codecarbon.core.units import Energy
     from codecarbon.external.geography import GeoMetadata
@@ -61,11 +99,6 @@ def grid_intensity(country_iso_code: str | None = None, region: str | None = Non
 
     source = DataSource()
     mix = source.get_global_energy_mix_data()
-    if country not in mix:
-        raise UserError(
-            f"unknown country ISO code {country!r} for the carbon intensity: use an ISO 3166 alpha-3 code "
-            f"such as USA, FRA, DEU, GBR (option --country or {COUNTRY_ENV})"
-        )
     geo = GeoMetadata(country_iso_code=country, country_name=mix[country].get("country_name"), region=region)
     # electricitymaps_api_token=None: never ask the Electricity Maps API, even if a config file names a token.
     emissions = Emissions(source, electricitymaps_api_token=None)

@@ -16,6 +16,12 @@ between the runs active in it —
   (``process-utilisation``);
 * else in equal parts (``time-overlap``).
 
+Lines outside physical bounds are never charged to a run: a line whose time, counter or utilisation
+is negative, non-finite or not a number is skipped when the file is read (:meth:`GpuLedger.events`),
+and an interval that ends before it starts or whose energy implies more than :data:`MAX_GPU_WATTS`
+is left out of every run, like a counter gap. Both are logged as warnings naming the line and listed
+in the run's attribution (``rejected``), so the record says what was not counted.
+
 A run's GPU energy is the sum of its parts, its GPU time (``gpu_hours``) the sum of
 its parts of the intervals' durations. The parts of one interval sum to 1, so the
 energies of co-located runs sum to what the meter measured while any of them was
@@ -36,9 +42,10 @@ active. A run that died without a ``stop`` event is active up to its last event.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
+import logging
+import math
 import os
 import re
 import socket
@@ -47,7 +54,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger(__name__)
+
 SLOT_ENV = "VNR_GPU_SLOT"
+#: no GPU draws more than this: an interval whose energy implies more (over at least one second) is refused
+MAX_GPU_WATTS = 10_000.0
+KINDS = ("start", "tick", "stop")
 START, TICK, STOP = "start", "tick", "stop"
 UTILISATION = "process-utilisation"
 OVERLAP = "time-overlap"
@@ -80,6 +92,7 @@ class GpuLedger:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self.rejected: list[str] = []  # lines skipped by the last events(): "<file>:<line>: <why>"
 
     def append(self, event: Mapping[str, Any], read_mj: Callable[[], int | None],
                read_utilisation: Callable[[], Mapping[int, float] | None] | None = None) -> dict[str, Any]:
@@ -101,7 +114,13 @@ class GpuLedger:
         return full
 
     def events(self) -> list[dict[str, Any]]:
-        """Every complete event, in the file's (= the counter's) order; a torn last line is skipped."""
+        """Every complete, physically possible event, in the file's (= the counter's) order.
+
+        A torn last line is skipped silently (a writer died mid-line); any other line that is not an event
+        or holds an impossible value (:func:`event_problem`) is skipped with a warning naming it, and listed
+        in :attr:`rejected` (``"<file>:<line>: <why>"``). Events carry their line number as ``line``.
+        """
+        self.rejected: list[str] = []
         try:
             with open(self.path, encoding="utf-8") as fh:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
@@ -112,12 +131,79 @@ class GpuLedger:
         except FileNotFoundError:
             return []
         out = []
-        for line in lines:
-            with contextlib.suppress(json.JSONDecodeError):
+        for number, line in enumerate(lines, start=1):
+            try:
                 item = json.loads(line)
-                if isinstance(item, dict) and "attempt" in item and "kind" in item:
-                    out.append(item)
+            except json.JSONDecodeError:
+                if number < len(lines):
+                    self._reject(number, "not a JSON line")
+                continue
+            why = event_problem(item)
+            if why:
+                self._reject(number, why)
+                continue
+            out.append({**item, "line": number})
         return out
+
+    def _reject(self, number: int, why: str) -> None:
+        where = f"{self.path.name}:{number}"
+        log.warning("GPU energy ledger %s: %s; the line is skipped (not charged to any run)", where, why)
+        self.rejected.append(f"{where}: {why}")
+
+
+def event_problem(item: Any) -> str | None:
+    """Why a ledger line is not a possible event, or None.
+
+    >>> event_problem({"attempt": "a", "kind": "tick", "t": 5.0, "mj": 10, "util": {"1": 40.0}}) is None
+    True
+    >>> event_problem({"attempt": "a", "kind": "tick", "t": 5.0, "mj": -1})
+    'mj is -1 (negative)'
+    >>> event_problem({"attempt": "a", "kind": "tick", "t": float("nan"), "mj": 1})
+    't is nan (not finite)'
+    >>> event_problem({"attempt": "a", "kind": "tick", "t": 1.0, "mj": 1, "util": {"7": 250.0}})
+    'util of pid 7 is 250.0 (not a percentage)'
+    """
+    if not isinstance(item, dict) or "attempt" not in item or item.get("kind") not in KINDS:
+        return "not a ledger event (attempt, kind start/tick/stop)"
+    for key, required in (("t", True), ("mj", False)):
+        value = item.get(key)
+        if value is None and not required:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"{key} is {value!r} (not a number)"
+        if not math.isfinite(value):
+            return f"{key} is {value} (not finite)"
+        if value < 0:
+            return f"{key} is {value} (negative)"
+    util = item.get("util")
+    if util is not None:
+        if not isinstance(util, dict):
+            return f"util is {util!r} (not a mapping of pid to percent)"
+        for pid, value in util.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+                return f"util of pid {pid} is {value!r} (not a percentage)"
+    return None
+
+
+def interval_problem(start: Mapping[str, Any], end: Mapping[str, Any]) -> str | None:
+    """Why the interval between two consecutive events is physically impossible, or None.
+
+    >>> interval_problem({"t": 10.0, "mj": 0}, {"t": 5.0, "mj": 100})
+    'ends before it starts (t 10.0 then 5.0)'
+    >>> interval_problem({"t": 0.0, "mj": 0}, {"t": 2.0, "mj": 30_000_000})  # 30 kJ in 2 s: 15 kW
+    'implies 15000 W on one GPU (more than 10000 W)'
+    >>> interval_problem({"t": 0.0, "mj": 0}, {"t": 2.0, "mj": 1_400_000}) is None  # 700 W
+    True
+    """
+    t0, t1 = float(start["t"]), float(end["t"])
+    if t1 < t0:
+        return f"ends before it starts (t {t0} then {t1})"
+    m0, m1 = start.get("mj"), end.get("mj")
+    if m0 is not None and m1 is not None and m1 > m0:
+        watts = (m1 - m0) / 1000.0 / max(t1 - t0, 1.0)
+        if watts > MAX_GPU_WATTS:
+            return f"implies {watts:.0f} W on one GPU (more than {MAX_GPU_WATTS:.0f} W)"
+    return None
 
 
 def pid_alive(host: str | None, pid: int | None) -> bool | None:
@@ -191,10 +277,17 @@ def intervals(events: Sequence[Mapping[str, Any]],
             continue
         m0, m1 = events[k].get("mj"), events[k + 1].get("mj")
         energy = None if m0 is None or m1 is None or m1 < m0 else float(m1 - m0)
+        seconds = max(0.0, float(events[k + 1]["t"]) - float(events[k]["t"]))
+        impossible = interval_problem(events[k], events[k + 1])
+        if impossible:  # charged to no run: neither its energy nor its time
+            where = f"line {events[k + 1].get('line', k + 2)}"
+            log.warning("GPU energy ledger %s: the interval %s; left out of every run", where, impossible)
+            energy, seconds = None, 0.0
         weights, method = _weights(active, pids, events[k + 1].get("util"))
         out.append({
             "index": k,
-            "seconds": max(0.0, float(events[k + 1]["t"]) - float(events[k]["t"])),
+            "seconds": seconds,
+            "rejected": f"line {events[k + 1].get('line', k + 2)}: the interval {impossible}" if impossible else None,
             "mj": energy,
             "active": active,
             "runs": [runs[a] for a in active],
@@ -211,7 +304,8 @@ def attribute(events: Sequence[Mapping[str, Any]], attempt: str,
     ``share`` = the attempt's energy / the energy the GPU measured over the attempt's
     own interval (1.0 when it ran alone). ``gpu_mj_measured`` is that measured energy.
     ``counter_gaps`` counts intervals whose counter went backwards or was missing
-    (driver reload): their energy is left out of every run.
+    (driver reload): their energy is left out of every run. ``rejected`` names the intervals of this
+    attempt left out as physically impossible (:func:`interval_problem`).
     """
     mine = intervals(events, alive, attempt)
     own_run = next((e.get("run") for e in events if str(e["attempt"]) == attempt), None)
@@ -220,6 +314,7 @@ def attribute(events: Sequence[Mapping[str, Any]], attempt: str,
     methods: set[str] = set()
     colocated: set[str] = set()
     packing = 1
+    rejected = [iv["rejected"] for iv in mine if iv["rejected"]]
     for iv in mine:
         w = iv["weights"][attempt]
         seconds += iv["seconds"] * w
@@ -227,6 +322,8 @@ def attribute(events: Sequence[Mapping[str, Any]], attempt: str,
         colocated.update(str(r) for r in iv["runs"] if r != own_run)
         if len(iv["active"]) > 1:
             methods.add(iv["method"])
+        if iv["rejected"]:
+            continue
         if iv["mj"] is None:
             gaps += 1
             continue
@@ -246,6 +343,7 @@ def attribute(events: Sequence[Mapping[str, Any]], attempt: str,
         "share": share,
         "method": method,
         "counter_gaps": gaps,
+        "rejected": rejected,
     }
 
 

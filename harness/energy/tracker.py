@@ -130,6 +130,7 @@ class EfficiencyTracker:
         self._nvml = NvmlEnergyMeter(self.cuda_devices)
         self._ledgers: list[GpuLedger] = []
         self._ledger_error = ""
+        self._ledger_rejected: list[str] = []
         self._lock = threading.Lock()
         self._stop_ticks = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -276,7 +277,9 @@ class EfficiencyTracker:
             return None
         self._append(STOP if final else TICK)
         with self._lock:
-            return [attribute(ledger.events(), self.attempt) for ledger in self._ledgers]
+            parts = [attribute(ledger.events(), self.attempt) for ledger in self._ledgers]
+            self._ledger_rejected = [r for ledger in self._ledgers for r in ledger.rejected]
+            return parts
 
     def _build(self, duration_s: float, cc: Any, *, final: bool) -> dict[str, Any]:
         nvml_kwh: list[float] = []
@@ -313,6 +316,10 @@ class EfficiencyTracker:
             }
             if any(p["counter_gaps"] for p in parts):
                 attribution["counter_gaps"] = sum(p["counter_gaps"] for p in parts)
+            rejected = [*self._ledger_rejected, *(r for p in parts for r in p["rejected"])]
+            if rejected:  # ledger lines and intervals outside physical bounds: charged to no run
+                attribution["rejected"] = rejected[:20] + ([f"... and {len(rejected) - 20} more"]
+                                                           if len(rejected) > 20 else [])
         else:
             per_gpu = nvml_kwh
             gpu = sum(nvml_kwh) if nvml_ok else gpu_cc

@@ -22,15 +22,18 @@ Precision ``auto``: in a grid, the precision the grid's calibration measured
 fastest on this device kind (:mod:`harness.grid.calibrate`; the run gets it as
 the ``calibration`` option and its record names that calibration); without a
 calibration (a single ``vnr finetune`` run) a rule chooses (:data:`PRECISION_RULE`)
-and the record says so. On the GPU: TF32 matmuls on Ampere and newer, the fused
-AdamW, dynamic padding (always), optional length grouping
-(``FinetuneSpec.group_by_length``). ``scripts/bench_finetune.py`` measures these
-against plain ``Trainer`` defaults.
+and the record says so. On the GPU: TF32 matmuls on Ampere and newer, the fused AdamW, padding per batch chosen by
+:mod:`harness.finetune.batching` (``FinetuneSpec.padding``; the record's
+``settings.batching``), optional length grouping (``FinetuneSpec.group_by_length``).
+The record's ``tokens`` section (:class:`harness.finetune.callbacks.TokenAccountingCallback`)
+counts real and computed tokens, the padding share, samples/s and tokens/s.
+``scripts/bench_finetune.py`` measures these against plain ``Trainer`` defaults.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -40,14 +43,19 @@ from harness.finetune.checkpoints import checkpoint_step, latest_checkpoint
 from harness.finetune.checkpoints import drop_incomplete_checkpoints as _drop_incomplete_checkpoints
 from harness.finetune.metrics import best_over_epochs, compute_metrics, predictions_from_logits
 from harness.finetune.tasks import GlueTask, Split, get_task, load_task
-from harness.specs import FinetuneSpec
-from harness.store import STATUS_OK, RunFailed, RunStore, strict_json
+from harness.finetune.trackers import (
+    check_trackers_installed,
+    parse_report_to,
+    report_to_argument,
+    tracker_environment,
+)
+from harness.specs import PRECISIONS, FinetuneSpec
+from harness.store import RunFailed, RunStore, strict_json
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
 
 TINY_TOKENIZER_TEXTS = 2000  # sentences a tiny model's tokenizer is trained on
-PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 _EVAL_NAMES = {"": "dev_matched", "_mm": "dev_mismatched"}
 # Keys of the spec that name the run rather than tune it.
 _NAMING = ("model", "task", "seed")
@@ -111,22 +119,6 @@ def _tokenize(split: Split, tokenizer: Any, max_length: int, *, pad_to_max: bool
     return ds.map(encode, batched=True, remove_columns=[c for c in ds.column_names if c != "label"])
 
 
-def _check_spec(spec: FinetuneSpec) -> None:
-    positive = {"epochs": spec.epochs, "batch_size": spec.batch_size, "learning_rate": spec.learning_rate,
-                "max_length": spec.max_length}
-    for name, value in positive.items():
-        if not value or value <= 0:
-            raise UserError(f"{name} must be positive (got {value!r})")
-    for name in ("max_steps", "max_train_samples", "max_eval_samples"):
-        value = getattr(spec, name)
-        if value is not None and value <= 0:
-            raise UserError(f"{name} must be a positive integer or unset (got {value!r})")
-    if spec.weight_decay < 0 or not 0 <= spec.warmup_ratio < 1:
-        raise UserError("weight_decay must be >= 0 and warmup_ratio in [0, 1)")
-    if spec.precision not in PRECISIONS:
-        raise UserError(f"precision {spec.precision!r}: use one of {', '.join(PRECISIONS)}")
-
-
 # ---------------------------------------------------------------------- history
 def history_from_log(log_history: list[dict[str, Any]], task: GlueTask, eval_keys: dict[str, str]) -> list[dict[str, Any]]:
     """Per-evaluation rows from ``Trainer.state.log_history``.
@@ -185,6 +177,7 @@ def run_finetune(
     dataloader_num_workers: int = 0,
     allow_nonfinite: bool = False,
     calibration: Mapping[str, Any] | None = None,
+    report_to: Any = None,
 ) -> dict[str, Any]:
     """Run ``spec`` end to end (or return its stored result) and store its record through
     the store's run lifecycle (:meth:`harness.store.RunStore.run`).
@@ -195,6 +188,7 @@ def run_finetune(
     ``optim`` (override the optimizer choice), ``eval_batch_size``, ``dataloader_num_workers``,
     ``calibration`` (the grid's calibration this run runs under, from :mod:`harness.grid.calibrate`:
     file, device kind, runs per GPU, precision; it resolves precision ``auto`` and the record names it).
+    ``report_to`` (trackers for the training logs: :mod:`harness.finetune.trackers`; none by default).
 
     A diverged run (a non-finite training or evaluation loss or metric) is stored
     as ``failed`` with the reason and raises :class:`harness.store.RunFailed`,
@@ -205,11 +199,14 @@ def run_finetune(
     store = RunStore(output)
     rid = spec.run_id()
     try:
-        stored = store.get(rid)
+        stored = store.done_record(spec)
+        if stored is None and allow_nonfinite:  # a diverged run kept on request is done for this request
+            kept = store.get(rid)
+            stored = kept if kept is not None and kept.get("status") == "ok" and kept.get("nonfinite") else None
     except OSError:  # e.g. the output is a file: say so in one line
         store.ensure_writable()
         raise
-    if stored is not None and stored.get("status") == STATUS_OK:
+    if stored is not None:
         log.info("%s is done: %s", rid, store.result_path(rid))
         return stored
     # Bad input fails here, before anything is recorded.
@@ -217,8 +214,18 @@ def run_finetune(
     from ranking.paths import resolve_data_root
 
     task = get_task(spec.task)
-    check_head(resolve_model(spec.model, spec.model_args), "sequence_classification")
-    _check_spec(spec)
+    from harness.finetune.batching import choose_batching
+
+    info = resolve_model(spec.model, spec.model_args)
+    check_head(info, "sequence_classification")
+    choose_batching(info.family, spec.padding)  # padding: flatten where unsupported -> UserError now
+    if spec.peft:
+        from harness.finetune.adapters import check_peft_available, target_modules
+
+        check_peft_available()
+        target_modules(dict(spec.peft), info.family, info.name)  # a family without a default: refused now
+    trackers = parse_report_to(report_to)
+    check_trackers_installed(trackers)
     data_root = resolve_data_root(data_root)  # None: $VNR_DATA_ROOT, else the public source (as run_bias)
     if save_steps is not None and save_steps <= 0:
         raise UserError(f"save_steps must be a positive integer (got {save_steps!r})")
@@ -227,6 +234,9 @@ def run_finetune(
 
         grid_intensity(country_iso_code, region)  # unknown country -> UserError now, not after training
     store.ensure_writable()
+    # the input is good; torch, the data and the model take seconds to load: say so first (one line, stderr)
+    log.info("fine-tuning %s on %s, seed %d: loading torch, the data and the model …", spec.model, task.name,
+             spec.seed)
 
     with store.run(spec, busy_is_error=True) as run:
         if run.state == "done":
@@ -238,7 +248,7 @@ def run_finetune(
         _drop_incomplete_checkpoints(run_dir, resume)
         base: dict[str, Any] = {
             "task": task.name,
-            "hyperparameters": {k: v for k, v in asdict(spec).items() if k not in (*_NAMING, "model_args")},
+            "hyperparameters": {k: v for k, v in asdict(spec).items() if k not in (*_NAMING, "model_args", "peft")},
             **({"model_args": dict(spec.model_args)} if spec.model_args else {}),
             "resumed_from": None,
             "environment": environment_info(),
@@ -248,7 +258,7 @@ def run_finetune(
             result = _train(
                 spec, task, run_dir, resume,
                 data_root=data_root, progress=progress, save_steps=save_steps, optim=optim,
-                eval_batch_size=eval_batch_size, dataloader_num_workers=dataloader_num_workers,
+                eval_batch_size=eval_batch_size, dataloader_num_workers=dataloader_num_workers, trackers=trackers,
                 calibration=calibration,
                 tracker_kwargs={"country_iso_code": country_iso_code, "region": region,
                                 "measure_power_secs": measure_power_secs} if track_efficiency else None,
@@ -296,20 +306,34 @@ def _train(
     tracker_kwargs: dict[str, Any] | None,
     calibration: Mapping[str, Any] | None = None,
     extra_callbacks: Sequence[Any] = (),
+    trackers: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    import contextlib
+
     import numpy as np
     import transformers
-    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+    from transformers import Trainer, TrainingArguments
 
     from harness.energy.tracker import EfficiencyTracker, read_checkpoint_efficiency
-    from harness.finetune.callbacks import CheckpointCallback, EfficiencyCallback
+    from harness.finetune.batching import choose_batching, make_collator
+    from harness.finetune.callbacks import (
+        CheckpointCallback,
+        EfficiencyCallback,
+        ReadableLogCallback,
+        TokenAccountingCallback,
+    )
     from harness.models import load_model, resolve_model
 
     transformers.logging.set_verbosity_error()
-    if not progress:
+    batching = choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding)
+    bars = progress and sys.stderr.isatty()  # a bar in a file (a grid's run log) is a wall of fragments
+    if not bars:
         import datasets
+        import huggingface_hub.utils
 
         datasets.disable_progress_bars()
+        huggingface_hub.utils.disable_progress_bars()  # "Writing model shards" at each checkpoint
+        transformers.utils.logging.disable_progress_bar()
     settings = runtime_settings(spec.precision, optim, calibration)
     log.info("precision %s, chosen by %s", settings["precision"], settings["precision_source"])
     transformers.set_seed(spec.seed)
@@ -322,6 +346,7 @@ def _train(
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(resume))
+    log.info("loading model %s …", spec.model)
     model, tokenizer, info = load_model(
         spec.model, "sequence_classification",
         texts=data.train.texts()[:TINY_TOKENIZER_TEXTS] if info.is_tiny else None,
@@ -331,6 +356,11 @@ def _train(
     if not task.is_regression:
         model.config.id2label = dict(enumerate(task.label_names))
         model.config.label2id = {n: i for i, n in enumerate(task.label_names)}
+    peft_record = None
+    if spec.peft:  # LoRA: only the adapters and the classifier head train
+        from harness.finetune.adapters import apply_peft
+
+        model, peft_record = apply_peft(model, dict(spec.peft), info.family, info.name)
 
     train_ds = _tokenize(data.train, tokenizer, spec.max_length)
     eval_sets = {suffix: _tokenize(split, tokenizer, spec.max_length) for suffix, split in data.evals.items()}
@@ -371,18 +401,20 @@ def _train(
         train_sampling_strategy="group_by_length" if spec.group_by_length else "random",
         dataloader_num_workers=dataloader_num_workers,
         dataloader_pin_memory=cuda,
-        report_to="none",
-        disable_tqdm=not progress,
+        report_to=report_to_argument(trackers),
+        run_name=run_dir.name,
+        disable_tqdm=not bars,
         use_cpu=not cuda,
         full_determinism=not cuda,  # deterministic kernels on CPU (same seed, same result)
     )
     settings.update({
-        "dynamic_padding": True,
+        "batching": batching,
         "group_by_length": spec.group_by_length,
         "eval_batch_size": args.per_device_eval_batch_size,
         "save_steps": save_steps,
         "dataloader_num_workers": dataloader_num_workers,
         "n_gpu": args.n_gpu if cuda else 0,
+        "report_to": list(trackers),
     })
     callbacks: list[Any] = []
     tracker = None
@@ -394,18 +426,31 @@ def _train(
                                     ledger_dir=run_dir.parent.parent / "energy", run_id=run_dir.name,
                                     **tracker_kwargs)
         callbacks.append(EfficiencyCallback(tracker))  # before the marker: its file is part of the checkpoint
+    tokens = TokenAccountingCallback(TokenAccountingCallback.read_checkpoint(resume))
+    callbacks.append(tokens)  # before the marker, as the tracker
     callbacks.append(CheckpointCallback(save_steps))
     callbacks.extend(extra_callbacks)  # e.g. the calibration's burst timer (harness.grid.calibrate)
+    environment = contextlib.ExitStack()  # the trackers' offline defaults, while training
+    tracker_env = environment.enter_context(tracker_environment(trackers, run_dir.parent.parent, run_dir.name))
+    if trackers:
+        settings["tracker_environment"] = tracker_env
     trainer = Trainer(
         model=model,
         args=args,
         train_dataset=train_ds,
         eval_dataset=eval_arg,
         processing_class=tokenizer,
-        data_collator=DataCollatorWithPadding(tokenizer),
+        data_collator=make_collator(tokenizer, batching),
         compute_metrics=metrics_fn,
         callbacks=callbacks,
     )
+    if not bars:  # readable lines instead of the printed log dicts
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+        trainer.add_callback(ReadableLogCallback())
+    log.info("training %s on %s: %d examples, %s …", spec.model, task.name, len(data.train),
+             f"{spec.max_steps} steps" if spec.max_steps else f"{spec.epochs:g} epochs")
     resumed_from = None
     if resume is not None:
         resumed_from = checkpoint_step(resume)
@@ -413,6 +458,7 @@ def _train(
     try:
         train_out = trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
     finally:
+        environment.close()
         if tracker is not None and tracker.started and tracker.result is None:
             tracker.stop()  # training raised: stop codecarbon's thread
     history = history_from_log(trainer.state.log_history, task, eval_keys)
@@ -430,6 +476,7 @@ def _train(
         "metrics_best_epoch": best_epoch,
         "history": history,
         "efficiency": efficiency,
+        "tokens": tokens.result(),
         "settings": settings,
         "train": {
             "global_step": trainer.state.global_step,
@@ -441,4 +488,5 @@ def _train(
             "model_parameters": int(sum(p.numel() for p in model.parameters())),
         },
         "resumed_from": resumed_from,
+        **({"peft": peft_record} if peft_record is not None else {}),
     }

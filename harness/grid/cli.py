@@ -116,49 +116,61 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     collect.add_argument("--allow-mixed-packing", action="store_true",
                          help="let one efficiency criterion mix runs measured at different packing levels "
                          "(runs per GPU); criteria.yaml then says so")
+    collect.add_argument("--criteria", action="append", default=[], metavar="+NAME",
+                         help="add an opt-in efficiency criterion per task (repeatable): +tokens_per_s "
+                         "(training throughput in real tokens/s, higher is better; off by default)")
     collect.set_defaults(func=collect_command)
 
 
 def _load(args: argparse.Namespace):
     from harness.grid.config import load_experiment, select_specs
-    from ranking.errors import UserError
+    from ranking.paths import check_output_dir
 
     exp = load_experiment(args.config, output=args.output)
-    if exp.output.exists() and not exp.output.is_dir():
-        raise UserError(f"output {exp.output} is a file: give a directory for the results")
+    check_output_dir(exp.output, "output")  # a file there, or under a file: one line, before any work
     return exp, select_specs(exp.specs, getattr(args, "only", None))
 
 
 def slurm_settings(exp, args: argparse.Namespace):
-    """The config's ``slurm:`` section with the CLI flags over it, each flag checked like its config key."""
-    from harness.grid.config import sbatch_option, slurm_value
+    """The config's ``slurm:`` section with the CLI flags over it, the flags checked by the same declaration
+    (:class:`~harness.grid.config.SlurmSettings`) as the config's keys, each refusal naming its flag."""
+    from dataclasses import replace
+
+    from harness.grid.config import SlurmSettings
+    from harness.schema import validate
     from ranking.errors import UserError
 
     flags = {"partition": "--partition", "time_min": "--time", "gpus": "--gpus", "cpus": "--cpus",
              "mem_gb": "--mem-gb", "array_parallelism": "--array-parallelism", "account": "--account",
-             "qos": "--qos", "constraint": "--constraint", "job_name": "--job-name"}
-    changes = {key: slurm_value(key, getattr(args, flag[2:].replace("-", "_")), flag)
-               for key, flag in flags.items() if getattr(args, flag[2:].replace("-", "_")) is not None}
-    if args.setup:
-        changes["setup"] = (*exp.slurm.setup, *slurm_value("setup", list(args.setup), "--setup"))
+             "qos": "--qos", "constraint": "--constraint", "job_name": "--job-name", "setup": "--setup",
+             "additional": "--sbatch-opt", "runs_per_gpu": "--runs-per-gpu"}
+    given = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in flags.items()}
+    given = {key: value for key, value in given.items() if value is not None}
     if args.sbatch_opt:
-        extra = dict(exp.slurm.additional)
+        extra = {}
         for item in args.sbatch_opt:
             key, sep, value = str(item).partition("=")
             if sep and not value:
                 raise UserError(f"--sbatch-opt {item!r}: give KEY=VALUE, or KEY alone for a flag")
-            name, checked = sbatch_option(key, value if sep else True, "--sbatch-opt")
-            extra[name] = checked
-        changes["additional"] = extra
-    if args.runs_per_gpu is not None:
-        changes["runs_per_gpu"] = runs_per_gpu_flag(args)
-    return exp.slurm.updated(**changes)
+            extra[key] = value if sep else True
+        given["additional"] = extra
+    checked = validate(SlurmSettings, given, names=flags.get)
+    changes = {key: getattr(checked, key) for key in given}
+    if "setup" in changes:
+        changes["setup"] = (*exp.slurm.setup, *changes["setup"])
+    if "additional" in changes:
+        changes["additional"] = {**exp.slurm.additional, **changes["additional"]}
+    return replace(exp.slurm, **changes)
 
 
 def runs_per_gpu_flag(args: argparse.Namespace) -> int | str | None:
-    from harness.validate import runs_per_gpu_value
+    """``--runs-per-gpu``: N (1 to 64) or auto, checked by :class:`~harness.grid.config.LocalSettings`."""
+    from harness.grid.config import LocalSettings
+    from harness.schema import validate
 
-    return None if args.runs_per_gpu is None else runs_per_gpu_value(args.runs_per_gpu, "--runs-per-gpu")
+    if args.runs_per_gpu is None:
+        return None
+    return validate(LocalSettings, {"runs_per_gpu": args.runs_per_gpu}, names=lambda _: "--runs-per-gpu").runs_per_gpu
 
 
 def first_finetune(specs):
@@ -169,7 +181,6 @@ def first_finetune(specs):
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from harness.grid.local import check_run_options
     from harness.grid.status import grid_status
     from harness.store import RunStore
     from ranking.paths import resolve_data_root
@@ -193,22 +204,22 @@ def run_command(args: argparse.Namespace) -> int:
         from harness.prefetch import check_available
 
         check_available(exp, specs=specs, data_root=data_root, config=args.config)  # offline: all on disk?
-    for kind, options in exp.run_options.items():
-        check_run_options(kind, options, f"{exp.source}: {kind}.run_options")
     store = RunStore(exp.output)
-    done = [s for s in specs if store.is_done(s.run_id())]
-    pending = [s for s in specs if not store.is_done(s.run_id())]
+    done = [s for s in specs if store.is_done(s)]
+    pending = [s for s in specs if not store.is_done(s)]
     log.info("%s: %d runs in the grid%s, %d done, %d to run; results in %s", exp.source, len(exp.specs),
              f" ({len(specs)} selected by --only)" if args.only else "", len(done), len(pending), exp.output)
 
     if args.executor == "local":
         if args.dry_run:
-            for s in specs:
-                print(f"{'skip' if store.is_done(s.run_id()) else 'run '}  {s.run_id()}")
             print(f"{len(pending)} to run, {len(done)} done (dry run: nothing ran)")
+            print(spec_counts(pending, indent=""))
+            print(f"every run id with its state: {follow_up('run', args, '--list')}")
             return 0
         from harness.grid.calibrate import format_table, local_packing
         from harness.grid.local import FAILED, execute, summary_line
+
+        store.ensure_writable()  # a read-only or full output: one line now, not one failure per run
 
         plan, packing = local_packing(exp, specs, pending, runs_per_gpu=runs_per_gpu,
                                       calibrate_runs=not args.no_calibrate, data_root=data_root)
@@ -225,7 +236,7 @@ def run_command(args: argparse.Namespace) -> int:
             log.error("failed %s: %s", o.run_id, o.error)
         print(summary_line(outcomes) + (f"; results in {exp.output}" if outcomes else ""))
         if failed:
-            print(f"{len(failed)} runs failed: see `vnr status {args.config}`; `vnr run` again retries them",
+            print(f"{len(failed)} runs failed: see `{follow_up('status', args)}`; `vnr run` again retries them",
                   file=sys.stderr)
         return 1 if failed else 0
 
@@ -243,13 +254,13 @@ def run_command(args: argparse.Namespace) -> int:
     if args.dry_run:
         n_tasks = -(-len(todo) // slurm.group_size(per_task))
         print(f"# {n_tasks} array tasks ({len(done)} done, {len(busy)} running or queued); "
-              + ("one task per run id, in this order:" if per_task == 1 else
-                 f"each task runs {per_task} of these run ids side by side on its GPU (runs_per_gpu):"
+              + (f"one task per run, {len(todo)} runs:" if per_task == 1 else
+                 f"each task runs {per_task} of these {len(todo)} runs side by side on its GPU (runs_per_gpu):"
                  if per_task != "auto" else
-                 f"each task takes {slurm.group_size(per_task)} of these run ids and runs them N at a time, N "
-                 "and precision auto from the calibration of its device kind (the first task there calibrates):"))
-        for i, s in enumerate(todo):
-            print(f"#   {i}: {s.run_id()}")
+                 f"each task takes {slurm.group_size(per_task)} of these {len(todo)} runs and runs them N at a "
+                 "time, N and precision auto from the calibration of its device kind (the first task there calibrates):"))
+        print(spec_counts(todo, indent="#   "))
+        print(f"#   every run id with its state: {follow_up('run', args, '--list')}")
         print(slurm.sbatch_script(settings, exp.output, max(n_tasks, 1), name=exp.name))
         return 0
     if not todo:
@@ -263,7 +274,7 @@ def run_command(args: argparse.Namespace) -> int:
                             **packing)
     what = f"array {array_id} with {len(todo)} tasks" if len(todo) > 1 else f"job {array_id} (one task)"
     print(f"submitted {what}; logs in {Path(exp.output) / 'logs' / 'slurm'}; "
-          f"follow with `vnr status {args.config}`")
+          f"follow with `{follow_up('status', args)}`")
     if args.wait:
         from harness.grid.status import totals_line
 
@@ -299,6 +310,44 @@ class LiveLine:
         if self.tty and self.last:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def follow_up(command: str, args: argparse.Namespace, *extra: str) -> str:
+    """The ``vnr COMMAND`` line that continues from ``args``: the same config, ``--output`` and ``--only``.
+
+    >>> follow_up("status", argparse.Namespace(config="c.yaml", output="out dir", only=["bias"]))
+    "vnr status c.yaml --output 'out dir' --only bias"
+    """
+    import shlex
+
+    words = ["vnr", command, args.config]
+    if getattr(args, "output", None):
+        words += ["--output", str(args.output)]
+    for pattern in getattr(args, "only", None) or ():
+        words += ["--only", pattern]
+    return shlex.join([*words, *extra])
+
+
+def spec_counts(specs, *, indent: str) -> str:
+    """How many runs per kind, model and task or bias set, one line each (what ``--dry-run`` prints).
+
+    >>> from harness.specs import BiasSpec, FinetuneSpec
+    >>> print(spec_counts([FinetuneSpec("tiny:bert", "rte", seed=0), FinetuneSpec("tiny:bert", "rte", seed=1),
+    ...                    BiasSpec("tiny:gpt2", "crows_pairs")], indent="# "))
+    # kinds: finetune 2, bias 1
+    # models: tiny:bert 2, tiny:gpt2 1
+    # tasks and bias sets: rte 2, crows_pairs 1
+    """
+    from collections import Counter
+
+    def line(label: str, counts: Counter) -> str:
+        return f"{indent}{label}: " + (", ".join(f"{k} {n}" for k, n in counts.items()) or "none")
+
+    return "\n".join([
+        line("kinds", Counter(s.kind for s in specs)),
+        line("models", Counter(s.model for s in specs)),
+        line("tasks and bias sets", Counter(getattr(s, "task", None) or s.dataset for s in specs)),
+    ])
 
 
 def sbatch_args(settings, exp, n_specs: int) -> list[str]:
@@ -364,9 +413,16 @@ def status_command(args: argparse.Namespace) -> int:
 
 def collect_command(args: argparse.Namespace) -> int:
     from harness.grid.collect import collect, describe
+    from ranking.errors import UserError
 
     exp, _ = _load(args)
+    extra = []
+    for item in args.criteria:
+        if not item.startswith("+"):
+            raise UserError(f"--criteria {item}: name an opt-in criterion to add with a leading +, e.g. "
+                            "--criteria +tokens_per_s")
+        extra.append(item[1:])
     result = collect(exp, epoch=args.epoch, allow_missing=args.allow_missing,
-                     allow_mixed_packing=args.allow_mixed_packing)
+                     allow_mixed_packing=args.allow_mixed_packing, extra_criteria=extra)
     print(describe(result))
     return 0

@@ -26,6 +26,9 @@ The criteria come from the records of the tasks and bias sets, nowhere else:
   energy was obtained (``method``: the runs' ``efficiency.energy_basis``,
   :mod:`harness.energy.basis`: ``measured``, ``estimate``, ``mixed``, ``none``, or
   ``unknown`` for a record without it), and its ``source`` says so in words.
+  Opt-in (``extra_criteria`` / ``vnr collect --criteria +tokens_per_s``): the
+  training throughput in real tokens/s (the record's ``tokens`` section), higher
+  is better; off by default, so that adding it never changes a ranking silently.
 * **fairness** — the fairness criteria of each bias set record
   (:attr:`harness.bias.data.BiasDataset.fairness`), oriented so that the
   declared direction holds.
@@ -62,7 +65,7 @@ from harness.energy import basis
 from harness.finetune.tasks import get_task
 from harness.grid.config import Experiment
 from harness.specs import BiasSpec, FinetuneSpec
-from harness.store import STATUS_OK, RunStore, atomic_write_bytes
+from harness.store import STATUS_OK, RunStore, record_problem
 from ranking.errors import UserError
 
 log = logging.getLogger("harness.grid")
@@ -89,6 +92,12 @@ EFFICIENCY_METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("co2_kg", "co2_kg", "kg CO2eq", "energy × the configured country's fixed grid carbon intensity "
      "(codecarbon's bundled average, not measured)"),
 )
+#: opt-in efficiency criteria (``collect(extra_criteria=...)``, ``vnr collect --criteria +NAME``):
+#: name → (record section, unit, direction, what it is). Off by default: a new column changes a ranking.
+OPTIONAL_EFFICIENCY: dict[str, tuple[str, str, str, str]] = {
+    "tokens_per_s": ("tokens", "tokens/s", "higher", "real (non-padding) training tokens per second inside "
+                     "optimizer steps (the record's tokens section; depends on the device and the batch layout)"),
+}
 #: the efficiency criteria whose figures are the energy's, so they carry its basis (carbon = energy × intensity)
 ENERGY_BASED = ("energy_kwh", "co2_kg")
 
@@ -125,12 +134,6 @@ def _num(value: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _nonfinite(value: Any) -> bool:
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    return isinstance(value, str) and value.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity")
-
-
 def _metrics_of(rec: dict[str, Any], epoch: str, rid: str, warn: bool = True) -> Any:
     if epoch == "best":
         if rec.get("metrics_best"):
@@ -141,7 +144,8 @@ def _metrics_of(rec: dict[str, Any], epoch: str, rid: str, warn: bool = True) ->
 
 
 def usable_problem(rec: Any, spec: FinetuneSpec | BiasSpec, epoch: str = "final") -> str | None:
-    """What makes a finished (``ok``) record unusable for the matrix, or None when it is usable.
+    """What makes a record unusable for the matrix, or None: the run store's one predicate
+    (:func:`harness.store.record_problem`), which ``vnr run`` and ``vnr status`` ask too.
 
     >>> spec = FinetuneSpec("tiny:bert", "rte", 0)
     >>> usable_problem({"status": "ok", "metrics": {"accuracy": 0.5}}, spec) is None
@@ -153,34 +157,7 @@ def usable_problem(rec: Any, spec: FinetuneSpec | BiasSpec, epoch: str = "final"
     >>> usable_problem({"status": "ok", "metrics": {"accuracy": None}}, spec)
     'metrics.accuracy is null'
     """
-    if not isinstance(rec, dict):
-        return "the record is not a JSON object"
-    metrics = _metrics_of(rec, epoch, str(rec.get("run_id", "")), warn=False)
-    if not isinstance(metrics, dict):
-        return "no numeric metrics"
-    for key, value in metrics.items():
-        if _nonfinite(value):
-            return f"metrics.{key} is {value}"
-    if isinstance(spec, FinetuneSpec):
-        registered = [c.record_key for c in get_task(spec.task).criteria]
-    else:
-        registered = [f.metric for f in get_dataset(spec.dataset).fairness]
-    for key in registered:
-        if key in metrics and metrics[key] is None:
-            return f"metrics.{key} is null"
-    if not any(_num(v) is not None for v in metrics.values()):
-        return "no numeric metrics"
-    efficiency = rec.get("efficiency")
-    if isinstance(spec, FinetuneSpec) and efficiency is not None:
-        if not isinstance(efficiency, dict):
-            return "efficiency is not an object"
-        for key, *_ in EFFICIENCY_METRICS:
-            if _nonfinite(efficiency.get(key)):
-                return f"efficiency.{key} is {efficiency[key]}"
-        packing = efficiency.get("packing", 1)
-        if isinstance(packing, bool) or not isinstance(packing, int) or packing < 1:
-            return f"efficiency.packing is {packing!r}, not a positive integer"
-    return None
+    return record_problem(rec, spec, epoch)
 
 
 def classify_runs(
@@ -281,17 +258,37 @@ def _packing_levels(packing: dict[tuple[str, str, int], tuple[int, str]], task: 
     return levels
 
 
+def efficiency_metrics(extra_criteria: Sequence[str] = ()) -> list[tuple[str, str, str, str, str, str]]:
+    """The efficiency criteria collected: (record key, suffix, unit, note, record section, direction), the
+    default ones then the opt-in :data:`OPTIONAL_EFFICIENCY` named in ``extra_criteria``.
+
+    >>> [m[1] for m in efficiency_metrics(["tokens_per_s"])][-2:]
+    ['co2_kg', 'tokens_per_s']
+    """
+    out = [(key, suffix, unit, note, "efficiency", "lower") for key, suffix, unit, note in EFFICIENCY_METRICS]
+    for name in dict.fromkeys(extra_criteria):
+        if name not in OPTIONAL_EFFICIENCY:
+            raise UserError(f"--criteria +{name}: not an optional criterion; use "
+                            + ", ".join(f"+{n}" for n in OPTIONAL_EFFICIENCY))
+        section, unit, direction, note = OPTIONAL_EFFICIENCY[name]
+        out.append((name, name, unit, note, section, direction))
+    return out
+
+
 def collect(
-    exp: Experiment, *, epoch: str = "final", allow_missing: bool = False, allow_mixed_packing: bool = False
+    exp: Experiment, *, epoch: str = "final", allow_missing: bool = False, allow_mixed_packing: bool = False,
+    extra_criteria: Sequence[str] = (),
 ) -> Collected:
-    """Build and write the matrix, its criteria sidecar and the per-seed side table."""
+    """Build and write the matrix, its criteria sidecar and the per-seed side table (``extra_criteria``: the
+    opt-in efficiency criteria of :data:`OPTIONAL_EFFICIENCY` to add, e.g. ``["tokens_per_s"]``)."""
     import pandas as pd
     import yaml
 
-    from ranking.table import ScoreTable
+    from ranking.table import ScoreTable, sha256_of
 
     if epoch not in ("final", "best"):
         raise UserError(f"--epoch {epoch!r}: use final or best")
+    eff_metrics = efficiency_metrics(extra_criteria)
     out = Path(exp.output)
     if out.exists() and not out.is_dir():
         raise UserError(f"output {out} is a file, not a results directory; give the grid's output directory")
@@ -326,8 +323,9 @@ def collect(
                 seeded.setdefault((spec.model, crit.name), {})[spec.seed] = value
         efficiency = rec.get("efficiency") or {}
         measured = False
-        for key, suffix, _unit, _note in EFFICIENCY_METRICS:
-            value = _num(efficiency.get(key))
+        for key, suffix, _unit, _note, section, _direction in eff_metrics:
+            part = rec.get(section)
+            value = _num(part.get(key)) if isinstance(part, dict) else None
             if value is not None:
                 seeded.setdefault((spec.model, f"{spec.task}_{suffix}"), {})[spec.seed] = value
                 measured = True
@@ -349,21 +347,22 @@ def collect(
             )
 
     perf_names = [c.name for t in exp.tasks for c in get_task(t).criteria]
-    eff_names = [f"{t}_{suffix}" for t in exp.tasks for _, suffix, _, _ in EFFICIENCY_METRICS]
+    eff_names = [f"{t}_{m[1]}" for t in exp.tasks for m in eff_metrics]
     seeds_all = list(exp.seeds)
     seeds_text = ",".join(map(str, seeds_all))
     for task in exp.tasks:
+        share = task_share(task)
         for crit in get_task(task).criteria:
             meta[crit.name] = {
                 "direction": "higher",
-                "weight": 1.0,
+                "weight": share,
                 "group": "performance",
                 "unit": crit.unit,
-                "source": crit.source(epoch, seeds_text),
+                "source": crit.source(epoch, seeds_text) + _share_text(task),
             }
-        for _key, suffix, unit, note in EFFICIENCY_METRICS:
+        for _key, suffix, unit, note, _section, direction in eff_metrics:
             meta[f"{task}_{suffix}"] = {
-                "direction": "lower",
+                "direction": direction,
                 "weight": 1.0,
                 "group": "efficiency",
                 "unit": unit,
@@ -412,7 +411,7 @@ def collect(
     packing_by_task: dict[str, list[int]] = {}
     for task in exp.tasks:
         cells = {(m, task) for m in exp.models
-                 if any((m, f"{task}_{suffix}") in complete for _, suffix, _, _ in EFFICIENCY_METRICS)}
+                 if any((m, f"{task}_{metric[1]}") in complete for metric in eff_metrics)}
         levels = _packing_levels(packing, task, cells)
         if not levels:
             continue
@@ -425,8 +424,8 @@ def collect(
             )
         text = (f"measured with {sorted(levels)[0]} run(s) per GPU (packing {sorted(levels)[0]})" if len(levels) == 1
                 else f"MIXED packing levels {', '.join(map(str, sorted(levels)))} runs per GPU (--allow-mixed-packing)")
-        for _key, suffix, _unit, _note in EFFICIENCY_METRICS:
-            meta[f"{task}_{suffix}"]["source"] += f"; {text}"
+        for metric in eff_metrics:
+            meta[f"{task}_{metric[1]}"]["source"] += f"; {text}"
 
     fair_names: list[str] = []
     scoring_modes: dict[str, dict[str, list[str]]] = {}  # dataset -> scoring mode -> run ids
@@ -494,6 +493,8 @@ def collect(
     seeds_path, stats_path = out / "seeds.csv", out / "seed_stats.csv"
     present = [g for g in GROUPS if any(meta[c]["group"] == g for c in frame.columns)]
     doc = {
+        "table": matrix_path.name,
+        "sha256": sha256_of(matrix_bytes := _csv_bytes(frame)),
         "model_column": "model",
         "groups": present,
         "criteria": {c: meta[c] for c in frame.columns},
@@ -518,9 +519,6 @@ def collect(
         + (f"# grid preset: {exp.preset} (rank with --preset {exp.preset} to follow its conventions)\n"
            if exp.preset != "default" else "")
     )
-    buf = io.StringIO()
-    frame.to_csv(buf, float_format="%.10g")
-    matrix_bytes = buf.getvalue().encode()
     criteria_bytes = (header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)).encode()
     kept = set(frame.columns) & set(perf_names + eff_names)
     side_bytes = []
@@ -533,17 +531,84 @@ def collect(
         side_bytes.append(buf.getvalue().encode())
     if not os.access(out, os.W_OK):  # refuse before writing any of the four files, not half-way
         raise UserError(f"cannot write the matrix into {out}: the directory is not writable")
-    try:
-        for path, content in ((matrix_path, matrix_bytes), (criteria_path, criteria_bytes),
-                              (seeds_path, side_bytes[0]), (stats_path, side_bytes[1])):
-            atomic_write_bytes(path, content)
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    # one unit: the side tables, then the matrix, then its sidecar (which holds the matrix's hash) last
+    write_together([(seeds_path, side_bytes[0]), (stats_path, side_bytes[1]), (matrix_path, matrix_bytes),
+                    (criteria_path, criteria_bytes)])
 
     ScoreTable.load(matrix_path)  # what `vnr rank` reads must load; a failure here is a bug, not user input
     return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
                      [*missing, *unusable], dict(unusable), packing_by_task, preset=exp.preset,
                      energy_basis=basis_by_task)
+
+
+def task_share(task: str) -> float:
+    """The own weight of each criterion of ``task``: 1 / the number of its metrics, so a task with two
+    metrics (STS-B Pearson and Spearman, MRPC and QQP accuracy and F1) counts once, as on the GLUE
+    leaderboard and in Vote'n'Rank. MNLI's matched and mismatched dev sets are two GLUE columns of one
+    metric each: weight 1 each, as there.
+
+    >>> task_share("stsb"), task_share("rte"), task_share("mnli")
+    (0.5, 1.0, 1.0)
+    """
+    return 1.0 / len(get_task(task).metrics)
+
+
+def _share_text(task: str) -> str:
+    n = len(get_task(task).metrics)
+    return f"; weight 1/{n}: one of {task}'s {n} metrics, so the task counts once" if n > 1 else ""
+
+
+def _csv_bytes(frame: Any) -> bytes:
+    buf = io.StringIO()
+    frame.to_csv(buf, float_format="%.10g")
+    return buf.getvalue().encode()
+
+
+def write_together(files: Sequence[tuple[Path, bytes]]) -> None:
+    """Write ``files`` (path, content) as one unit: every file is first written aside (a temporary name in
+    its folder, permissions from the umask, synced), then each is renamed over its target in the given order.
+
+    A failure while writing aside (disk full, read-only folder) changes none of the targets; a failure
+    between the renames puts back the files already replaced (kept as hard links until the end). Either
+    way a one-line :class:`UserError`, and no temporary file is left.
+    """
+    staged: list[tuple[Path, Path]] = []
+    backups: list[tuple[Path, Path | None, bool]] = []  # (target, its old version, whether it existed), in order
+    try:
+        for path, content in files:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            staged.append((tmp, path))
+            with open(tmp, "xb") as fh:
+                fh.write(content)
+                fh.flush()
+                os.fsync(fh.fileno())
+        for tmp, path in staged:
+            old: Path | None = path.with_name(f".{path.name}.{os.getpid()}.old")
+            existed = path.exists()
+            try:
+                os.link(path, old) if existed else None
+            except OSError:  # no hard links here: that file cannot be put back (the sidecar's hash still guards)
+                old = None
+            backups.append((path, old if existed else None, existed))
+            os.replace(tmp, path)
+    except OSError as exc:
+        for target, old, existed in reversed(backups):  # undo the renames done: the old unit stays whole
+            try:
+                if old is not None:
+                    os.replace(old, target)
+                elif not existed:
+                    target.unlink(missing_ok=True)
+            except OSError:
+                pass
+        where = getattr(exc, "filename", None) or (staged[-1][1] if staged else files[0][0])
+        raise UserError(f"cannot write {where}: {exc.strerror or exc} — nothing was changed; free space or "
+                        "fix the folder's permissions, then re-run vnr collect") from None
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        for _, old, _ in backups:
+            if old is not None:
+                old.unlink(missing_ok=True)
 
 
 def describe(result: Collected) -> str:

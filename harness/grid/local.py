@@ -27,7 +27,7 @@ unless ``verbose``.
 >>> spec = BiasSpec("tiny:bert", "crows_pairs", limit=2)
 >>> def fake(spec, output, **kw):
 ...     with RunStore(output).run(spec) as run:
-...         return run.finish({"metrics": {}})
+...         return run.finish({"metrics": {"metric_score": 55.0}})
 >>> [o.status for o in execute([spec, spec], out, runner=fake, progress=False, echo=False)]
 ['ran', 'skipped']
 """
@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib
-import inspect
 import json
 import logging
 import os
@@ -170,23 +168,6 @@ def spec_from_payload(text: str) -> tuple[Spec, dict[str, Any]]:
     return cls.from_mapping(data["fields"], where="--spec"), dict(data.get("options") or {})
 
 
-def check_run_options(kind: str, options: Mapping[str, Any], where: str = "run_options") -> None:
-    """Refuse keyword options the run function of ``kind`` does not take (checked before anything runs)."""
-    if not options:
-        return
-    module, name = ("harness.finetune", "run_finetune") if kind == "finetune" else ("harness.bias", "run_bias")
-    try:
-        func = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return  # the run function is not installed here (e.g. a login node without torch)
-    params = inspect.signature(func).parameters
-    reserved = {"spec", "output", "data_root", "progress"}
-    allowed = [p for p, v in params.items() if v.kind is inspect.Parameter.KEYWORD_ONLY and p not in reserved]
-    for key in options:
-        if key not in allowed:
-            raise UserError(f"{where}: {name} has no option {key!r} (options: {', '.join(allowed)})")
-
-
 # ---------------------------------------------------------------------- one spec
 def run_spec(
     spec: Spec,
@@ -207,7 +188,7 @@ def run_spec(
     """
     store = RunStore(output)
     rid = spec.run_id()
-    if store.is_done(rid):
+    if store.is_done(spec):
         return Outcome(rid, SKIPPED)
     store.ensure_writable()
     started = time.time()
@@ -376,7 +357,7 @@ def execute(
 
     def one(index: int, spec: Spec, slot: Mapping[str, str]) -> None:
         rid = spec.run_id()
-        if store.is_done(rid):
+        if store.is_done(spec):
             outcome = Outcome(rid, SKIPPED)
         else:
             opts = dict(options(spec)) if options else {}

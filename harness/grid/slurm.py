@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.grid.config import SlurmSettings, check_slurm_settings, slurm_value
+from harness.grid.config import SlurmSettings, slurm_value
 from harness.grid.local import Spec
 from harness.store import atomic_write_json
 from ranking.errors import UserError
@@ -64,7 +64,6 @@ def check_log_path(path: Path, where: str = "output") -> Path:
 
 def sbatch_parameters(settings: SlurmSettings, *, name: str, env_setup: Sequence[str] = ()) -> dict[str, Any]:
     """The settings as submitit ``SlurmExecutor`` parameters (sbatch's own names), each value checked."""
-    settings = check_slurm_settings(settings)
     params: dict[str, Any] = {
         "job_name": settings.job_name or slurm_value("job_name", f"vnr-{name}", "name"),
         "time": int(settings.time_min),

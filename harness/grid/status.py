@@ -2,15 +2,16 @@
 
 Read from the run store, and from ``squeue`` where it answers:
 
-* **done** — a result with ``status: ok`` (a record ``vnr collect`` cannot use,
-  e.g. without numeric metrics, says so in its detail);
+* **done** — a usable finished result (:func:`harness.store.record_problem`: ``status: ok``
+  with numeric metrics), exactly what ``vnr run`` skips and ``vnr collect`` reads;
 * **running** — a running marker whose process is alive: its SLURM array task
   is RUNNING in squeue, or (no SLURM ids) its pid is alive on this host; a
   marker from another host without squeue is trusted;
 * **queued** — submitted (a submission manifest maps it to an array task)
   and that task is pending in squeue (also while it waits to be requeued);
-* **failed** — the last attempt stored ``status: failed`` (the error is shown);
-  the next ``vnr run`` retries it;
+* **failed** — the last attempt stored ``status: failed`` (the error is shown), or a
+  record stored ``ok`` that is not usable (e.g. its metrics are not numbers; the
+  reason is shown); the next ``vnr run`` retries it;
 * **missing** — none of these (never run, a stale marker of a killed process, or
   a result file that is not a JSON object).
 """
@@ -24,12 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.grid.collect import usable_problem
 from harness.grid.config import Experiment
 from harness.grid.local import Spec
 from harness.grid.slurm import read_manifests, squeue_states
 from harness.specs import FinetuneSpec
-from harness.store import STATUS_FAILED, STATUS_OK, RunStore
+from harness.store import STATUS_FAILED, STATUS_OK, RunStore, record_problem
 
 STATES = ("done", "running", "queued", "failed", "missing")
 _PENDING = {"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "CONFIGURING", "RESIZING", "SUSPENDED"}
@@ -87,12 +87,10 @@ def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squ
         rid = spec.run_id()
         rec = store.get(rid)
         broken = store.unreadable(rid) if rec is None else None
-        if rec is not None and rec.get("status") == STATUS_OK:
-            problem = usable_problem(rec, spec)
+        problem = record_problem(rec, spec) if rec is not None and rec.get("status") == STATUS_OK else None
+        if rec is not None and rec.get("status") == STATUS_OK and problem is None:
             wall = rec.get("wall_time_s")
             detail = f"{wall:.0f} s" if isinstance(wall, int | float) and not isinstance(wall, bool) else ""
-            if problem:
-                detail = f"{detail}; unusable for collect: {problem}".lstrip("; ")
             out.append(SpecStatus(spec, rid, "done", detail))
             continue
         info = store.running_info(rid)
@@ -116,6 +114,9 @@ def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squ
             if state in _PENDING:
                 out.append(SpecStatus(spec, rid, "queued", f"job {job} {state.lower()}"))
                 continue
+        if problem is not None:  # stored ok, but no usable result: the next `vnr run` redoes it
+            out.append(SpecStatus(spec, rid, "failed", f"unusable record: {problem}; `vnr run` redoes it"))
+            continue
         if rec is not None and rec.get("status") == STATUS_FAILED:
             error = str(rec.get("error") or "no error recorded").strip().splitlines()
             out.append(SpecStatus(spec, rid, "failed", error[-1][:200] if error else ""))

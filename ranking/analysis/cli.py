@@ -188,15 +188,28 @@ def format_rows(rows: list[dict[str, Any]], *, wide: bool = False) -> str:
 def run_agreement(args: argparse.Namespace) -> int:
     from ranking.analysis._common import parse_int_list
     from ranking.analysis.votenrank import compare_rankings
+    from ranking.errors import UserError
     from ranking.rules import rule_names
 
     table = _load(args)
     ks = parse_int_list(args.k, "-k")
-    rules = rule_names() if args.rules == "all" else [r.strip() for r in args.rules.split(",") if r.strip()]
+    every = args.rules == "all"
+    rules = rule_names() if every else [r.strip() for r in args.rules.split(",") if r.strip()]
+    rankers = {r: _ranker(args, r) for r in rules}  # unknown names fail before any rule runs
     reference = _ranker(args, args.reference)(table)
-    rankings = {r: _ranker(args, r)(table) for r in rules}
+    rankings, skipped = {}, {}
+    for name, ranker in rankers.items():
+        try:
+            rankings[name] = ranker(table)
+        except UserError as exc:
+            if not every:  # a rule the user named must run
+                raise UserError(f"rule {name}: {exc}") from None
+            skipped[name] = str(exc)  # e.g. the geometric mean of a table with a zero score
+    for name, why in skipped.items():
+        print(f"vnr analyze agreement: note: skipped {name}: {why}", file=sys.stderr)
     rows = compare_rankings(rankings, reference, ks)
-    return _emit(args, {"reference": args.reference, "rows": rows}, rows, f"reference: {args.reference}")
+    payload = {"reference": args.reference, "rows": rows, "skipped": skipped}
+    return _emit(args, payload, rows, f"reference: {args.reference}")
 
 
 def run_iia(args: argparse.Namespace) -> int:

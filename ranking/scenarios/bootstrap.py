@@ -9,6 +9,12 @@ seed-independent criteria keep their matrix value. Every column of the scenario
 is then ranked again. The result, per column, is a models × positions matrix of
 probabilities (ties share the best position, as everywhere).
 
+Uncertainty from the source: a table whose scores come with standard errors (an imported
+lm-evaluation-harness run, ``stderr.csv``) is resampled by :func:`error_bootstrap` instead —
+each replicate draws every score from Normal(score, its standard error), independently;
+scores without a standard error stay fixed — so the rank probabilities reflect the
+benchmark's own sampling noise.
+
 >>> probs = bootstrap(scenario, table, read_seeds(path, table), n=200, seed=0)   # doctest: +SKIP
 >>> probs["borda"][0]          # P(model 0 is 1st, 2nd, …)                      # doctest: +SKIP
 array([0.83, 0.17, 0.  , 0.  ])
@@ -82,6 +88,20 @@ def resample_values(
     return values
 
 
+def resample_from_errors(table: ScoreTable, rng: np.random.Generator) -> np.ndarray:
+    """One draw of the table's values: each score from Normal(score, its standard error); unknown ones fixed.
+
+    >>> from ranking.table import Criterion
+    >>> t = ScoreTable(("A", "B"), (Criterion("acc"),), np.array([[0.5], [0.52]]),
+    ...                standard_errors=np.array([[0.0], [np.nan]]))
+    >>> resample_from_errors(t, np.random.default_rng(0)).tolist()   # se 0 and unknown: unchanged
+    [[0.5], [0.52]]
+    """
+    assert table.standard_errors is not None
+    spread = np.nan_to_num(table.standard_errors, nan=0.0)
+    return table.values + rng.standard_normal(table.values.shape) * spread
+
+
 def bootstrap(
     scenario: Scenario,
     table: ScoreTable,
@@ -90,16 +110,28 @@ def bootstrap(
     seed: int = 0,
 ) -> dict[str, np.ndarray]:
     """Column → (models × positions) probability of each rank position over ``n`` seed resamples."""
-    if n < 1:
-        raise UserError(f"--bootstrap needs a positive number of resamples, got {n}")
     if not seeds:
         raise UserError("the per-seed results name none of the scenario's models and criteria: nothing to resample")
+    return _rank_probabilities(scenario, table, lambda rng: resample_values(table, seeds, rng), n, seed)
+
+
+def error_bootstrap(scenario: Scenario, table: ScoreTable, n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Column → (models × positions) probability of each rank position over ``n`` draws from the standard errors."""
+    if table.standard_errors is None:
+        raise UserError("the table has no standard errors to draw from")
+    return _rank_probabilities(scenario, table, lambda rng: resample_from_errors(table, rng), n, seed)
+
+
+def _rank_probabilities(scenario: Scenario, table: ScoreTable, draw_values, n: int, seed: int) -> dict[str, np.ndarray]:
+    """Rank every column on ``n`` tables of ``draw_values(rng)``; per column, the share of draws at each position."""
+    if n < 1:
+        raise UserError(f"--bootstrap needs a positive number of resamples, got {n}")
     rng = np.random.default_rng(seed)
     k = table.n_models
     counts = {c.name: np.zeros((k, k)) for c in scenario.columns}
     rows = np.arange(k)
     for _ in range(n):
-        draw = table.with_values(resample_values(table, seeds, rng))
+        draw = table.with_values(draw_values(rng))
         for c in scenario.columns:
             ranks = run_column(draw, c, scenario.ties).ranks
             ok = ~np.isnan(ranks)

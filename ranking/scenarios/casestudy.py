@@ -109,8 +109,32 @@ def load_case_study(data_root: str | Path | None = None, dir: str | Path | None 
         if len(lacking) == table.n_models:
             raise UserError(f"case study in {folder}: every model lacks a whole group")
         table = table.drop_models(lacking)
-    crits = tuple(replace(c, source=f"votenrank case study ({c.group})") for c in table.criteria)
+    crits = tuple(replace(c, source=f"votenrank case study ({c.group})", unit=case_study_unit(c.name, c.group))
+                  for c in table.criteria)
     return table.with_criteria(crits)
+
+
+#: the tracker's column suffixes (the paper's four efficiency features) and their units
+EFFICIENCY_UNITS = {"_total_power": "kWh", "_exp_len_hours": "h", "_gpu_hours": "GPU-h", "_kg_carbon": "kg CO2eq"}
+
+
+def case_study_unit(name: str, group: str | None) -> str | None:
+    """The unit of a case-study column, from its name and file (None where the files do not say).
+
+    GLUE accuracies and F1 are in %, the correlations (Matthews, Pearson, Spearman) × 100; the tracker's
+    columns by suffix; the bias scores are fractions (0–1), as the authors stored them.
+
+    >>> [case_study_unit(n, g) for n, g in (("rte.eval_accuracy", "performance"), ("stsb.eval_pearson",
+    ...  "performance"), ("rte_total_power", "efficiency"), ("anti_crows_score", "fairness"))]
+    ['%', '×100', 'kWh', '0–1']
+    """
+    if group == "performance":
+        return "%" if name.endswith(("_accuracy", "_f1")) else "×100"
+    if group == "efficiency":
+        return next((unit for suffix, unit in EFFICIENCY_UNITS.items() if name.endswith(suffix)), None)
+    if group == "fairness":
+        return "0–1"
+    return None
 
 
 Importer = Callable[..., ScoreTable]

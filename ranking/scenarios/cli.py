@@ -54,7 +54,8 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
 
 
 def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
-    """The scenario's comparison, with seed-bootstrap rank probabilities when ``--bootstrap N`` > 0."""
+    """The scenario's comparison, with bootstrap rank probabilities when ``--bootstrap N`` > 0: drawn from the
+    table's standard errors where it has them (an imported source's ``stderr.csv``), else from its seeds."""
     from ranking.scenarios.compare import compare
 
     scenario, table, seeds, source = load_inputs(args)
@@ -63,19 +64,34 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
     if n < 0:
         raise UserError(f"--bootstrap must be >= 0, got {n}")
     if n > 0:
-        from ranking.scenarios.bootstrap import bootstrap, read_seeds
+        from ranking.scenarios.bootstrap import bootstrap, error_bootstrap, read_seeds
 
-        if seeds is None:
-            where = f" (no seeds.csv beside {source})" if source else ""
-            raise UserError(
-                f"--bootstrap {n}: no per-seed results exist for this table{where}; "
-                "collect runs with several seeds (vnr collect writes seeds.csv) or drop --bootstrap"
-            )
-        seed_values = read_seeds(seeds, table)
         seed_arg = getattr(args, "seed", None)
-        cmp.rank_probabilities = bootstrap(scenario, table, seed_values, n, seed=0 if seed_arg is None else int(seed_arg))
+        seed = 0 if seed_arg is None else int(seed_arg)
+        if table.standard_errors is not None:  # the source's own noise (e.g. lm-eval's stderr) wins over seeds
+            say(f"bootstrapping {n} draws from the scores' standard errors …")
+            cmp.rank_probabilities = error_bootstrap(scenario, table, n, seed=seed)
+            cmp.bootstrap_source = "standard_errors"
+            if seeds is not None:
+                cmp.notes.append(f"The bootstrap drew from the scores' standard errors; {seeds.name} was not used.")
+        else:
+            if seeds is None:
+                where = f" (no seeds.csv beside {source})" if source else ""
+                raise UserError(
+                    f"--bootstrap {n}: no per-seed results exist for this table{where} and it has no standard errors; "
+                    "collect runs with several seeds (vnr collect writes seeds.csv), import a source with standard "
+                    "errors (vnr import lm-eval), or drop --bootstrap"
+                )
+            seed_values = read_seeds(seeds, table)
+            say(f"bootstrapping {n} resamples over seeds …")
+            cmp.rank_probabilities = bootstrap(scenario, table, seed_values, n, seed=seed)
         cmp.bootstrap_n = n
     return cmp, scenario, seeds, source
+
+
+def say(text: str) -> None:
+    """A one-line progress message on stderr (stdout keeps the result), before work that takes seconds."""
+    print(text, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------- rank
@@ -95,9 +111,11 @@ def run_rank_scenario(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- report
 def run_report(args: argparse.Namespace) -> int:
+    from ranking.paths import check_output_dir
     from ranking.scenarios.report import write_report
     from ranking.scenarios.simplex import simplex_map
 
+    check_output_dir(args.out, "--out")  # before the work: a file named as --out is refused in one line
     cmp, scenario, _, source = build_comparison(args)
     resolution = args.resolution or scenario.simplex_resolution
     maps = []
@@ -105,12 +123,14 @@ def run_report(args: argparse.Namespace) -> int:
     groups = cmp.table.group_names
     chosen = scenario.default_simplex_columns()
     if len(groups) == 3 and chosen:
+        say(f"vnr report: weight-simplex maps of {len(chosen)} column(s) at resolution {resolution} …")
         for name in chosen:
             maps.append(simplex_map(cmp.table, scenario.column(name), scenario.ties, resolution))
     elif chosen:
         notes.append(f"No weight-simplex map: it needs exactly three groups (this table has {len(groups)}).")
     else:
         notes.append("No weight-simplex map: the scenario has no weighted or two-step column.")
+    say(f"vnr report: rendering the report and its figures into {args.out} …")
     path = write_report(cmp, args.out, maps, source=source, notes=notes, data_root=_data_root_shown(args))
     print(f"wrote {path} (and its figures in {path.parent})")
     return 0
@@ -189,7 +209,8 @@ def register(subparsers: Any) -> None:
     _common(p)
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
     p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
-                   help="seed-bootstrap resamples for rank probabilities (needs seeds.csv)")
+                   help="replicates for rank probabilities: draws from the scores' standard errors where the table "
+                   "has them (stderr.csv), else seed resamples (needs seeds.csv)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap")
     p.add_argument("--resolution", type=int_in_range(1, MAX_RESOLUTION), default=None, metavar="R",
                    help=f"grid steps per side of the weight simplex, 1 to {MAX_RESOLUTION} "

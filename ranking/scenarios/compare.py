@@ -72,6 +72,13 @@ def align(result: RuleResult, models: tuple[str, ...]) -> RuleResult:
     return RuleResult(result.rule, tuple(models), scores, ranks, dict(result.params))
 
 
+#: what a bootstrap resampled → how the output names its replicates.
+BOOTSTRAP_SOURCES = {
+    "seeds": "seed-bootstrap resamples",
+    "standard_errors": "draws of each score from Normal(score, its standard error)",
+}
+
+
 @dataclass
 class Comparison:
     """Every column's result on one table, the reference, and (optionally) bootstrap rank probabilities."""
@@ -82,6 +89,11 @@ class Comparison:
     rank_probabilities: dict[str, np.ndarray] | None = None  # column -> (models × positions)
     bootstrap_n: int = 0
     notes: list[str] = field(default_factory=list)
+    bootstrap_source: str = "seeds"  # what was resampled: "seeds" or "standard_errors" (BOOTSTRAP_SOURCES)
+
+    def resamples(self) -> str:
+        """What the rank probabilities are over, e.g. ``200 seed-bootstrap resamples``."""
+        return f"{self.bootstrap_n} {BOOTSTRAP_SOURCES[self.bootstrap_source]}"
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -190,12 +202,12 @@ def _shares(cells: list[tuple[str, float, float, str]], rank: float) -> bool:
 
 
 def format_probabilities(cmp: Comparison, *, wide: bool = False) -> str:
-    """Per column, each model's probability (%) of each rank position over the seed bootstrap."""
+    """Per column, each model's probability (%) of each rank position over the bootstrap (seeds or standard errors)."""
     from ranking.textable import TextTable, render
 
     assert cmp.rank_probabilities is not None
     n = len(cmp.models)
-    blocks = [f"Rank probabilities over {cmp.bootstrap_n} seed-bootstrap resamples (% of resamples at each position):"]
+    blocks = [f"Rank probabilities over {cmp.resamples()} (% of replicates at each position):"]
     for c in cmp.scenario.columns:
         probs = cmp.rank_probabilities[c.name]
         rows = []

@@ -93,6 +93,19 @@ def live_script() -> str:
     return resources.files("ranking.scenarios").joinpath("live_weights.js").read_text(encoding="utf-8")
 
 
+#: Characters that may not appear raw in JSON inside a ``<script>`` element: ``<`` and ``>`` (``</script>``,
+#: ``<!--``, ``<script`` change how the HTML parser reads the element), ``&``, and the line and paragraph
+#: separators (line ends for old JavaScript). JSON reads the ``\\uXXXX`` escapes back as the same text.
+_SCRIPT_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_SCRIPT_TRANSLATION = str.maketrans(_SCRIPT_UNSAFE)
+
+
 def live_json(data: Mapping[str, Any]) -> str:
-    """``data`` as JSON safe inside ``<script type="application/json">`` (no ``</`` sequence)."""
-    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    """``data`` as JSON safe inside ``<script type="application/json">``: any model or criterion name
+    (``</script>``, ``<!--<script>``, ...) stays text in the JSON and leaves the page's structure alone.
+
+    >>> live_json({"models": ["<!--<script>", "a&b\u2028"]})
+    '{"models":["\\\\u003c!--\\\\u003cscript\\\\u003e","a\\\\u0026b\\\\u2028"]}'
+    """
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    return text.translate(_SCRIPT_TRANSLATION)

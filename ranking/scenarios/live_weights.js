@@ -165,7 +165,7 @@
   var table = document.createElement("table");
   table.id = "live-table";
   var head = document.createElement("tr");
-  ["#", "model"].concat(D.rules.map(function (r) { return LABELS[r] || r; })).forEach(function (t) {
+  ["#", "model"].concat(D.rules.map(function (r) { return (LABELS[r] || r) + ": rank (score)"; })).forEach(function (t) {
     var th = document.createElement("th"); th.textContent = t; head.appendChild(th);
   });
   var thead = document.createElement("thead"); thead.appendChild(head); table.appendChild(thead);
@@ -208,7 +208,7 @@
         cell.textContent = rank === null ? "–" : String(rank);
         var score = document.createElement("span");
         score.className = "score";
-        score.textContent = " " + fmt(res[r].scores[i]);
+        score.textContent = " (" + fmt(res[r].scores[i]) + ")";
         cell.appendChild(score);
         tr.appendChild(cell);
       });

@@ -251,8 +251,8 @@ def rank_probability_figure(cmp: Comparison) -> Any:
     rows = [cmp.models.index(m) for m in order]
     im = None
     for k, (ax, c) in enumerate(zip(axes.flat, cols)):
-        data = cmp.rank_probabilities[c][rows]
-        im = ax.imshow(data, cmap="Blues", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        data = 100 * np.asarray(cmp.rank_probabilities[c][rows], dtype=float)  # in %, like the colour bar
+        im = ax.imshow(data, cmap="Blues", vmin=0, vmax=100, aspect="auto", interpolation="nearest")
         ax.set_title("\n".join(textwrap.wrap(c, 30)), fontsize=9)
         ax.set_xticks(range(n))
         ax.set_xticklabels([str(p + 1) for p in range(n)], fontsize=8)
@@ -261,14 +261,13 @@ def rank_probability_figure(cmp: Comparison) -> Any:
         ax.set_yticklabels(order if k % ncols == 0 else [], fontsize=8)
         for r in range(n):
             for p in range(n):
-                if data[r, p] >= 0.01:
-                    ax.text(p, r, f"{100 * data[r, p]:.0f}", ha="center", va="center", fontsize=7,
-                            color="white" if data[r, p] > 0.6 else "black")
+                if data[r, p] >= 1:
+                    ax.text(p, r, f"{data[r, p]:.0f}", ha="center", va="center", fontsize=7,
+                            color="white" if data[r, p] > 60 else "black")
     for ax in list(axes.flat)[len(cols):]:
         ax.axis("off")
     if im is not None:
         cb = fig.colorbar(im, ax=axes, fraction=0.02, pad=0.01)
-        cb.set_label("P(rank)")
-    fig.suptitle(f"Rank probabilities over {cmp.bootstrap_n} seed-bootstrap resamples (cells: % of resamples)",
-                 fontsize=10)
+        cb.set_label("% of resamples at this rank")
+    fig.suptitle(f"Rank probabilities over {cmp.resamples()} (cells: % of resamples)", fontsize=10)
     return fig

@@ -7,7 +7,8 @@
   (:mod:`ranking.scenarios.live`), embedded with its data; paths in it are relative
   (a data path reads ``<data root>/…``, others are relative to the report's folder);
 - ``comparison.csv`` / ``comparison.json`` — the comparison table (as ``vnr rank`` prints it);
-Every file is written atomically (a temporary file, then a rename).
+Every file is written atomically (a temporary file, then a rename) with the umask's permissions
+(:func:`ranking.paths.write_bytes_atomic`).
 
 - ``bump_chart.png``, ``criteria_heatmap.png``, ``simplex_map.png`` (three groups and at
   least one weighted / two-step column), ``rank_probabilities.png`` (with a seed bootstrap).
@@ -21,12 +22,12 @@ import io
 import math
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ranking.paths import write_bytes_atomic as _write
 from ranking.scenarios.compare import (
     Comparison,
     criterion_order,
@@ -54,19 +55,6 @@ code{background:#f5f5f5;padding:0 .25em}
 .live-share{display:inline-block;min-width:2.6em;text-align:right;color:#666}
 #live-table td[data-rule]{text-align:right} td.live-first{background:#e8f5e9;font-weight:600}
 """
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then a rename)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def relative_paths(text: str, out_dir: str | Path, data_root: str | Path | None = None) -> str:
@@ -204,7 +192,7 @@ def raw_values_html(table: ScoreTable, models: Sequence[str]) -> str:
         c = table.criteria[j]
         arrow = "↑\u00a0higher" if c.direction == "higher" else "↓\u00a0lower"
         cells = "".join(f"<td class='num'>{html.escape(number(table.values[i, j]))}</td>" for i in cols)
-        unit = (c.unit or "–") + (f" ({c.method})" if c.method else "")  # e.g. "kWh (estimate)"
+        unit = " ".join(filter(None, (c.unit, f"({c.method})" if c.method else "")))  # "kWh (estimate)"; none: blank
         rows.append(
             f"<tr><td>{html.escape(c.group or '–')}</td><td>{html.escape(c.name)}</td>"
             f"<td>{html.escape(unit)}</td><td>{arrow}</td><td class='num'>{html.escape(number(c.weight))}</td>"
@@ -233,7 +221,7 @@ def live_html(cmp: Comparison) -> str:
         f"<code>{html.escape(sc.ties)}</code>. Borda, Dowdall, Plurality and the mean are linear in the weights; "
         "Copeland and Minimax are recomputed from the per-criterion pairwise comparisons embedded in the page. "
         "The rankings equal <code>vnr rank TABLE --setting weighted --group-weights …</code> for the same "
-        "weights. Each cell: rank, then score. A link with <code>#weights=0.4,0.3,0.3</code> opens the page "
+        "weights. Each cell: the model's rank under that rule, then its score in brackets. A link with <code>#weights=0.4,0.3,0.3</code> opens the page "
         "at those weights.</p>"
         "<div id='live'><noscript>(the live table needs JavaScript)</noscript></div>"
         f"<script type='application/json' id='live-data'>{live_json(data)}</script>"
@@ -309,9 +297,10 @@ def write_report(
     )
     if cmp.rank_probabilities is not None:
         img = _save_figure(plots.rank_probability_figure(cmp), out, "rank_probabilities")
+        heading = "Uncertainty over seeds" if cmp.bootstrap_source == "seeds" else "Uncertainty from the standard errors"
         sections.append(
-            f"<h2>Uncertainty over seeds</h2><p class='muted'>Probability of each rank position over "
-            f"{cmp.bootstrap_n} bootstrap resamples of the seeds.</p><img alt='rank probabilities' src='{img}'>"
+            f"<h2>{heading}</h2><p class='muted'>Probability of each rank position over "
+            f"{html.escape(cmp.resamples())}.</p><img alt='rank probabilities' src='{img}'>"
             + _probabilities_html(cmp)
         )
     all_notes = [*cmp.notes, *notes]

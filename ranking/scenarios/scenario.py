@@ -57,59 +57,26 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ranking.errors import UserError
-from ranking.table import DIRECTIONS, ScoreTable
+from ranking.table import ScoreTable
 from ranking.yaml_io import read_yaml
 
 log = logging.getLogger(__name__)
 
 SETTINGS = ("basic", "weighted", "two-step")
 TIES = ("default", "votenrank")
-_TOP_KEYS = {
-    "name", "description", "table", "ties", "preset", "og_gamma", "groups", "directions", "reference", "columns", "report",
-}
-_GROUP_KEYS = {"criteria", "table_group", "weights", "direction", "description"}
-_COLUMN_KEYS = {"name", "rule", "setting", "group_weights", "group", "params", "ties", "description"}
-_REPORT_KEYS = {"simplex_columns", "simplex_resolution"}
-_TABLE_KEYS = {"importer", "path", "dir"}
 
 
 # ---------------------------------------------------------------------- value parsing
-def parse_weight(value: Any, what: str) -> float:
-    """A non-negative finite weight from a number or a string (``"0.4"``, ``"1/2"``).
-
-    >>> parse_weight("1/2", "w"), parse_weight(3, "w")
-    (0.5, 3.0)
-    """
-    if isinstance(value, bool) or value is None:
-        raise UserError(f"{what}: weight {value!r} is not a number (write e.g. 0.5 or 1/2)")
-    if isinstance(value, (int, float)):
-        w = float(value)
-    elif isinstance(value, str):
-        try:
-            w = float(Fraction(value.strip()))
-        except (ValueError, ZeroDivisionError):
-            raise UserError(f"{what}: weight {value!r} does not parse (write e.g. 0.5 or 1/2)") from None
-    else:
-        raise UserError(f"{what}: weight {value!r} is not a number (write e.g. 0.5 or 1/2)")
-    if not math.isfinite(w):
-        raise UserError(f"{what}: weight {value!r} is not finite")
-    if w < 0:
-        raise UserError(f"{what}: weight {w:g} is negative; weights must be >= 0")
-    return w
-
-
 def match_criteria(pattern: str, names: Sequence[str]) -> list[str]:
     """Names matched by ``pattern``: an exact name, a glob (``*``, ``?``, ``[...]``) or ``re:<regex>``.
 
@@ -193,62 +160,56 @@ class Scenario:
     # ------------------------------------------------------------------ parsing
     @classmethod
     def from_mapping(cls, doc: Any, *, path: str | Path | None = None) -> Scenario:
-        where = f"scenario {path}" if path else "scenario"
-        if not isinstance(doc, Mapping):
-            raise UserError(f"{where} must be a mapping with 'columns' (and usually 'groups')")
-        _no_unknown(doc, _TOP_KEYS, where)
-        name = str(doc.get("name") or (Path(path).stem if path else "scenario"))
-        preset, og_gamma = _parse_preset(doc, where)
-        ties = str(doc.get("ties", "default" if preset is None else preset.ties))
-        if ties not in TIES:
-            raise UserError(f"{where}: ties {ties!r} is not one of {', '.join(TIES)}")
-        groups = _parse_groups(doc.get("groups"), where)
+        """The scenario of a parsed YAML mapping (or a Python dict): checked against its schema
+        (:class:`ranking.schemas.ScenarioModel`), then against the rules and its own names."""
+        from ranking.schemas import SCENARIO, validate
+        from ranking.settings import get_preset
+
+        where = str(path) if path else "scenario"
+        spec = validate(SCENARIO, doc, where)
+        name = spec.name or (Path(path).stem if path else "scenario")
+        preset = get_preset(spec.preset) if spec.preset is not None else None
+        ties = spec.ties or ("default" if preset is None else preset.ties)
+        groups = tuple(
+            GroupSpec(name=g, criteria=tuple(gs.criteria or ()), table_group=gs.table_group,
+                      weights=tuple((gs.weights or {}).items()), direction=gs.direction)
+            for g, gs in (spec.groups or {}).items()
+        )
         group_names = [g.name for g in groups]
-        directions = _parse_directions(doc.get("directions"), f"{where}: directions")
-        columns = _parse_columns(doc.get("columns"), group_names, where)
-        columns = tuple(_with_preset(c, preset, og_gamma) for c in columns)
+        columns = _columns(spec.columns, group_names, where)
+        columns = tuple(_with_preset(c, preset, spec.og_gamma) for c in columns)
         names = [c.name for c in columns]
-        reference = doc.get("reference", names[0])
+        reference = spec.reference if spec.reference is not None else names[0]
         if reference not in names:
-            raise UserError(f"{where}: reference {reference!r} is not a column (columns: {', '.join(names)})")
-        table_spec = doc.get("table")
-        if table_spec is not None:
-            if not isinstance(table_spec, Mapping) or not (set(table_spec) & {"importer", "path"}):
-                raise UserError(f"{where}: 'table' must be a mapping with 'importer' or 'path'")
-            _no_unknown(table_spec, _TABLE_KEYS, f"{where}: table")
-            table_spec = dict(table_spec)
-        report = doc.get("report") or {}
-        if not isinstance(report, Mapping):
-            raise UserError(f"{where}: 'report' must be a mapping")
-        _no_unknown(report, _REPORT_KEYS, f"{where}: report")
-        simplex_columns = report.get("simplex_columns")
+            raise UserError(f"{where}: reference: {reference!r} is not a column — write one of: {', '.join(names)}")
+        table_spec = None
+        if spec.table is not None:
+            table_spec = {k: v for k, v in spec.table.model_dump().items() if v is not None}
+        report = spec.report
+        simplex_columns = report.simplex_columns if report is not None else None
         if simplex_columns is not None:
-            if isinstance(simplex_columns, str) or not isinstance(simplex_columns, Sequence):
-                raise UserError(f"{where}: report.simplex_columns must be a list of column names")
             for c in simplex_columns:
                 col = next((x for x in columns if x.name == c), None)
                 if col is None:
-                    raise UserError(f"{where}: report.simplex_columns names unknown column {c!r}")
+                    raise UserError(f"{where}: report.simplex_columns: unknown column {c!r} — write one of: "
+                                    f"{', '.join(names)}")
                 if not col.uses_group_weights:
                     raise UserError(
-                        f"{where}: report.simplex_columns: column {c!r} has setting {col.setting!r}; "
-                        "the weight simplex needs a weighted or two-step column"
+                        f"{where}: report.simplex_columns: column {c!r} has setting {col.setting!r} — "
+                        "name a weighted or two-step column (the weight simplex needs one)"
                     )
-            simplex_columns = tuple(str(c) for c in simplex_columns)
-        resolution = report.get("simplex_resolution", 30)
-        if isinstance(resolution, bool) or not isinstance(resolution, int) or not 1 <= resolution <= 400:
-            raise UserError(f"{where}: report.simplex_resolution must be an integer from 1 to 400, got {resolution!r}")
+            simplex_columns = tuple(simplex_columns)
         return cls(
             name=name,
             columns=columns,
-            reference=str(reference),
+            reference=reference,
             groups=groups,
-            directions=directions,
+            directions=tuple((spec.directions or {}).items()),
             ties=ties,
             table_spec=table_spec,
-            description=str(doc.get("description") or "").strip(),
+            description=(spec.description or "").strip(),
             simplex_columns=simplex_columns,
-            simplex_resolution=resolution,
+            simplex_resolution=report.simplex_resolution if report is not None else 30,
             path=str(path) if path else None,
             preset=preset.name if preset is not None else None,
         )
@@ -376,6 +337,7 @@ class Scenario:
             tuple(new[n] for n in order),
             values[keep],
             source=table.source,
+            standard_errors=None if table.standard_errors is None else table.standard_errors[:, idx][keep],
         )
         from ranking.settings import get_preset
 
@@ -448,80 +410,7 @@ def load_scenario(path: str | Path) -> Scenario:
     return Scenario.from_mapping(doc, path=path)
 
 
-# ---------------------------------------------------------------------- parsing helpers
-def _no_unknown(doc: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(str(k) for k in doc if k not in allowed)
-    if unknown:
-        raise UserError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
-
-
-def _string_list(value: Any, what: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
-        raise UserError(f"{what} must be a list of criterion names or patterns")
-    return tuple(value)
-
-
-def _direction(value: Any, what: str) -> str:
-    if value not in DIRECTIONS:
-        raise UserError(f"{what}: direction {value!r} is not one of {', '.join(DIRECTIONS)}")
-    return str(value)
-
-
-def _parse_groups(raw: Any, where: str) -> tuple[GroupSpec, ...]:
-    if raw is None:
-        return ()
-    if isinstance(raw, Sequence) and not isinstance(raw, str):  # [performance, efficiency]: table groups
-        raw = {str(g): {} for g in raw}
-    if not isinstance(raw, Mapping) or not raw:
-        raise UserError(f"{where}: 'groups' must map group names to their criteria")
-    out = []
-    for gname, spec in raw.items():
-        what = f"{where}: group {gname!r}"
-        if isinstance(spec, (list, str)):
-            spec = {"criteria": spec}
-        spec = spec or {}
-        if not isinstance(spec, Mapping):
-            raise UserError(f"{what} must be a mapping (criteria, weights, direction) or a list of criteria")
-        _no_unknown(spec, _GROUP_KEYS, what)
-        weights_raw = spec.get("weights") or {}
-        if not isinstance(weights_raw, Mapping):
-            raise UserError(f"{what}: 'weights' must map criterion names/patterns to weights")
-        weights = tuple((str(k), parse_weight(v, f"{what}, criterion {k!r}")) for k, v in weights_raw.items())
-        direction = spec.get("direction")
-        out.append(
-            GroupSpec(
-                name=str(gname),
-                criteria=_string_list(spec.get("criteria"), f"{what}: 'criteria'"),
-                table_group=str(spec["table_group"]) if spec.get("table_group") else None,
-                weights=weights,
-                direction=_direction(direction, what) if direction is not None else None,
-            )
-        )
-    return tuple(out)
-
-
-def _parse_preset(doc: Mapping[str, Any], where: str) -> tuple[Any, float | None]:
-    """The scenario's ``preset`` (a :class:`ranking.settings.Preset`, or None) and ``og_gamma`` (or None)."""
-    from ranking.settings import get_preset
-
-    preset = None
-    if doc.get("preset") is not None:
-        try:
-            preset = get_preset(str(doc["preset"]))
-        except UserError as exc:
-            raise UserError(f"{where}: {exc}") from None
-    og_gamma = doc.get("og_gamma")
-    if og_gamma is not None:
-        if isinstance(og_gamma, bool) or not isinstance(og_gamma, (int, float)) or not math.isfinite(og_gamma) or og_gamma <= 0:
-            raise UserError(f"{where}: og_gamma must be a finite number > 0 (0.95 = 95 on a 0-100 scale), got {og_gamma!r}")
-        og_gamma = float(og_gamma)
-    return preset, og_gamma
-
-
+# ---------------------------------------------------------------------- checks beyond the schema
 def _with_preset(column: Column, preset: Any, og_gamma: float | None) -> Column:
     """The column with the scenario's preset and ``og_gamma`` in its params (its own params win)."""
     params = dict(column.params)
@@ -532,73 +421,40 @@ def _with_preset(column: Column, preset: Any, og_gamma: float | None) -> Column:
     return replace(column, params=params) if params != column.params else column
 
 
-def _parse_directions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, Mapping):
-        raise UserError(f"{where} must map criterion names/patterns to 'higher' or 'lower'")
-    return tuple((str(k), _direction(v, f"{where}, criterion {k!r}")) for k, v in raw.items())
-
-
-def _parse_columns(raw: Any, group_names: Sequence[str], where: str) -> tuple[Column, ...]:
-    if not isinstance(raw, Sequence) or isinstance(raw, str) or not raw:
-        raise UserError(f"{where}: 'columns' must be a non-empty list of {{name, rule, setting, group_weights}}")
+def _columns(specs: Sequence[Any], group_names: Sequence[str], where: str) -> tuple[Column, ...]:
+    """The schema-checked ``columns`` entries as :class:`Column` s: unique names, known rules and groups."""
     from ranking.rules import get_rule
 
+    groups_text = ", ".join(group_names) or "none (define 'groups')"
     out: list[Column] = []
-    for i, spec in enumerate(raw):
-        if not isinstance(spec, Mapping):
-            raise UserError(f"{where}: column {i + 1} must be a mapping with 'name' and 'rule'")
-        name = spec.get("name")
-        what = f"{where}: column {name!r}" if name else f"{where}: column {i + 1}"
-        _no_unknown(spec, _COLUMN_KEYS, what)
-        if not name or not isinstance(name, str):
-            raise UserError(f"{what} needs a 'name'")
-        if any(c.name == name for c in out):
-            raise UserError(f"{what}: the name appears twice; column names must be unique")
-        rule = spec.get("rule")
-        if not rule or not isinstance(rule, str):
-            raise UserError(f"{what} needs a 'rule'")
+    for i, spec in enumerate(specs):
+        what = f"{where}: columns[{i}]"
+        if any(c.name == spec.name for c in out):
+            raise UserError(f"{what}.name: {spec.name!r} names two columns — give each column its own name")
         try:
-            get_rule(rule)
+            get_rule(spec.rule)
         except UserError as exc:
-            raise UserError(f"{what}: {exc}") from None
-        except ImportError:  # the rules package is not importable: checked again when ranking
-            pass
-        setting = str(spec.get("setting", "basic"))
-        if setting not in SETTINGS:
-            raise UserError(f"{what}: setting {setting!r} is not one of {', '.join(SETTINGS)}")
-        group = spec.get("group")
-        if group is not None:
-            group = str(group)
-            if group not in group_names:
-                raise UserError(f"{what}: unknown group {group!r} (groups: {', '.join(group_names) or 'none'})")
-            if setting != "basic":
-                raise UserError(f"{what}: a column ranking inside group {group!r} takes setting basic, not {setting!r}")
-        gw_raw = spec.get("group_weights")
+            raise UserError(f"{what}.rule: {exc}") from None
+        if spec.group is not None:
+            if spec.group not in group_names:
+                raise UserError(f"{what}.group: unknown group {spec.group!r} — write one of: {groups_text}")
+            if spec.setting != "basic":
+                raise UserError(f"{what}.setting: a column ranking inside group {spec.group!r} takes setting basic, "
+                                f"not {spec.setting!r} — remove 'setting' or 'group'")
         group_weights: dict[str, float] | None = None
-        if gw_raw is not None:
-            if setting == "basic":
-                raise UserError(f"{what}: group_weights apply to settings weighted and two-step, not basic")
-            if not isinstance(gw_raw, Mapping):
-                raise UserError(f"{what}: group_weights must map group names to weights")
-            for g in gw_raw:
-                if str(g) not in group_names:
-                    raise UserError(
-                        f"{what}: group_weights names unknown group {g!r} (groups: {', '.join(group_names) or 'none'})"
-                    )
-            parsed = {str(g): parse_weight(w, f"{what}, group {g!r}") for g, w in gw_raw.items()}
-            group_weights = {g: parsed.get(g, 1.0) for g in group_names}
+        if spec.group_weights is not None:
+            if spec.setting == "basic":
+                raise UserError(f"{what}.group_weights: they apply to settings weighted and two-step, not basic — "
+                                "write setting: weighted (or two-step), or remove group_weights")
+            for g in spec.group_weights:
+                if g not in group_names:
+                    raise UserError(f"{what}.group_weights: unknown group {g!r} — write one of: {groups_text}")
+            group_weights = {g: spec.group_weights.get(g, 1.0) for g in group_names}
             if not any(w > 0 for w in group_weights.values()):
-                raise UserError(f"{what}: every group weight is 0; at least one must be positive")
-        elif setting != "basic" and group_names:
+                raise UserError(f"{what}.group_weights: every group weight is 0 — give one a positive weight")
+        elif spec.setting != "basic" and group_names:
             group_weights = {g: 1.0 for g in group_names}
         # without scenario groups, weighted / two-step use the table's own groups (weights 1)
-        params = spec.get("params") or {}
-        if not isinstance(params, Mapping):
-            raise UserError(f"{what}: 'params' must be a mapping of rule parameters")
-        ties = spec.get("ties")
-        if ties is not None and ties not in TIES:
-            raise UserError(f"{what}: ties {ties!r} is not one of {', '.join(TIES)}")
-        out.append(Column(str(name), rule, setting, group_weights, group, dict(params), ties))
+        out.append(Column(spec.name, spec.rule, spec.setting, group_weights, spec.group, dict(spec.params or {}),
+                          spec.ties))
     return tuple(out)
