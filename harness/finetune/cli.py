@@ -181,9 +181,9 @@ def run(args: argparse.Namespace) -> int:
     except RunFailed as exc:  # recorded as failed, with the reason
         print(f"vnr finetune: run failed: {exc}; record: {store.result_path(spec.run_id())}", file=sys.stderr)
         return 1
-    print(("already done: " if already else "result: ") + str(store.result_path(spec.run_id())))
-    print(summary_line(record))
     settings = record.get("settings") or {}
     if settings.get("precision_source"):  # what chose the precision: the spec, a calibration, or the rule
         print(f"precision {settings.get('precision')}, chosen by {settings['precision_source']}")
+    print(("already done: " if already else "result: ") + str(store.result_path(spec.run_id())))
+    print(summary_line(record))
     return 0
