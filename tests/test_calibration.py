@@ -245,4 +245,4 @@ def test_slurm_auto_gives_each_task_16_specs_and_what_to_calibrate_with(tmp_path
     assert "N and precision auto from the calibration" in out
     assert cli.main(["run", str(smoke), "--executor", "slurm", "--dry-run", "--gpus", "1", "--no-calibrate",
                      "--output", str(tmp_path / "dry")]) == 0
-    assert "one task per run id" in capsys.readouterr().out
+    assert "one task per run, " in capsys.readouterr().out
