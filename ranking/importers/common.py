@@ -77,6 +77,22 @@ def existing(paths: Sequence[Path], what: str) -> list[Path]:
     return list(paths)
 
 
+def files_in(paths: Sequence[Path], what: str, pattern: str, empty: str, *, recursive: bool = False) -> list[Path]:
+    """The files given, and in each folder given the files matching ``pattern`` (below it too when
+    ``recursive``), sorted; a missing path, or a folder with no match, is a one-line error (``empty`` says
+    what to give instead)."""
+    out: list[Path] = []
+    for p in existing(paths, what):
+        if p.is_dir():
+            found = sorted(f for f in (p.rglob(pattern) if recursive else p.glob(pattern)) if f.is_file())
+            if not found:
+                raise UserError(f"{p} holds no {empty}")
+            out.extend(found)
+        else:
+            out.append(p)
+    return out
+
+
 def number(value: Any) -> float | None:
     """A finite score from a JSON / CSV value (None for a missing, ``N/A`` or non-numeric one)."""
     if isinstance(value, bool) or value is None:

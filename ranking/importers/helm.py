@@ -25,21 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from ranking.errors import UserError
-from ranking.importers.common import Options, assemble, describe_paths, existing, number, read_json
+from ranking.importers.common import Options, assemble, describe_paths, files_in, number, read_json
 
 
 def table_files(paths: Sequence[Path]) -> list[Path]:
     """The JSON files given, or the ``*.json`` directly inside a given folder (an empty folder is an error)."""
-    out: list[Path] = []
-    for p in existing(paths, "HELM summary"):
-        if p.is_dir():
-            found = sorted(f for f in p.glob("*.json") if f.is_file())
-            if not found:
-                raise UserError(f"{p} holds no HELM group JSON (*.json): give runs/<suite>/groups/<group>.json")
-            out.extend(found)
-        else:
-            out.append(p)
-    return out
+    return files_in(paths, "HELM summary", "*.json",
+                    "HELM group JSON (*.json): give runs/<suite>/groups/<group>.json")
 
 
 def tables_of(doc: Any, path: Path) -> list[Mapping[str, Any]]:

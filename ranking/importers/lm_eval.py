@@ -39,7 +39,7 @@ from ranking.importers.common import (
     Options,
     assemble,
     describe_paths,
-    existing,
+    files_in,
     number,
     pick_newest,
     read_json,
@@ -73,16 +73,8 @@ def column_name(task: str, metric: str, filter_name: str) -> str:
 
 def result_files(paths: Sequence[Path]) -> list[Path]:
     """Every ``results*.json`` under the given folders (or the files themselves); an empty folder is an error."""
-    out: list[Path] = []
-    for p in existing(paths, "lm-eval output"):
-        if p.is_dir():
-            found = sorted(f for f in p.rglob("results*.json") if f.is_file())
-            if not found:
-                raise UserError(f"{p} holds no lm-eval results_*.json: give the folder lm-eval wrote with --output_path")
-            out.extend(found)
-        else:
-            out.append(p)
-    return out
+    return files_in(paths, "lm-eval output", "results*.json",
+                    "lm-eval results_*.json: give the folder lm-eval wrote with --output_path", recursive=True)
 
 
 def model_of(doc: Mapping[str, Any], path: Path) -> str:
