@@ -84,10 +84,7 @@ def parse_weight(value: Any) -> float:
 
 
 def _text(value: Any) -> Any:
-    """A name: text that is not blank. A whole number is its decimal text (YAML reads ``group: 1`` as a number;
-    it names the group ``"1"``); a boolean, null or fractional number is refused by the field's type: quote it."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+    """A name: text that is not blank (numbers are refused by the field's type: quote them)."""
     if isinstance(value, str) and not value.strip():
         raise ValueError("the text is blank — write a name")
     return value
@@ -127,6 +124,17 @@ Weight = Annotated[
                     "description": "a finite number >= 0, or a fraction such as 1/2"}),
 ]
 Name = Annotated[str, BeforeValidator(_text)]
+
+
+def _group_name(value: Any) -> Any:
+    """A group name: a whole number is its decimal text (YAML reads ``group: 1`` as a number; it names the group
+    ``"1"``, as a key ``1:`` does); a boolean, null or fractional number must be quoted."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _text(value)
+
+
+GroupName = Annotated[str, BeforeValidator(_group_name)]
 FileName = Annotated[str, BeforeValidator(_file_name)]
 RelativePath = Annotated[str, BeforeValidator(_relative_path)]
 Direction = Literal[DIRECTIONS]  # type: ignore[valid-type]
@@ -165,7 +173,7 @@ class SidecarCriterion(_Strict):
 
     direction: Direction = Field("higher", description="which way is better: higher or lower")
     weight: Weight = Field(1.0, description="a number >= 0 (default 1; 0 = shown but not ranked)")
-    group: Name | None = Field(None, description="a group name, e.g. performance, efficiency or fairness")
+    group: GroupName | None = Field(None, description="a group name, e.g. performance, efficiency or fairness")
     unit: str | None = Field(None, description="the unit, as text (e.g. kWh)")
     source: str | None = Field(None, description="where the figures come from, as text")
     method: Name | None = Field(None, description="how the figures were obtained, as text (e.g. measured, estimate)")
@@ -180,7 +188,7 @@ class Sidecar(_Strict):
         None, description="sha256 of the CSV's bytes (written by vnr collect): the table may not change unseen")
     model_column: Name | None = Field(None, description="the CSV column holding the model names (default: model, "
                                       "else the first column)")
-    groups: list[Name] | None = Field(None, description="the allowed group names, in order")
+    groups: list[GroupName] | None = Field(None, description="the allowed group names, in order")
     standard_errors: RelativePath | None = Field(
         None, description="a CSV holding the scores' standard errors (same model column and column names), "
         "its path relative to the sidecar, e.g. stderr.csv")
@@ -222,7 +230,7 @@ class LeaderboardCriterion(_Strict):
 
     direction: Direction = Field("higher", description="which way is better: higher or lower")
     weight: Weight = Field(1.0, description="a number >= 0 (default 1; 0 = kept in the table, not ranked)")
-    group: Name | None = Field(None, description="a group name")
+    group: GroupName | None = Field(None, description="a group name")
     unit: str | None = Field(None, description="the unit, as text")
     split: Annotated[list[Name], Field(min_length=2, max_length=2)] | None = Field(
         None, description="two criterion names for an 'a/b' column, e.g. [MRPC-F1, MRPC-acc]")
@@ -279,7 +287,7 @@ class GroupSpecModel(_Strict):
 
     criteria: Annotated[list[Name], BeforeValidator(_one_or_list)] | None = Field(
         None, description="criterion names, glob patterns or re:<regex> (default: the table's group of this name)")
-    table_group: Name | None = Field(None, description="the table's group to take (default: this group's name)")
+    table_group: GroupName | None = Field(None, description="the table's group to take (default: this group's name)")
     weights: Annotated[dict[str, Weight], BeforeValidator(_string_keys)] | None = Field(
         None, description="own weights by criterion name or pattern, e.g. {stsb.*: 1/2}")
     direction: Direction | None = Field(None, description="one direction for the whole group: higher or lower")
@@ -313,7 +321,7 @@ class ColumnModel(_Strict):
         "basic", description="basic, weighted or two-step")
     group_weights: Annotated[dict[str, Weight], BeforeValidator(_string_keys)] | None = Field(
         None, description="group → weight, for weighted and two-step (default 1 each)")
-    group: Name | None = Field(None, description="rank inside this one group only (setting basic)")
+    group: GroupName | None = Field(None, description="rank inside this one group only (setting basic)")
     params: Annotated[dict[str, Any], BeforeValidator(_string_keys)] | None = Field(
         None, description="extra parameters of the rule")
     ties: Literal[TIES] | None = Field(None, description="default or votenrank")  # type: ignore[valid-type]

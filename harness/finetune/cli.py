@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"vnr finetune: run failed: {exc}; record: {store.result_path(spec.run_id())}", file=sys.stderr)
         return 1
     settings = record.get("settings") or {}
-    if settings.get("precision_source"):  # what chose the precision: the spec, a calibration, or the rule
+    if settings.get("precision_source") and not already:  # what chose the precision of the run that just trained
         print(f"precision {settings.get('precision')}, chosen by {settings['precision_source']}")
     print(("already done: " if already else "result: ") + str(store.result_path(spec.run_id())))
     print(summary_line(record))
