@@ -206,3 +206,14 @@ def test_the_spec_declares_the_padding_options_the_batching_code_knows():
     from harness.specs import Padding
 
     assert get_args(Padding) == PADDING_OPTIONS
+
+
+def test_vnr_finetune_refuses_an_unknown_padding_in_one_line_and_writes_nothing(tmp_path, capsys):
+    from harness.cli import main
+
+    out = tmp_path / "out"
+    code = main(["finetune", "--model", "tiny:bert", "--task", "rte", "--seed", "0", "--padding", "zero",
+                 "--output", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == ["vnr finetune: error: --padding: 'zero' is not one of auto, flatten, bucket, pad"]
+    assert not out.exists()
