@@ -9,7 +9,6 @@ burst starts N Python processes that load torch, so the tests that run bursts ar
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import tempfile
 from dataclasses import replace
@@ -64,21 +63,25 @@ def test_the_first_grid_start_measures_and_writes_the_table(calibrated):
     measured = [r for r in rows if r["status"] == "measured"]
     swept = [r for r in sweep if r["status"] == "measured"]
     assert swept[0]["n"] == 1 and len(measured) == cal.bursts_run
-    assert (cal.doc["bounds"]["warmup_steps"], cal.doc["bounds"]["timed_steps"]) == (5, 100)  # CPU defaults
-    for r in measured:  # N runs x 100 timed steps x batch 8; no NVML on CPU
-        assert r["timed_samples"] == r["n"] * 100 * 8
-        assert r["samples_s"] == pytest.approx(r["timed_samples"] / r["seconds"])
+    bounds = cal.doc["bounds"]
+    assert (bounds["warmup_steps"], bounds["timed_steps"], bounds["windows"]) == (5, 40, 3)  # CPU defaults
+    for r in measured:  # 3 windows, each N runs x 40 timed steps x batch 8; no NVML on CPU
+        per_window = r["n"] * 40 * 8
+        assert r["timed_samples"] == 3 * per_window and len(r["window_samples_s"]) == 3
+        assert r["seconds"] == pytest.approx(sum(per_window / w for w in r["window_samples_s"]))
+        assert r["samples_s"] == statistics.median(r["window_samples_s"])
         assert r["utilisation_pct"] is None and r["power_w"] is None and r["peak_memory_bytes"] > 0
         assert r["threads_per_run"] == max(1, device.cores // r["n"]) and r["loss_match"] is True
     for r in sweep[len(swept):]:  # only the gain rule stops a sweep with this budget and memory
         assert r["status"] == "skipped" and r["reason"].startswith("gain:")
-    rates = {n: [r["samples_s"] for r in measured if r["n"] == n] for n in {r["n"] for r in measured}}
+    # every window of every burst of a setting counts: the median of them all decides
+    windows = {n: [w for r in measured if r["n"] == n for w in r["window_samples_s"]] for n in {r["n"] for r in measured}}
     by_sweep = sorted(((r["samples_s"], r["n"]) for r in swept), reverse=True)
-    if len(by_sweep) >= 2 and by_sweep[1][0] >= 0.5 * by_sweep[0][0]:  # close: the two best measured again
-        assert sorted(r["n"] for r in confirmations) == sorted([by_sweep[0][1], by_sweep[1][1]] * 2)
+    if len(by_sweep) >= 2 and by_sweep[1][0] >= 0.75 * by_sweep[0][0]:  # within 25 %: the two best measured again
+        assert sorted(r["n"] for r in confirmations) == sorted([by_sweep[0][1], by_sweep[1][1]])
     else:
         assert confirmations == []
-    medians = {n: statistics.median(v) for n, v in rates.items()}
+    medians = {n: statistics.median(v) for n, v in windows.items()}
     best = max(medians, key=medians.get)
     assert cal.doc["chosen"] == {"runs_per_gpu": best, "precision": "fp32", "samples_s": medians[best]}
     table = format_table(cal)
@@ -166,35 +169,50 @@ def test_the_budget_stops_the_sweep_and_memory_excludes_an_n(calibrated, tmp_pat
     assert small.doc["chosen"]["runs_per_gpu"] == 1
 
 
+def worse_beyond(chosen: list[float], best: list[float], margin: float = 0.10, draws: int = 2000) -> float:
+    """The upper end of the 95 % bootstrap interval of median(chosen) / median(best), over the measured windows:
+    below ``1 - margin``, the chosen setting is more than ``margin`` slower than the best beyond what the
+    measurements' own scatter explains (a fixed seed: the same windows give the same answer)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a, b = np.asarray(chosen), np.asarray(best)
+    ratios = (np.median(rng.choice(a, (draws, a.size)), axis=1) / np.median(rng.choice(b, (draws, b.size)), axis=1))
+    return float(np.quantile(ratios, 0.975))
+
+
+def test_the_near_best_check_separates_a_slower_choice_from_scatter():
+    """The check the next test makes, on fixed numbers: a setting 40 % slower fails it; one equal to the best
+    but as scattered as a shared machine's windows (± 20 %) passes; one 5 % slower passes."""
+    best = [100.0, 120.0, 80.0, 110.0, 90.0, 105.0, 95.0, 115.0, 85.0]
+    assert worse_beyond([60.0, 72.0, 48.0, 66.0, 54.0, 63.0, 57.0, 69.0, 51.0], best) < 0.9
+    assert worse_beyond([120.0, 80.0, 100.0, 85.0, 115.0, 90.0, 110.0, 95.0, 105.0], best) >= 0.9
+    assert worse_beyond([w * 0.95 for w in best], best) >= 0.9
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("VNR_TIMING_TESTS"), reason="compares throughputs measured on this machine (a "
-                    "timing comparison, which CI's shared cores make flaky): set VNR_TIMING_TESTS=1 to run it")
 def test_the_chosen_n_is_within_10_percent_of_an_exhaustive_sweep(calibrated, data_root, tmp_path):
-    """The calibration stops early (gain < 5 %); an exhaustive sweep of N = 1, 2, 4, interleaved and
-    repeated, with the calibration's own rows counted too, must not find an N more than 10 % faster by the
-    medians — or more than the best setting's own measurement spread, where that is larger (a CPU shared
-    with other processes)."""
+    """The calibration stops early (gain < 5 %); an exhaustive sweep of N = 1, 2, 4 on this machine, with
+    the calibration's own bursts counted too, must not find an N more than 10 % faster than the chosen one
+    (by the median of every timed window measured for each N) beyond the windows' own scatter: a shared
+    2-core machine measured one setting's windows anywhere in 365-540 samples/s within a minute."""
     _, cal = calibrated
     device = detect_device()
-    samples: dict[int, list[float]] = {n: [] for n in CANDIDATES}
+    bounds = cal.doc["bounds"]
+    windows: dict[int, list[float]] = {n: [] for n in CANDIDATES}
     for r in cal.doc["rows"]:
         if r["status"] == "measured":
-            samples[r["n"]].append(r["samples_s"])
-    for _ in range(2):
-        for n in CANDIDATES:
-            row = run_burst(SPEC, n, "fp32", device=device, warmup=cal.doc["bounds"]["warmup_steps"],
-                            steps=cal.doc["bounds"]["timed_steps"], data_root=data_root, work=tmp_path)
-            samples[n].append(row["samples_s"])
-    medians = {n: statistics.median(v) for n, v in samples.items()}
+            windows[r["n"]].extend(r["window_samples_s"])
+    for n in CANDIDATES:
+        row = run_burst(SPEC, n, "fp32", device=device, warmup=bounds["warmup_steps"], steps=bounds["timed_steps"],
+                        windows=bounds["windows"], data_root=data_root, work=tmp_path)
+        windows[n].extend(row["window_samples_s"])
+    medians = {n: statistics.median(v) for n, v in windows.items()}
     chosen = cal.runs_per_gpu
     best = max(medians, key=medians.get)
-    # 10 %, or the machine's own repeatability where that is worse: the spread of the best setting's repeated
-    # measurements (a shared CI machine measured one setting at 446-756 samples/s); a choice worse than the
-    # best by more than both is wrong, not noise
-    spread = (max(samples[best]) - min(samples[best])) / medians[best]
-    tolerance = max(0.10, spread)
-    print("calibration chose N =", chosen, "; samples/s per N:", samples, "; tolerance", tolerance)
-    assert medians[chosen] >= (1 - tolerance) * medians[best], (chosen, medians, tolerance)
+    upper = worse_beyond(windows[chosen], windows[best])
+    print("calibration chose N =", chosen, "; window samples/s per N:", windows, "; upper bound of the ratio", upper)
+    assert upper >= 0.9, (chosen, medians, upper)
 
 
 def test_a_run_without_calibration_states_the_rule_that_chose_its_precision(tmp_path, data_root, capsys):

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -158,17 +159,20 @@ def test_bench_gpu_grid_calibrates_on_cpu_and_projects(data_root: Path, tmp_path
     assert Path(report["calibration_file"]) == tmp_path / "calibration" / f"{report['device_kind']}.json"
     measured = [r for r in report["rows"] if r["status"] == "measured"]
     assert [r["n"] for r in measured][:1] == [1] and all(r["precision"] == "fp32" for r in measured)
-    for r in measured:
-        assert r["timed_samples"] == r["n"] * 4 * 16 and _positive(r["samples_s"])
-    best = max(measured, key=lambda r: r["samples_s"])
-    assert report["chosen"] == {"runs_per_gpu": best["n"], "precision": "fp32", "samples_s": best["samples_s"]}
-    single = measured[0]["samples_s"]
+    for r in measured:  # three timed windows of 4 steps per run at batch 16
+        assert r["timed_samples"] == r["n"] * 4 * 16 * 3 and all(_positive(w) for w in r["window_samples_s"])
+    # each N by the median of all its windows (a confirmation burst adds its windows to its N's)
+    medians = {n: statistics.median([w for r in measured if r["n"] == n for w in r["window_samples_s"]])
+               for n in {r["n"] for r in measured}}
+    best = max(medians, key=medians.get)
+    assert report["chosen"] == {"runs_per_gpu": best, "precision": "fp32", "samples_s": medians[best]}
+    single = medians[1]
     assert report["one_run_per_gpu"] == {"n": 1, "precision": "fp32", "samples_s": single}
     proj = report["projection"]
     assert proj["total_samples"] == 166_203_275
-    assert proj["calibrated_gpu_hours"] == pytest.approx(166_203_275 / best["samples_s"] / 3600)
+    assert proj["calibrated_gpu_hours"] == pytest.approx(166_203_275 / medians[best] / 3600)
     assert proj["one_run_per_gpu_hours"] == pytest.approx(166_203_275 / single / 3600)
-    assert report["speedup_over_one_run"] == pytest.approx(best["samples_s"] / single)
+    assert report["speedup_over_one_run"] == pytest.approx(medians[best] / single)
     # real tokens from the GLUE train sets in the data root, the floor at the given 1 TFLOP/s
     assert {"cola", "sst2", "rte"} <= set(proj["tokens_per_sample"])
     assert all(2 < v <= 128 for v in proj["tokens_per_sample"].values())

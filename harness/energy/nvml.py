@@ -22,6 +22,28 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def visible_entry(cuda_device: str | None = None, environ: Any = None) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` entry of the GPU a child process will see as CUDA device 0:
+    ``cuda_device`` where given (what the executor sets for it), else the first entry of this
+    process's ``CUDA_VISIBLE_DEVICES``, else ``"0"``.
+
+    >>> visible_entry("3"), visible_entry(None, {"CUDA_VISIBLE_DEVICES": " GPU-ab, 1"}), visible_entry(None, {})
+    ('3', 'GPU-ab', '0')
+    """
+    visible = cuda_device if cuda_device is not None else (os.environ if environ is None else environ).get(
+        "CUDA_VISIBLE_DEVICES")
+    return (visible or "0").split(",")[0].strip() or "0"
+
+
+def handle_for_entry(pynvml: Any, entry: str) -> Any:
+    """The NVML handle of a ``CUDA_VISIBLE_DEVICES`` entry (an index, or a GPU UUID), without touching CUDA
+    (no CUDA context in the process that asks: a grid's driver goes on to start the runs). An index is
+    taken as NVML's, which is CUDA's order where every GPU of the node is the same model (CUDA puts the
+    fastest first, then by PCI bus, as NVML does)."""
+    return (pynvml.nvmlDeviceGetHandleByIndex(int(entry)) if entry.isdigit()
+            else pynvml.nvmlDeviceGetHandleByUUID(entry))
+
+
 class NvmlEnergyMeter:
     """GPU energy from NVML's total-energy counter, for the given CUDA devices.
 
@@ -84,10 +106,7 @@ class NvmlEnergyMeter:
             return pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
         visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
         if visible and cuda_index < len(visible):
-            entry = visible[cuda_index]
-            if entry.isdigit():
-                return pynvml.nvmlDeviceGetHandleByIndex(int(entry))
-            return pynvml.nvmlDeviceGetHandleByUUID(entry)
+            return handle_for_entry(pynvml, visible[cuda_index])
         return pynvml.nvmlDeviceGetHandleByIndex(cuda_index)
 
     def read_mj(self) -> list[int]:

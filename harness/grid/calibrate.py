@@ -6,9 +6,11 @@ its own process (as the executor runs them; on CPU each gets ``cores // N`` thre
 candidate precision (:func:`candidate_precisions`: fp32 (+TF32 where the GPU has it) and bf16 on a
 GPU, fp16 where it has no bf16; fp32 on CPU). Each burst is the real training path
 (:func:`harness.finetune.train._train`, the run's data, model, collator and optimizer) for
-``warmup + steps`` optimizer steps; the workers wait for each other after the warm-up and then all time
-``steps`` steps. A burst's *aggregate* throughput is all workers' timed samples over the time from the
-common start to the last worker's end.
+``warmup + windows × steps`` optimizer steps. After the warm-up the workers time :data:`WINDOWS` windows of
+``steps`` steps each, all N starting every window together (they wait for each other at its start). A
+window's *aggregate* throughput is all workers' samples in it over the time from its common start to the
+last worker's end; the burst's is the median of its windows (one window on a shared machine can be hit by
+a neighbour; the median of three is not moved by one such window).
 
 Bounds:
 
@@ -47,6 +49,7 @@ import logging
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -69,7 +72,8 @@ GAIN_STOP = 0.05  # stop growing N at a precision when the aggregate throughput 
 LOSS_RTOL = 0.05  # a precision's logged training losses within 5 % (relative) of fp32's at the same steps
 BUDGET_FRACTION = 0.05  # of the grid's projected time at one run per device
 BUDGET_CAP_S = {"cuda": 600.0, "cpu": 120.0}  # hard caps on the bursts' wall time
-STEPS = {"cuda": (10, 100), "cpu": (5, 100)}  # (warm-up, timed) optimizer steps per burst
+STEPS = {"cuda": (10, 50), "cpu": (5, 40)}  # (warm-up, timed per window) optimizer steps of each worker
+WINDOWS = 3  # timed windows per burst; the burst's throughput is their median
 AUTO = "auto"
 CUDA_CONTEXT_BYTES = 512 * 2**20  # what a CUDA context holds beyond torch's allocator (added to its peak)
 WORKER_START_TIMEOUT_S = 900.0
@@ -122,11 +126,10 @@ def _nvml_gpu(cuda_device: str | None) -> tuple[str, int, bool] | None:
         pynvml.nvmlInit()
     except Exception:  # no NVML library or driver
         return None
+    from harness.energy.nvml import handle_for_entry, visible_entry
+
     try:
-        visible = cuda_device if cuda_device is not None else os.environ.get("CUDA_VISIBLE_DEVICES")
-        first = (visible or "0").split(",")[0].strip()
-        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(first)) if first.isdigit()
-                  else pynvml.nvmlDeviceGetHandleByUUID(first))
+        handle = handle_for_entry(pynvml, visible_entry(cuda_device))
         name = pynvml.nvmlDeviceGetName(handle)
         name = name.decode() if isinstance(name, bytes) else str(name)
         memory = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
@@ -219,13 +222,14 @@ class BurstPlan:
     out: str
     data_root: str | None = None
     threads: int | None = None  # CPU: torch threads
+    windows: int = 1  # timed windows of ``steps`` steps after the warm-up
 
 
 def burst_spec(plan: BurstPlan) -> FinetuneSpec:
     """The spec a burst worker trains: the grid's spec at the candidate precision, its seed shifted by the
-    worker's index, cut to ``warmup + steps`` steps (one pass over exactly that many examples)."""
+    worker's index, cut to ``warmup + windows × steps`` steps (one pass over exactly that many examples)."""
     spec = FinetuneSpec.from_mapping(dict(plan.spec), where="calibration")
-    total = plan.warmup + plan.steps
+    total = plan.warmup + plan.windows * plan.steps
     return replace(spec, seed=spec.seed + plan.index, precision=plan.precision, max_steps=total,
                    max_train_samples=total * spec.batch_size, max_eval_samples=spec.batch_size)
 
@@ -245,33 +249,35 @@ def run_worker(plan: BurstPlan) -> dict[str, Any]:
     spec = burst_spec(plan)
     cuda = torch.cuda.is_available()
     barrier = Path(plan.barrier)
-    marks: dict[str, Any] = {"losses": []}
-    end = plan.warmup + plan.steps
+    marks: dict[str, Any] = {"losses": [], "t0": [], "t1": []}
+    end = plan.warmup + plan.windows * plan.steps
 
     def sync() -> None:
         if cuda:
             torch.cuda.synchronize()
 
     class BurstTimer(TrainerCallback):
-        """Waits for the other workers after the warm-up, times the rest, logs the loss every ``log_every``
-        steps, and keeps the burst from evaluating or saving."""
+        """At the start of every window (after the warm-up, then every ``steps`` steps) waits for the other
+        workers and the parent's ``go-<window>``; times each window; logs the loss every ``log_every``
+        steps; keeps the burst from evaluating or saving."""
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             step = state.global_step
-            if step == plan.warmup:
+            if step >= plan.warmup and (step - plan.warmup) % plan.steps == 0:
+                window = (step - plan.warmup) // plan.steps  # the window that starts now (the one before ends)
                 sync()
-                (barrier / f"ready-{plan.index}").write_text("")
-                waited = time.time()
-                while not (barrier / "go").exists():
-                    if (barrier / "abort").exists() or time.time() - waited > WORKER_START_TIMEOUT_S:
-                        raise RuntimeError("the calibration burst was aborted")
-                    time.sleep(0.005)
-                marks["t0"] = time.time()
+                if window > 0:
+                    marks["t1"].append(time.time())
+                if window < plan.windows:
+                    (barrier / f"ready-{plan.index}-{window}").write_text("")
+                    waited = time.time()
+                    while not (barrier / f"go-{window}").exists():
+                        if (barrier / "abort").exists() or time.time() - waited > WORKER_START_TIMEOUT_S:
+                            raise RuntimeError("the calibration burst was aborted")
+                        time.sleep(0.002)
+                    marks["t0"].append(time.time())
             if step > plan.warmup and (step - plan.warmup) % plan.log_every == 0:
                 control.should_log = True
-            if step == end:
-                sync()
-                marks["t1"] = time.time()
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
             if logs and "loss" in logs and state.global_step > plan.warmup:
@@ -288,53 +294,64 @@ def run_worker(plan: BurstPlan) -> dict[str, Any]:
                         data_root=resolve_data_root(plan.data_root), progress=False, save_steps=None,
                         optim=None, eval_batch_size=None, dataloader_num_workers=0, tracker_kwargs=None,
                         extra_callbacks=[BurstTimer()])
-    if "t0" not in marks or "t1" not in marks:
+    if len(marks["t1"]) < plan.windows:
         raise RuntimeError(f"the burst trained {result['train']['global_step']} steps, fewer than {end}")
     if cuda:
         peak = int(torch.cuda.max_memory_reserved()) + CUDA_CONTEXT_BYTES
     else:
         peak = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux: KiB
-    return {"index": plan.index, "t0": marks["t0"], "t1": marks["t1"], "timed_samples": plan.steps * spec.batch_size,
+    return {"index": plan.index, "t0": marks["t0"], "t1": marks["t1"], "window_samples": plan.steps * spec.batch_size,
             "losses": marks["losses"], "peak_memory_bytes": peak, "precision": result["settings"]["precision"],
             "tf32": result["settings"]["tf32"], "model_parameters": result["train"]["model_parameters"]}
 
 
 # ---------------------------------------------------------------------- one burst: the parent
 class DeviceSampler:
-    """NVML's utilisation (polled) and energy counter (power = energy / time) of CUDA device 0, while a
-    burst is timed; nothing on CPU (``available`` False: utilisation and power are null)."""
+    """NVML's utilisation (polled) and energy counter (power = energy / time) of the GPU the bursts run on
+    (``cuda_device``, else the first of ``CUDA_VISIBLE_DEVICES``: :func:`harness.energy.nvml.visible_entry`),
+    while a burst is timed. It opens the GPU through NVML only: no CUDA context in the grid's driver. Nothing
+    on CPU, or where NVML cannot say (``available`` False: utilisation and power are null)."""
 
-    def __init__(self, device: Device, period_s: float = 0.2):
+    def __init__(self, device: Device, period_s: float = 0.2, cuda_device: str | None = None):
         self.available = False
         self.period_s = period_s
-        self._meter: Any = None
+        self._nvml: Any = None
+        self._handle: Any = None
         if device.type == "cuda":
-            from harness.energy.nvml import NvmlEnergyMeter
+            with contextlib.suppress(Exception):  # no NVML, or an entry it cannot resolve (a MIG slice)
+                import pynvml
 
-            self._meter = NvmlEnergyMeter([0])
-            self.available = self._meter.start()
+                from harness.energy.nvml import handle_for_entry, visible_entry
+
+                pynvml.nvmlInit()
+                self._nvml = pynvml
+                self._handle = handle_for_entry(pynvml, visible_entry(cuda_device))
+                self.available = True
         self._samples: list[float] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._mj0: int | None = None
         self._t0 = 0.0
 
+    def _energy_mj(self) -> int | None:
+        try:
+            return int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle))
+        except Exception:  # no energy counter before Volta: power stays null
+            return None
+
     def start(self) -> None:
         if not self.available:
             return
         self._samples, self._t0 = [], time.time()
-        self._mj0 = self._meter.read_device_mj(0)
+        self._mj0 = self._energy_mj()
         self._stop.clear()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
 
     def _poll(self) -> None:
-        import pynvml
-
-        handle = self._meter._handles[0]
         while not self._stop.wait(self.period_s):
             try:
-                self._samples.append(float(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+                self._samples.append(float(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu))
             except Exception:  # NotSupported on this GPU: utilisation stays null
                 return
 
@@ -345,23 +362,25 @@ class DeviceSampler:
         self._stop.set()
         self._thread.join()
         seconds = time.time() - self._t0
-        watts = None
-        with contextlib.suppress(Exception):
-            watts = (self._meter.read_device_mj(0) - self._mj0) / 1000.0 / seconds if seconds > 0 else None
+        mj = self._energy_mj()
+        watts = (mj - self._mj0) / 1000.0 / seconds if mj is not None and self._mj0 is not None and seconds > 0 else None
         util = sum(self._samples) / len(self._samples) if self._samples else None
         return util, watts
 
     def close(self) -> None:
-        if self._meter is not None:
-            self._meter.close()
+        if self._nvml is not None:
+            with contextlib.suppress(Exception):
+                self._nvml.nvmlShutdown()
+            self._nvml = None
 
 
 def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, warmup: int, steps: int,
               data_root: Path | None, work: Path, sampler: DeviceSampler | None = None,
-              cuda_device: str | None = None) -> dict[str, Any]:
+              cuda_device: str | None = None, windows: int = WINDOWS) -> dict[str, Any]:
     """N workers of ``spec`` at ``precision`` side by side; one row of the calibration table.
 
     ``cuda_device``: the GPU the workers see (``CUDA_VISIBLE_DEVICES``; default: as this process).
+    The row's ``samples_s`` is the median of its ``window_samples_s`` (one aggregate throughput per window).
     """
     started = time.time()
     tag = f"{precision}-n{n}-{int(started * 1000)}"
@@ -373,37 +392,43 @@ def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, war
         env["CUDA_VISIBLE_DEVICES"] = cuda_device
     if threads:
         env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    log_every = max(1, steps // 6)
+    log_every = max(1, (windows * steps) // 6)
     procs, outs = [], []
     for i in range(n):
         out = barrier / f"worker-{i}.json"
         plan = BurstPlan(spec=asdict(spec), precision=precision, index=i, warmup=warmup, steps=steps,
                          log_every=log_every, barrier=str(barrier), out=str(out),
-                         data_root=str(data_root) if data_root else None, threads=threads)
+                         data_root=str(data_root) if data_root else None, threads=threads, windows=windows)
         cmd = [sys.executable, "-m", "harness.grid.calibrate", "--worker", json.dumps(asdict(plan), default=list)]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        with open(barrier / f"worker-{i}.err", "w") as err:  # a file, not a pipe: a chatty worker never blocks
+            procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err))
         outs.append(out)
+
+    def error_of(i: int) -> str:
+        return (barrier / f"worker-{i}.err").read_text(errors="replace")[-1500:]
+
+    go: list[float] = []
     try:
-        while len(list(barrier.glob("ready-*"))) < n:  # every worker loaded and warmed up
-            failed = [p for p in procs if p.poll() is not None]
-            if failed:
-                raise RuntimeError(f"a calibration worker ({precision}, N={n}) exited: "
-                                   f"{(failed[0].stderr.read() or '')[-1500:]}")
-            if time.time() - started > WORKER_START_TIMEOUT_S:
-                raise RuntimeError(f"calibration workers ({precision}, N={n}) did not start in time")
-            time.sleep(0.01)
-        if sampler is not None:
-            sampler.start()
-        go = time.time()
-        (barrier / "go").write_text("")
-        errors = []
+        for window in range(windows):  # every worker at the window's start (the first: loaded and warmed up)
+            since = time.time()
+            while len(list(barrier.glob(f"ready-*-{window}"))) < n:
+                exited = [i for i, p in enumerate(procs) if p.poll() is not None]
+                if exited:
+                    raise RuntimeError(f"a calibration worker ({precision}, N={n}) exited: {error_of(exited[0])}")
+                if time.time() - since > WORKER_START_TIMEOUT_S:
+                    raise RuntimeError(f"calibration workers ({precision}, N={n}) did not reach window {window} "
+                                       "in time")
+                time.sleep(0.002)
+            if window == 0 and sampler is not None:
+                sampler.start()
+            go.append(time.time())
+            (barrier / f"go-{window}").write_text("")
         for p in procs:
-            _, err = p.communicate()
-            if p.returncode != 0:
-                errors.append(err[-1500:])
+            p.wait()
         util, watts = sampler.stop() if sampler is not None else (None, None)
-        if errors:
-            raise RuntimeError(f"a calibration worker ({precision}, N={n}) failed: {errors[0]}")
+        failed = [i for i, p in enumerate(procs) if p.returncode != 0]
+        if failed:
+            raise RuntimeError(f"a calibration worker ({precision}, N={n}) failed: {error_of(failed[0])}")
     finally:
         (barrier / "abort").write_text("")
         for p in procs:
@@ -411,12 +436,14 @@ def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, war
                 p.kill()
                 p.wait()
     workers = sorted((json.loads(o.read_text()) for o in outs), key=lambda w: w["index"])
-    samples = sum(int(w["timed_samples"]) for w in workers)
-    seconds = max(float(w["t1"]) for w in workers) - go
+    samples = sum(int(w["window_samples"]) for w in workers)  # per window, all workers
+    durations = [max(float(w["t1"][k]) for w in workers) - go[k] for k in range(windows)]
+    rates = [samples / d if d > 0 else None for d in durations]
     return {
         "n": n, "precision": precision, "status": "measured",
-        "samples_s": samples / seconds if seconds > 0 else None,
-        "seconds": seconds, "timed_samples": samples,
+        "samples_s": statistics.median(rates) if all(rates) else None,
+        "window_samples_s": rates,
+        "seconds": sum(durations), "timed_samples": samples * windows,
         "utilisation_pct": util, "power_w": watts,
         "peak_memory_bytes": max(int(w["peak_memory_bytes"]) for w in workers),
         "threads_per_run": threads, "tf32": bool(workers[0].get("tf32")),
@@ -443,25 +470,34 @@ def loss_matches(losses: Sequence[Sequence[float]], reference: Sequence[Sequence
 
 
 def measured_rates(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[int, str], float]:
-    """(N, precision) → the median aggregate samples/s of its measured bursts whose loss matches fp32's
-    (a setting measured again in the confirmation round has several)."""
-    import statistics
+    """(N, precision) → the median aggregate samples/s over every timed window of its measured bursts whose
+    loss matches fp32's (a row without windows counts its ``samples_s`` once; a setting measured again in
+    the confirmation round has the windows of both bursts).
 
+    >>> measured_rates([{"n": 2, "precision": "fp32", "status": "measured", "loss_match": True, "samples_s": 9.0,
+    ...                  "window_samples_s": [9.0, 3.0, 10.0]},
+    ...                 {"n": 2, "precision": "fp32", "status": "measured", "loss_match": True, "samples_s": 11.0,
+    ...                  "window_samples_s": [11.0, 12.0, 8.0]}])
+    {(2, 'fp32'): 9.5}
+    """
     rates: dict[tuple[int, str], list[float]] = {}
     for r in rows:
         if r.get("status") == "measured" and r.get("loss_match") and r.get("samples_s"):
-            rates.setdefault((int(r["n"]), str(r["precision"])), []).append(float(r["samples_s"]))
+            windows = r.get("window_samples_s") or [r["samples_s"]]
+            rates.setdefault((int(r["n"]), str(r["precision"])), []).extend(float(w) for w in windows)
     return {key: statistics.median(v) for key, v in rates.items()}
 
 
-#: The confirmation round: when the runner-up is within this share of the best, both are measured CONFIRM_ROUNDS
-#: more times each (on a shared 2-core machine one burst of the same setting varied by up to 40 %).
-CONFIRM_MARGIN = 0.5
-CONFIRM_ROUNDS = 2
+#: The confirmation round: when the runner-up is within this share of the best, both are measured
+#: CONFIRM_ROUNDS more times, interleaved (a burst's windows are back to back, so they share any slow change in
+#: a shared machine's load; bursts at other times do not).
+CONFIRM_MARGIN = 0.25
+CONFIRM_ROUNDS = 1
 
 
 def choose(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The winner: the highest median aggregate samples/s among the settings whose loss matches fp32's.
+    """The winner: the highest median aggregate samples/s (:func:`measured_rates`) among the settings whose loss
+    matches fp32's.
 
     >>> choose([{"n": 1, "precision": "fp32", "status": "measured", "loss_match": True, "samples_s": 10.0},
     ...         {"n": 2, "precision": "fp32", "status": "measured", "loss_match": True, "samples_s": 30.0},
@@ -488,7 +524,8 @@ class Limits:
     memory_fraction: float = MEMORY_FRACTION
     gain_stop: float = GAIN_STOP
     warmup: int | None = None
-    steps: int | None = None
+    steps: int | None = None  # timed steps per window
+    windows: int | None = None  # None: WINDOWS
 
 
 @dataclass
@@ -539,12 +576,13 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
     warmup, steps = STEPS[device.type]
     warmup = limits.warmup if limits.warmup is not None else warmup
     steps = limits.steps if limits.steps is not None else steps
+    windows = limits.windows if limits.windows is not None else WINDOWS
     cap = limits.budget_cap_s if limits.budget_cap_s is not None else BUDGET_CAP_S[device.type]
     rows: list[dict[str, Any]] = []
     budget: float | None = None
     peak = 0
     started = time.time()
-    sampler = DeviceSampler(device)
+    sampler = DeviceSampler(device, cuda_device=cuda_device)
     last_wall: dict[int, float] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="vnr-calibration-") as tmp:
@@ -564,7 +602,8 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                         continue
                     try:
                         row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
-                                        data_root=data_root, work=Path(tmp), sampler=sampler, cuda_device=cuda_device)
+                                        data_root=data_root, work=Path(tmp), sampler=sampler, cuda_device=cuda_device,
+                                        windows=windows)
                     except RuntimeError as exc:  # e.g. out of memory at this N: the sweep goes on without it
                         if not rows:
                             raise UserError(f"calibration: the grid's first fine-tuning spec does not train: {exc}"
@@ -589,8 +628,8 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                         break
                     previous = rate
             _mark_loss_matches(rows)
-            # One burst is one noisy sample: when the two best settings are within CONFIRM_MARGIN of each other,
-            # both are measured twice more, interleaved, and the medians decide (budget permitting).
+            # One burst is one moment of a machine's load: when the two best settings are within CONFIRM_MARGIN of
+            # each other, both are measured again, interleaved, and the medians decide (budget permitting).
             ranked = sorted(measured_rates(rows).items(), key=lambda item: -item[1])
             if len(ranked) >= 2 and ranked[1][1] >= (1 - CONFIRM_MARGIN) * ranked[0][1]:
                 for _ in range(CONFIRM_ROUNDS):
@@ -599,7 +638,7 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                             continue
                         row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
                                         data_root=data_root, work=Path(tmp), sampler=sampler,
-                                        cuda_device=cuda_device)
+                                        cuda_device=cuda_device, windows=windows)
                         rows.append({**row, "confirmation": True})
     finally:
         sampler.close()
@@ -610,7 +649,7 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                  "batch_size": spec.batch_size, "precision": spec.precision},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "bounds": {"candidates": list(candidates), "precisions": list(precisions), "warmup_steps": warmup,
-                   "timed_steps": steps, "budget_s": budget, "budget_cap_s": cap,
+                   "timed_steps": steps, "windows": windows, "budget_s": budget, "budget_cap_s": cap,
                    "budget_fraction": limits.budget_fraction, "grid_samples": grid_samples_total,
                    "memory_fraction": limits.memory_fraction, "gain_stop": limits.gain_stop,
                    "loss_rtol": LOSS_RTOL},
