@@ -173,13 +173,6 @@ def runs_per_gpu_flag(args: argparse.Namespace) -> int | str | None:
     return validate(LocalSettings, {"runs_per_gpu": args.runs_per_gpu}, names=lambda _: "--runs-per-gpu").runs_per_gpu
 
 
-def first_finetune(specs):
-    """The grid's first fine-tuning spec (what the calibration measures), or None."""
-    from harness.specs import FinetuneSpec
-
-    return next((s for s in specs if isinstance(s, FinetuneSpec)), None)
-
-
 def run_command(args: argparse.Namespace) -> int:
     from harness.grid.status import grid_status
     from harness.store import RunStore
@@ -242,7 +235,6 @@ def run_command(args: argparse.Namespace) -> int:
 
     # slurm
     from harness.grid import slurm
-    from harness.grid.calibrate import grid_samples
 
     slurm.log_folder(exp.output)  # SLURM must be able to log there: checked before anything is submitted
     statuses = {s.run_id: s.state for s in grid_status(exp, pending)}
@@ -268,8 +260,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     packing = {"runs_per_gpu": per_task} if per_task != 1 else {}
     if per_task == "auto":
-        packing["calibration"] = {"first": first_finetune(specs), "samples": grid_samples(todo),
-                                  "budget_cap_s": settings.calibration_budget_s}
+        packing["calibration"] = slurm.calibration_payload(settings, specs, todo)
     array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root, options=exp.options_for,
                             **packing)
     what = f"array {array_id} with {len(todo)} tasks" if len(todo) > 1 else f"job {array_id} (one task)"
