@@ -173,8 +173,8 @@ def test_sbatch_args_take_resources_and_setup_from_the_config(tmp_path, capsys):
     assert cli.main(["run", str(config), "--sbatch-args", "--qos", "high", "--sbatch-opt", "exclusive",
                      "--setup", "echo ready"]) == 0
     logs = (tmp_path / "out" / "logs" / "sbatch").resolve()
-    assert capsys.readouterr().out.splitlines() == [
-        "--array=0-2%2", "--job-name=vnr-g", "--time=120", "--cpus-per-task=4", "--mem=16GB", "--gres=gpu:2",
+    assert capsys.readouterr().out.splitlines() == [  # gpus: 2, so runs_per_gpu auto: one task for the 3 specs
+        "--array=0-0%1", "--job-name=vnr-g", "--time=120", "--cpus-per-task=4", "--mem=16GB", "--gres=gpu:2",
         "--partition=gpu", "--qos=high", "--mail-type=END", "--exclusive", f"--output={logs}/%A_%a.out",
         f"--export=ALL,VNR_SETUP_FILE={logs}/setup.sh",
     ]
@@ -186,6 +186,127 @@ def test_sbatch_args_take_resources_and_setup_from_the_config(tmp_path, capsys):
     assert '. "$VNR_SETUP_FILE"' in script
     assert not [line for line in script.splitlines()
                 if line.startswith("#SBATCH") and any(k in line for k in ("--output", "--time", "--gres", "--mem"))]
+
+
+def _packing_grid(tmp_path: Path, name: str, seeds: int, slurm: dict, **hyper) -> Path:
+    """A tiny:bert / RTE grid of ``seeds`` fine-tuning specs (tiny sizes) with this ``slurm:`` section."""
+    doc = {"name": name, "output": str(tmp_path / name),
+           "finetune": {"models": ["tiny:bert"], "tasks": ["rte"], "seeds": list(range(seeds)),
+                        "hyperparameters": {"max_steps": 1, "batch_size": 4, "max_train_samples": 8,
+                                            "max_eval_samples": 8, "max_length": 32, "precision": "fp32", **hyper}},
+           "slurm": slurm}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _sbatch_lines(capsys, config: Path, *flags: str) -> list[str]:
+    assert cli.main(["run", str(config), "--sbatch-args", *flags]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def _entry_count(capsys, config: Path, *flags: str) -> int:
+    assert entry.main([str(config), "--count", *flags]) == 0
+    return int(capsys.readouterr().out)
+
+
+def test_plain_sbatch_array_is_sized_like_the_entry_groups_the_specs(tmp_path, capsys):
+    """runs_per_gpu auto / N in the config's slurm: (or the flags): --sbatch-args' --array, entry --count and the
+    script's forwarding agree: ceil(specs / 16) tasks for auto, ceil(specs / N) for N, one per spec without packing."""
+    auto = _packing_grid(tmp_path, "auto", 20, {"runs_per_gpu": "auto", "gpus": 1})
+    three = _packing_grid(tmp_path, "three", 20, {"runs_per_gpu": 3, "gpus": 1})
+    auto_lines = _sbatch_lines(capsys, auto)
+    assert auto_lines[0] == "--array=0-1%2" and _entry_count(capsys, auto) == 2  # ceil(20 / 16)
+    assert not [line for line in auto_lines if line.startswith("--export")]  # the config decides in the task too
+    three_lines = _sbatch_lines(capsys, three)
+    assert three_lines[0] == "--array=0-6%7" and _entry_count(capsys, three) == 7  # ceil(20 / 3)
+    # the flags size the array for their choice, and reach the tasks (the script passes VNR_RUNS_PER_GPU on)
+    logs = (tmp_path / "auto" / "logs" / "sbatch").resolve()
+    lines = _sbatch_lines(capsys, auto, "--runs-per-gpu", "3")
+    assert (lines[0], lines[-1]) == ("--array=0-6%7", "--export=ALL,VNR_RUNS_PER_GPU=3")
+    assert _entry_count(capsys, auto, "--runs-per-gpu", "3") == 7
+    lines = _sbatch_lines(capsys, auto, "--no-calibrate", "--setup", "echo hi")
+    assert (lines[0], lines[-1]) == ("--array=0-19%16", f"--export=ALL,VNR_SETUP_FILE={logs}/setup.sh,VNR_RUNS_PER_GPU=1")
+    assert _entry_count(capsys, auto, "--no-calibrate") == 20
+    lines = _sbatch_lines(capsys, three, "--runs-per-gpu", "auto")
+    assert (lines[0], lines[-1]) == ("--array=0-1%2", "--export=ALL,VNR_RUNS_PER_GPU=auto")
+    assert _entry_count(capsys, three, "--runs-per-gpu", "auto") == 2
+    # a config without a GPU: one spec per task unless told otherwise
+    cpu = _packing_grid(tmp_path, "cpu", 20, {"gpus": 0})
+    assert _sbatch_lines(capsys, cpu)[0] == "--array=0-19%16" and _entry_count(capsys, cpu) == 20
+    # slurm/grid-array.sbatch hands the forwarded choice to the entry (--count stands in for a task here)
+    env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_JOB_ID": "9", "SLURM_SUBMIT_DIR": str(REPO),
+           "VNR_VENV": str(tmp_path / "no-venv"), "VNR_RUNS_PER_GPU": "3", "PYTHONPATH": str(REPO)}
+    script = [str(REPO / "slurm" / "grid-array.sbatch"), str(auto), "--count"]
+    out = subprocess.run(["bash", *script], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "7"
+    out = subprocess.run(["bash", *script, "--runs-per-gpu", "16"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "2"  # an explicit flag after CONFIG wins
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("0", "harness.grid.entry: error: --runs-per-gpu: 0 is below 1"),
+    ("x", "harness.grid.entry: error: --runs-per-gpu: 'x' is neither auto nor a whole number of runs"),
+    ("65", "harness.grid.entry: error: --runs-per-gpu: 65 is above 64"),
+])
+def test_entry_refuses_a_bad_runs_per_gpu_in_one_line(tmp_path, capsys, value, message):
+    config = _packing_grid(tmp_path, "g", 4, {"gpus": 1})
+    assert entry.main([str(config), "--count", "--runs-per-gpu", value]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", message + "\n")
+    assert entry.main([str(config), "--index", "0", "--runs-per-gpu", value]) == 2
+    assert capsys.readouterr().err == message + "\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml"]
+
+
+def test_plain_sbatch_task_of_n_runs_exactly_its_specs(tmp_path, capsys, data_on_disk):
+    """Real tiny fine-tuning on the CPU: --runs-per-gpu 2, task 1 runs specs 2 and 3 of 5 side by side, nothing else."""
+    config = _packing_grid(tmp_path, "g", 5, {"gpus": 0})
+    specs = load_experiment(config).specs
+    assert entry.main([str(config), "--index", "1", "--runs-per-gpu", "2"]) == 0
+    store = RunStore(tmp_path / "g")
+    assert sorted(r["run_id"] for r in store.records()) == sorted(s.run_id() for s in specs[2:4])
+    assert [store.is_done(s) for s in specs] == [False, False, True, True, False]
+    capsys.readouterr()
+
+
+def test_plain_sbatch_auto_task_gets_the_submitit_packing(tmp_path, capsys, monkeypatch, data_on_disk):
+    """runs_per_gpu: auto in slurm: (no flag): task i runs specs [16i:16i+16] under the packing payload
+    `vnr run --executor slurm` gives its tasks (run_task's arguments captured; on a CPU nothing calibrates here)."""
+    config = _packing_grid(tmp_path, "g", 20, {"runs_per_gpu": "auto", "gpus": 1, "calibration_budget_s": 60},
+                           max_steps=2)
+    exp = load_experiment(config)
+    specs = exp.specs
+    calls = []
+    monkeypatch.setattr(entry, "run_task", lambda mine, output, data_root, **kw: calls.append((mine, output, kw)) or "ran")
+    assert entry.main([str(config), "--index", "1"]) == 0
+    (mine, output, kw), = calls
+    assert [s.run_id() for s in mine] == [s.run_id() for s in specs[16:20]] and output == exp.output
+    expected = {"runs_per_gpu": "auto", "first": specs[0], "samples": 20 * 2 * 4, "budget_cap_s": 60.0}
+    assert kw["packing"] == expected
+    assert kw["options"] == [exp.options_for(s) for s in mine]
+    # the submitit path: what vnr run --executor slurm hands slurm.submit for the same grid
+    submitted = []
+    monkeypatch.setattr(slurm_mod, "submit", lambda todo, output, settings, **k: submitted.append(k) or "5")
+    assert cli.main(["run", str(config), "--executor", "slurm"]) == 0
+    assert submitted[-1]["runs_per_gpu"] == "auto"
+    assert slurm_mod.task_packing("auto", submitted[-1]["calibration"]) == expected
+    # task 0 gets the first 16, with the same payload; --no-calibrate: one spec per task, no packing
+    assert entry.main([str(config), "--index", "0"]) == 0
+    assert [s.run_id() for s in calls[-1][0]] == [s.run_id() for s in specs[:16]] and calls[-1][2]["packing"] == expected
+    assert entry.main([str(config), "--index", "19", "--no-calibrate"]) == 0
+    assert [s.run_id() for s in calls[-1][0]] == [specs[19].run_id()] and calls[-1][2]["packing"] is None
+    # a task whose specs are all done has nothing to run or calibrate
+    for s in specs[16:20]:
+        RunStore(exp.output).write({"run_id": s.run_id(), "kind": s.kind, "model": s.model, "status": "ok",
+                                    "metrics": {"eval_accuracy": 0.5}})
+    n_calls = len(calls)
+    assert entry.main([str(config), "--index", "1"]) == 0 and len(calls) == n_calls
+    # with those done, task 0's payload counts the training samples of the 16 runs left (as vnr run's todo)
+    assert entry.main([str(config), "--index", "0"]) == 0
+    assert calls[-1][2]["packing"] == {**expected, "samples": 16 * 2 * 4}
+    capsys.readouterr()
 
 
 def test_runs_per_gpu_and_gpus_reach_the_executors(tmp_path, capsys, monkeypatch, data_on_disk):

@@ -48,10 +48,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--dry-run", action="store_true",
                      help="check everything, print what would run (slurm: the sbatch script it would submit) and stop")
     run.add_argument("--list", action="store_true", help="print every spec with its array index, run id and state")
-    run.add_argument("--count", action="store_true", help="print the number of specs (the plain sbatch array size)")
+    run.add_argument("--count", action="store_true", help="print the number of specs (the lines --list prints)")
     run.add_argument("--sbatch-args", action="store_true",
                      help="print the sbatch options for slurm/grid-array.sbatch from the config's slurm: section "
-                     "and the flags below, one per line (array size, resources, --output=<output>/logs/sbatch/...), "
+                     "and the flags below, one per line (array size: one task per runs_per_gpu group, 16 specs for "
+                     "auto; resources, --output=<output>/logs/sbatch/...), "
                      "creating that log folder: sbatch $(vnr run CONFIG --sbatch-args) slurm/grid-array.sbatch CONFIG")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.add_argument("--isolate", action="store_true",
@@ -173,13 +174,6 @@ def runs_per_gpu_flag(args: argparse.Namespace) -> int | str | None:
     return validate(LocalSettings, {"runs_per_gpu": args.runs_per_gpu}, names=lambda _: "--runs-per-gpu").runs_per_gpu
 
 
-def first_finetune(specs):
-    """The grid's first fine-tuning spec (what the calibration measures), or None."""
-    from harness.specs import FinetuneSpec
-
-    return next((s for s in specs if isinstance(s, FinetuneSpec)), None)
-
-
 def run_command(args: argparse.Namespace) -> int:
     from harness.grid.status import grid_status
     from harness.store import RunStore
@@ -193,7 +187,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(len(specs))
         return 0
     if args.sbatch_args:
-        print("\n".join(sbatch_args(settings, exp, len(specs))))
+        print("\n".join(sbatch_args(settings, exp, len(specs), calibrate_runs=not args.no_calibrate,
+                                     forward=args.runs_per_gpu is not None or args.no_calibrate)))
         return 0
     if args.list:
         for i, st in enumerate(grid_status(exp, specs)):
@@ -242,7 +237,6 @@ def run_command(args: argparse.Namespace) -> int:
 
     # slurm
     from harness.grid import slurm
-    from harness.grid.calibrate import grid_samples
 
     slurm.log_folder(exp.output)  # SLURM must be able to log there: checked before anything is submitted
     statuses = {s.run_id: s.state for s in grid_status(exp, pending)}
@@ -268,8 +262,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     packing = {"runs_per_gpu": per_task} if per_task != 1 else {}
     if per_task == "auto":
-        packing["calibration"] = {"first": first_finetune(specs), "samples": grid_samples(todo),
-                                  "budget_cap_s": settings.calibration_budget_s}
+        packing["calibration"] = slurm.calibration_payload(settings, specs, todo)
     array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root, options=exp.options_for,
                             **packing)
     what = f"array {array_id} with {len(todo)} tasks" if len(todo) > 1 else f"job {array_id} (one task)"
@@ -350,21 +343,29 @@ def spec_counts(specs, *, indent: str) -> str:
     ])
 
 
-def sbatch_args(settings, exp, n_specs: int) -> list[str]:
-    """sbatch options for ``slurm/grid-array.sbatch``: one array task per spec, resources from the settings.
+def sbatch_args(settings, exp, n_specs: int, *, calibrate_runs: bool = True, forward: bool = False) -> list[str]:
+    """sbatch options for ``slurm/grid-array.sbatch``: the array size, resources from the settings.
 
-    Creates ``<output>/logs/sbatch/`` (SLURM does not create log folders) and, where the settings have
-    ``setup`` lines, ``<output>/logs/sbatch/setup.sh``, which the script sources before the task
-    (passed as ``--export=ALL,VNR_SETUP_FILE=...``).
+    One array task per group of :func:`harness.grid.slurm.group_size` specs (``runs_per_gpu``: N, or 16
+    for ``auto``, what :func:`harness.grid.slurm.runs_per_task` makes of the settings and
+    ``calibrate_runs``), the size ``python -m harness.grid.entry CONFIG --count`` prints for the same choice.
+    ``forward`` (``--runs-per-gpu`` or ``--no-calibrate`` given): the resolved choice reaches every task
+    as ``VNR_RUNS_PER_GPU`` (the script passes it on as ``--runs-per-gpu``), so the tasks group the specs
+    as the array was sized. Creates ``<output>/logs/sbatch/`` (SLURM does not create log folders) and,
+    where the settings have ``setup`` lines, ``<output>/logs/sbatch/setup.sh``, which the script sources
+    before the task (passed as ``VNR_SETUP_FILE``); both through one ``--export=ALL,...``.
     """
     from harness.grid import slurm
+    from harness.grid.entry import array_size
     from harness.store import atomic_write_bytes
     from ranking.errors import UserError
 
     output = slurm.check_log_path(Path(exp.output).resolve())
     logs = output / "logs" / "sbatch"
     params = slurm.sbatch_parameters(settings, name=exp.name)
-    lines = [f"--array=0-{max(n_specs, 1) - 1}%{min(max(n_specs, 1), settings.array_parallelism)}",
+    per_task = slurm.runs_per_task(settings, calibrate_runs=calibrate_runs)
+    tasks = max(array_size(n_specs, slurm.group_size(per_task)), 1)
+    lines = [f"--array=0-{tasks - 1}%{min(tasks, settings.array_parallelism)}",
              f"--job-name={params['job_name']}", f"--time={params['time']}",
              f"--cpus-per-task={params['cpus_per_task']}", f"--mem={params['mem']}"]
     if settings.gpus:
@@ -375,20 +376,24 @@ def sbatch_args(settings, exp, n_specs: int) -> list[str]:
     for key, value in params["additional_parameters"].items():
         if key != "requeue":
             lines.append(f"--{key}" if value is True else f"--{key}={value}")
-    if settings.runs_per_gpu not in (None, 1):
-        log.warning("runs_per_gpu=%s applies to --executor slurm; slurm/grid-array.sbatch runs one spec per task",
-                    settings.runs_per_gpu)
     lines.append(f"--output={logs}/%A_%a.out")
-    logs.mkdir(parents=True, exist_ok=True)
+    exports = []
     if settings.setup:
-        if "export" in params["additional_parameters"]:
-            raise UserError("--sbatch-args: setup lines are passed with --export; drop the additional export option")
         setup = logs / "setup.sh"
         if "," in str(setup):
             raise UserError(f"--sbatch-args: {setup} has a comma, which sbatch --export cannot pass")
+        exports.append(f"VNR_SETUP_FILE={setup}")
+    if forward:
+        exports.append(f"VNR_RUNS_PER_GPU={per_task}")
+    if exports and "export" in params["additional_parameters"]:
+        raise UserError("--sbatch-args: setup lines and --runs-per-gpu/--no-calibrate are passed with --export; "
+                        "drop the additional export option")
+    logs.mkdir(parents=True, exist_ok=True)
+    if settings.setup:
         text = "# setup lines from the config (vnr run --sbatch-args)\n" + "\n".join(settings.setup) + "\n"
         atomic_write_bytes(setup, text.encode())
-        lines.append(f"--export=ALL,VNR_SETUP_FILE={setup}")
+    if exports:
+        lines.append("--export=" + ",".join(["ALL", *exports]))
     return lines
 
 

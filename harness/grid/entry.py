@@ -10,10 +10,14 @@ Three ways in:
   resumes from its checkpoint under ``<output>/checkpoints/<run_id>`` (finished
   ones are skipped).
 * the plain sbatch template (``slurm/grid-array.sbatch``) runs
-  ``python -m harness.grid.entry CONFIG --index $SLURM_ARRAY_TASK_ID [--runs-per-gpu N]``:
-  the index is a position in the expanded grid (after ``--only``), the same
-  order ``vnr run CONFIG --list`` prints (groups of N with ``--runs-per-gpu``);
-  ``--count`` prints the array size.
+  ``python -m harness.grid.entry CONFIG --index $SLURM_ARRAY_TASK_ID [--runs-per-gpu N|auto] [--no-calibrate]``:
+  task i runs group i of the expanded grid (after ``--only``) in the order ``vnr run CONFIG --list``
+  prints, groups of :func:`harness.grid.slurm.group_size` specs (N, or 16 for ``auto``), as the
+  submitit array does; without the flag the config's ``slurm:`` section decides
+  (:func:`harness.grid.slurm.runs_per_task`). An ``auto`` task runs its group N at a time after the
+  calibration of its device kind, with the payload ``vnr run --executor slurm`` gives
+  (:func:`harness.grid.slurm.calibration_payload`). ``--count`` prints the array size, the one
+  ``vnr run CONFIG --sbatch-args`` puts in ``--array``.
 * ``--spec JSON``: one spec in a fresh process, joining the attempt (and the
   lock) of the local executor that started it (:func:`harness.grid.local.isolated_runner`).
 
@@ -153,7 +157,9 @@ def _run_one_isolated(payload: str, output: Path, data_root: Path | None, progre
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m harness.grid.entry CONFIG --index N``: run the N-th task of the grid (plain sbatch)."""
-    from harness.grid.config import load_experiment, select_specs
+    from harness.grid import slurm
+    from harness.grid.config import load_experiment, select_specs, slurm_value
+    from harness.store import RunStore
     from ranking.errors import UserError
     from ranking.paths import resolve_data_root
 
@@ -161,8 +167,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("config", nargs="?", help="experiment config YAML")
     parser.add_argument("--spec", default=None, help=argparse.SUPPRESS)  # JSON from local.isolated_runner
     parser.add_argument("--index", type=int, default=None, help="array task index (default: $SLURM_ARRAY_TASK_ID)")
-    parser.add_argument("--runs-per-gpu", type=int, default=1,
-                        help="specs per task, run side by side on its GPU (default 1)")
+    parser.add_argument("--runs-per-gpu", default=None, metavar="N|auto",
+                        help="specs per task run side by side on its GPU: N (1 to 64), or auto (groups of 16, run N "
+                        "at a time after the device kind's calibration); default: the config's slurm: section "
+                        "(auto where tasks get a GPU, else 1). Give --count the same choice.")
+    parser.add_argument("--no-calibrate", action="store_true",
+                        help="no calibration bursts: runs_per_gpu auto is 1 (one spec per task)")
     parser.add_argument("--output", default=None, help="results directory (default: the config's output)")
     parser.add_argument("--data-root", default=None, help="data root (default: $VNR_DATA_ROOT, else the public source)")
     parser.add_argument("--only", action="append", default=None, help="the same --only patterns given to --count")
@@ -175,11 +185,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.config is None:
         parser.error("give CONFIG (or --spec)")
     try:
-        if args.runs_per_gpu < 1:
-            raise UserError(f"--runs-per-gpu must be a positive integer, not {args.runs_per_gpu}")
+        flag = None if args.runs_per_gpu is None else slurm_value("runs_per_gpu", args.runs_per_gpu, "--runs-per-gpu")
         exp = load_experiment(args.config, output=args.output)
+        settings = exp.slurm.updated(runs_per_gpu=flag)
+        per_task = slurm.runs_per_task(settings, calibrate_runs=not args.no_calibrate)
+        group = slurm.group_size(per_task)
         specs = select_specs(exp.specs, args.only)
-        size = array_size(len(specs), args.runs_per_gpu)
+        size = array_size(len(specs), group)
         if args.count:
             print(size)
             return 0
@@ -195,9 +207,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"harness.grid.entry: error: {exc}", file=sys.stderr)
         return 2
-    mine = task_specs(specs, index, args.runs_per_gpu)
+    mine = task_specs(specs, index, group)
+    store = RunStore(exp.output)
+    if all(store.is_done(s) for s in mine):  # a resubmitted array: nothing to run, nothing to calibrate
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+        log.info("task %d: its %d runs are done", index, len(mine))
+        return 0
+    packing = None
+    if per_task == "auto":  # what vnr run --executor slurm gives its tasks; the array is for the runs not done
+        packing = slurm.task_packing(per_task, slurm.calibration_payload(
+            settings, specs, [s for s in specs if not store.is_done(s)]))
     status = run_task(mine, exp.output, data_root, progress=args.progress,
-                      options=[exp.options_for(s) for s in mine])
+                      options=[exp.options_for(s) for s in mine], packing=packing)
     return 0 if status != FAILED else 1
 
 

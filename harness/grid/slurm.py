@@ -140,6 +140,35 @@ def group_size(per_task: int | str) -> int:
     return max(CANDIDATE_N) if per_task == AUTO else int(per_task)
 
 
+def first_finetune(specs: Sequence[Spec]) -> Spec | None:
+    """The grid's first fine-tuning spec (what the calibration measures), or None."""
+    from harness.specs import FinetuneSpec
+
+    return next((s for s in specs if isinstance(s, FinetuneSpec)), None)
+
+
+def calibration_payload(settings: SlurmSettings, specs: Sequence[Spec], todo: Sequence[Spec]) -> dict[str, Any]:
+    """What an ``auto`` array task calibrates with (:func:`submit`'s ``calibration``): the grid's first
+    fine-tuning spec among ``specs`` (the selected grid), the training samples of ``todo`` (the runs the
+    array is for, what the time budget is a share of) and the settings' budget cap. ``vnr run --executor
+    slurm`` and the plain sbatch entry (:func:`harness.grid.entry.main`) both build it here."""
+    from harness.grid.calibrate import grid_samples
+
+    return {"first": first_finetune(specs), "samples": grid_samples(todo), "budget_cap_s": settings.calibration_budget_s}
+
+
+def task_packing(per_task: int | str, calibration: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``packing`` an array task passes to :func:`harness.grid.entry.run_task`: for ``auto``,
+    ``{"runs_per_gpu": "auto", **calibration}``; None for a fixed N (its specs run side by side, uncalibrated).
+
+    >>> task_packing("auto", {"samples": 8}), task_packing(4, {"samples": 8})
+    ({'runs_per_gpu': 'auto', 'samples': 8}, None)
+    """
+    from harness.grid.calibrate import AUTO
+
+    return {"runs_per_gpu": AUTO, **dict(calibration or {})} if per_task == AUTO else None
+
+
 def submit(
     specs: Sequence[Spec],
     output: Path,
@@ -157,7 +186,8 @@ def submit(
     ``[i*N:(i+1)*N]`` side by side on its GPU (:func:`harness.grid.entry.run_task`).
     ``runs_per_gpu="auto"``: groups of :func:`group_size` specs; each task runs its group N at a time,
     N (and precision ``auto``) from the calibration of its device kind (``calibration``: the spec to
-    calibrate with, ``first``, the grid's training ``samples`` and ``budget_cap_s``), measured by the first
+    calibrate with, ``first``, the grid's training ``samples`` and ``budget_cap_s``: :func:`calibration_payload`),
+    measured by the first
     task that gets there (:func:`harness.grid.calibrate.ensure_calibration`).
     """
     if not specs:
@@ -179,7 +209,7 @@ def submit(
     task = GridTask()
     size = group_size(runs_per_gpu)
     groups = [task_specs(specs, i, size) for i in range(array_size(len(specs), size))]
-    packing = {"runs_per_gpu": "auto", **dict(calibration or {})} if runs_per_gpu == "auto" else None
+    packing = task_packing(runs_per_gpu, calibration)
     jobs = []
     try:
         with executor.batch():
