@@ -276,6 +276,16 @@ def test_slurm_auto_gives_each_task_16_specs_and_what_to_calibrate_with(tmp_path
     group, _output, _root, _options, packing = call.args
     assert [s.run_id() for s in group] == [s.run_id() for s in specs[:16]]
     assert packing == {"runs_per_gpu": "auto", **payload}
+    # a fixed N on a GPU: tasks of N, and the first task on a device kind still measures precision auto at N
+    fixed = slurm.calibration_payload(exp.slurm.updated(runs_per_gpu=4), specs, specs)
+    assert fixed == {"first": exp.specs[0], "samples": sum(s.epochs * {"cola": 8551, "sst2": 67349, "mrpc": 3668,
+                     "stsb": 5749, "qqp": 363846, "mnli": 392702, "qnli": 104743, "rte": 2490, "wnli": 635}[s.task]
+                     for s in specs if hasattr(s, "task")), "budget_cap_s": exp.slurm.calibration_budget_s}
+    assert slurm.submit(specs, exp.output, exp.slurm, name="t", runs_per_gpu=4, calibration=fixed) == "77"
+    assert "#SBATCH --array=0-9" in (tmp_path / "script.sh").read_text()  # 40 / 4
+    call = submitit.core.utils.DelayedSubmission.load(tmp_path / "out" / "logs" / "slurm" / "77_9" / "77_9_submitted.pkl")
+    assert [s.run_id() for s in call.args[0]] == [s.run_id() for s in specs[36:]]
+    assert call.args[4] == {"runs_per_gpu": 4, **fixed}
     # the dry run says how an auto array packs (the default where tasks get a GPU)
     assert cli.main(["run", str(smoke), "--executor", "slurm", "--dry-run", "--gpus", "1",
                      "--output", str(tmp_path / "dry")]) == 0

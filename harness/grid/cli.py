@@ -260,9 +260,10 @@ def run_command(args: argparse.Namespace) -> int:
     if not todo:
         print(f"nothing to submit: {len(done)} done, {len(busy)} running or queued")
         return 0
-    packing = {"runs_per_gpu": per_task} if per_task != 1 else {}
-    if per_task == "auto":
-        packing["calibration"] = slurm.calibration_payload(settings, specs, todo)
+    packing: dict = {"runs_per_gpu": per_task} if per_task != 1 else {}
+    calibration = slurm.calibration_payload(settings, specs, todo, calibrate_runs=not args.no_calibrate)
+    if calibration is not None:
+        packing["calibration"] = calibration
     array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root, options=exp.options_for,
                             **packing)
     what = f"array {array_id} with {len(todo)} tasks" if len(todo) > 1 else f"job {array_id} (one task)"

@@ -213,10 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(message)s")
         log.info("task %d: its %d runs are done", index, len(mine))
         return 0
-    packing = None
-    if per_task == "auto":  # what vnr run --executor slurm gives its tasks; the array is for the runs not done
-        packing = slurm.task_packing(per_task, slurm.calibration_payload(
-            settings, specs, [s for s in specs if not store.is_done(s)]))
+    # what vnr run --executor slurm gives its tasks; the array is for the runs not done
+    packing = slurm.task_packing(per_task, slurm.calibration_payload(
+        settings, specs, [s for s in specs if not store.is_done(s)], calibrate_runs=not args.no_calibrate))
     status = run_task(mine, exp.output, data_root, progress=args.progress,
                       options=[exp.options_for(s) for s in mine], packing=packing)
     return 0 if status != FAILED else 1

@@ -147,26 +147,47 @@ def first_finetune(specs: Sequence[Spec]) -> Spec | None:
     return next((s for s in specs if isinstance(s, FinetuneSpec)), None)
 
 
-def calibration_payload(settings: SlurmSettings, specs: Sequence[Spec], todo: Sequence[Spec]) -> dict[str, Any]:
-    """What an ``auto`` array task calibrates with (:func:`submit`'s ``calibration``): the grid's first
+def calibration_payload(settings: SlurmSettings, specs: Sequence[Spec], todo: Sequence[Spec], *,
+                        calibrate_runs: bool = True) -> dict[str, Any] | None:
+    """What an array task calibrates with (:func:`submit`'s ``calibration``): the grid's first
     fine-tuning spec among ``specs`` (the selected grid), the training samples of ``todo`` (the runs the
     array is for, what the time budget is a share of) and the settings' budget cap. ``vnr run --executor
-    slurm`` and the plain sbatch entry (:func:`harness.grid.entry.main`) both build it here."""
-    from harness.grid.calibrate import grid_samples
+    slurm`` and the plain sbatch entry (:func:`harness.grid.entry.main`) both build it here.
 
+    None where nothing is to be measured: calibration off (``calibrate: false``, ``--no-calibrate``:
+    ``calibrate_runs`` False), or N fixed and the tasks get no GPU. A fixed N on a GPU still gets it: the
+    first task on a device kind measures ``precision: auto`` at that N, as the local executor does.
+
+    >>> from harness.specs import FinetuneSpec
+    >>> spec = FinetuneSpec("tiny:bert", "rte", 0, max_steps=3, batch_size=2)
+    >>> calibration_payload(SlurmSettings(runs_per_gpu=2), [spec], [spec])
+    {'first': FinetuneSpec(...), 'samples': 6, 'budget_cap_s': None}
+    >>> calibration_payload(SlurmSettings(runs_per_gpu=2, gpus=0), [spec], [spec]), calibration_payload(
+    ...     SlurmSettings(), [spec], [spec], calibrate_runs=False)
+    (None, None)
+    """
+    from harness.grid.calibrate import AUTO, grid_samples
+
+    if not (calibrate_runs and settings.calibrate):
+        return None
+    if runs_per_task(settings) != AUTO and not settings.gpus:
+        return None
     return {"first": first_finetune(specs), "samples": grid_samples(todo), "budget_cap_s": settings.calibration_budget_s}
 
 
 def task_packing(per_task: int | str, calibration: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The ``packing`` an array task passes to :func:`harness.grid.entry.run_task`: for ``auto``,
-    ``{"runs_per_gpu": "auto", **calibration}``; None for a fixed N (its specs run side by side, uncalibrated).
+    """The ``packing`` an array task passes to :func:`harness.grid.entry.run_task`: ``{"runs_per_gpu": N or
+    "auto", **calibration}`` (N fixed: the task's specs run N side by side, precision ``auto`` measured);
+    None for a fixed N without a calibration (they run side by side, precision ``auto`` by the rule).
 
-    >>> task_packing("auto", {"samples": 8}), task_packing(4, {"samples": 8})
-    ({'runs_per_gpu': 'auto', 'samples': 8}, None)
+    >>> task_packing("auto", {"samples": 8}), task_packing(4, {"samples": 8}), task_packing(4, None)
+    ({'runs_per_gpu': 'auto', 'samples': 8}, {'runs_per_gpu': 4, 'samples': 8}, None)
     """
     from harness.grid.calibrate import AUTO
 
-    return {"runs_per_gpu": AUTO, **dict(calibration or {})} if per_task == AUTO else None
+    if calibration is None and per_task != AUTO:
+        return None
+    return {"runs_per_gpu": per_task, **dict(calibration or {})}
 
 
 def submit(
