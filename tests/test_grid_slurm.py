@@ -174,22 +174,25 @@ def test_smoke_grid_as_a_slurm_array_with_a_preempted_task(cluster, data_root, t
 
 
 def test_plain_sbatch_array_template_runs_the_same_entry_point(cluster, data_root, tmp_path):
+    """Three bias runs, --runs-per-gpu 2 given to --sbatch-args only: two tasks (specs 0-1, then 2), the choice
+    reaching the tasks through the script's --export."""
     config = tmp_path / "bias.yaml"
     out = tmp_path / "out"
     config.write_text(yaml.safe_dump({
         "name": "template",
         "output": str(out),
-        "bias": {"models": ["tiny:bert"], "datasets": ["crows_pairs", "winobias"],
+        "bias": {"models": ["tiny:bert"], "datasets": ["crows_pairs", "winobias", "stereoset"],
                  "options": {"limit": 5, "precision": "fp32"}},
         # what the CI node can give a task; --sbatch-args passes it (and the setup lines) to sbatch
         "slurm": {"gpus": 0, "mem_gb": 2, "cpus": 1, "time": 10,
                   "setup": [f"echo setup ran > {tmp_path}/setup-ran"]},
     }))
     env = {**os.environ, "VNR_DATA_ROOT": str(data_root)}
-    args = subprocess.run([sys.executable, "-m", "harness", "run", str(config), "--sbatch-args"], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=60, check=True).stdout.split("\n")
+    args = subprocess.run([sys.executable, "-m", "harness", "run", str(config), "--sbatch-args", "--runs-per-gpu", "2"],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=60, check=True).stdout.split("\n")
     args = [a for a in args if a]
     assert "--array=0-1%2" in args and f"--output={out.resolve()}/logs/sbatch/%A_%a.out" in args
+    assert f"--export=ALL,VNR_SETUP_FILE={out.resolve()}/logs/sbatch/setup.sh,VNR_RUNS_PER_GPU=2" in args
     proc = subprocess.run(
         ["sbatch", "--wait", *args, str(REPO / "slurm" / "grid-array.sbatch"), str(config)],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=TIMEOUT_S, check=False,
@@ -205,4 +208,4 @@ def test_plain_sbatch_array_template_runs_the_same_entry_point(cluster, data_roo
     for index, spec in enumerate(exp.specs):
         rec = store.get(spec.run_id())
         assert rec is not None and rec["status"] == "ok"
-        assert rec["environment"]["slurm_job_id"] == f"{array_id}_{index}"  # pinned for codecarbon
+        assert rec["environment"]["slurm_job_id"] == f"{array_id}_{index // 2}"  # pinned for codecarbon
