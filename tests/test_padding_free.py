@@ -217,3 +217,18 @@ def test_vnr_finetune_refuses_an_unknown_padding_in_one_line_and_writes_nothing(
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == ["vnr finetune: error: --padding: 'zero' is not one of auto, flatten, bucket, pad"]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_calibration_memory_probe_runs_a_full_batch_and_changes_nothing(family, rte):
+    """The calibration's memory probe (one full batch_size x max_length forward and backward in each burst
+    run's warm-up, so N is bounded by the shape's peak, not the first task's short texts) works for every
+    family and leaves the weights as they were, with no gradients kept."""
+    from harness.grid.calibrate import memory_probe
+
+    _, model, _ = _model(family, rte[3])
+    model.train()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    memory_probe(model, FinetuneSpec("tiny:bert", "rte", 0, batch_size=3, max_length=128))  # only its shape is read
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())

@@ -14,7 +14,9 @@ a neighbour; the median of three is not moved by one such window).
 
 Bounds:
 
-* memory: N runs are tried only while N × the largest peak memory measured per run so far is at most
+* memory: N runs are tried only while N × the largest peak memory measured per run so far (each run
+  also takes one untimed step on a full ``batch_size × max_length`` batch in its warm-up:
+  :func:`memory_probe`, so the bound holds for the grid's tasks with longer texts) is at most
   :data:`MEMORY_FRACTION` of the device's memory (GPU: its total; CPU: the RAM available at the start);
 * time: the bursts stop when the next one would pass the budget, ``min(cap, BUDGET_FRACTION × the
   grid's projected time at one run per device)`` (cap :data:`BUDGET_CAP_S`, per device type,
@@ -234,6 +236,27 @@ def burst_spec(plan: BurstPlan) -> FinetuneSpec:
                    max_train_samples=total * spec.batch_size, max_eval_samples=spec.batch_size)
 
 
+def memory_probe(model: Any, spec: FinetuneSpec) -> None:
+    """One forward and backward pass of a full ``batch_size × max_length`` batch (random token ids, every
+    position real), then the gradients are dropped: the peak memory a run of this shape can reach, whatever
+    the lengths of the burst's own examples (a grid's first task may have short texts, the next long ones;
+    N is bounded by this peak, so a longer task does not run out of memory at the calibrated N). Untimed:
+    it runs in the warm-up."""
+    import torch
+
+    device = next(model.parameters()).device
+    vocab = int(getattr(model.config, "vocab_size", 0) or 2)
+    ids = torch.randint(0, vocab, (int(spec.batch_size), int(spec.max_length)), device=device)
+    half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(spec.precision)
+    with (torch.autocast(device.type, dtype=half) if half is not None and device.type == "cuda"
+          else contextlib.nullcontext()):
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids))
+    out.logits.float().sum().backward()
+    model.zero_grad(set_to_none=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def run_worker(plan: BurstPlan) -> dict[str, Any]:
     """One burst worker: train through :func:`harness.finetune.train._train` with a timer; what it measured."""
     import resource
@@ -268,6 +291,8 @@ def run_worker(plan: BurstPlan) -> dict[str, Any]:
                 sync()
                 if window > 0:
                     marks["t1"].append(time.time())
+                if window == 0:
+                    memory_probe(kw["model"], spec)
                 if window < plan.windows:
                     (barrier / f"ready-{plan.index}-{window}").write_text("")
                     waited = time.time()
@@ -830,7 +855,7 @@ def format_table(cal: Calibration) -> str:
                      f"{'  confirmation' if r.get('confirmation') else ''}")
     chosen = doc["chosen"]
     lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']} "
-                 f"({chosen['samples_s']:.1f} samples/s, the median of its bursts)")
+                 f"({chosen['samples_s']:.1f} samples/s, the median of its timed windows)")
     return "\n".join([*cal.notes, *lines])
 
 
