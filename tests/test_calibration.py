@@ -252,7 +252,7 @@ def test_slurm_auto_gives_each_task_16_specs_and_what_to_calibrate_with(tmp_path
 
     import submitit
 
-    from harness.grid import slurm
+    from harness.grid import arrays, slurm
     from harness.grid.config import load_experiment
 
     bin_dir = tmp_path / "bin"
@@ -264,10 +264,10 @@ def test_slurm_auto_gives_each_task_16_specs_and_what_to_calibrate_with(tmp_path
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     configs = Path(__file__).resolve().parents[1] / "configs" / "experiments"
     smoke = configs / "smoke.yaml"
-    assert slurm.runs_per_task(load_experiment(smoke).slurm) == 1  # gpus: 0, so the default is one run per task
+    assert arrays.runs_per_task(load_experiment(smoke).slurm) == 1  # gpus: 0, so the default is one run per task
     exp = load_experiment(configs / "paper.yaml", output=tmp_path / "out")
-    assert slurm.runs_per_task(exp.slurm) == "auto"
-    assert slurm.runs_per_task(exp.slurm, calibrate_runs=False) == 1  # --no-calibrate
+    assert arrays.runs_per_task(exp.slurm) == "auto"
+    assert arrays.runs_per_task(exp.slurm, calibrate_runs=False) == 1  # --no-calibrate
     specs = list(exp.specs[:40])
     payload = {"first": exp.specs[0], "samples": 123, "budget_cap_s": 60.0}
     assert slurm.submit(specs, exp.output, exp.slurm, name="t", runs_per_gpu="auto", calibration=payload) == "77"
@@ -277,7 +277,7 @@ def test_slurm_auto_gives_each_task_16_specs_and_what_to_calibrate_with(tmp_path
     assert [s.run_id() for s in group] == [s.run_id() for s in specs[:16]]
     assert packing == {"runs_per_gpu": "auto", **payload}
     # a fixed N on a GPU: tasks of N, and the first task on a device kind still measures precision auto at N
-    fixed = slurm.calibration_payload(exp.slurm.updated(runs_per_gpu=4), specs, specs)
+    fixed = arrays.calibration_payload(exp.slurm.updated(runs_per_gpu=4), specs, specs)
     assert fixed == {"first": exp.specs[0], "samples": sum(s.epochs * {"cola": 8551, "sst2": 67349, "mrpc": 3668,
                      "stsb": 5749, "qqp": 363846, "mnli": 392702, "qnli": 104743, "rte": 2490, "wnli": 635}[s.task]
                      for s in specs if hasattr(s, "task")), "budget_cap_s": exp.slurm.calibration_budget_s}

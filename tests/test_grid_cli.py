@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from harness import cli
-from harness.grid import entry
+from harness.grid import arrays, entry
 from harness.grid import local as local_mod
 from harness.grid import slurm as slurm_mod
 from harness.grid import status as status_mod
@@ -291,7 +291,7 @@ def test_plain_sbatch_auto_task_gets_the_submitit_packing(tmp_path, capsys, monk
     monkeypatch.setattr(slurm_mod, "submit", lambda todo, output, settings, **k: submitted.append(k) or "5")
     assert cli.main(["run", str(config), "--executor", "slurm"]) == 0
     assert submitted[-1]["runs_per_gpu"] == "auto"
-    assert slurm_mod.task_packing("auto", submitted[-1]["calibration"]) == expected
+    assert arrays.task_packing("auto", submitted[-1]["calibration"]) == expected
     # task 0 gets the first 16, with the same payload; --no-calibrate: one spec per task, no packing
     assert entry.main([str(config), "--index", "0"]) == 0
     assert [s.run_id() for s in calls[-1][0]] == [s.run_id() for s in specs[:16]] and calls[-1][2]["packing"] == expected

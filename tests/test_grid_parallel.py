@@ -221,7 +221,7 @@ def test_worker_slots_export_the_gpu_to_each_child():
 
 
 def test_plain_sbatch_entry_counts_tasks_of_n_specs(capsys):
-    from harness.grid import entry
+    from harness.grid import arrays, entry
 
     smoke = str(REPO / "configs" / "experiments" / "smoke.yaml")
     assert entry.main([smoke, "--count"]) == 0
@@ -230,7 +230,7 @@ def test_plain_sbatch_entry_counts_tasks_of_n_specs(capsys):
     assert int(capsys.readouterr().out) == -(-n // 4)
     assert entry.main([smoke, "--index", str(-(-n // 4)), "--runs-per-gpu", "4"]) == 2
     assert "outside the grid" in capsys.readouterr().err
-    assert entry.task_specs(list(range(n)), -(-n // 4) - 1, 4) == list(range(4 * (-(-n // 4) - 1), n))
+    assert arrays.task_specs(list(range(n)), -(-n // 4) - 1, 4) == list(range(4 * (-(-n // 4) - 1), n))
 
 
 def test_slurm_submit_makes_tasks_of_n_specs_and_requeues_all_of_them(tmp_path, monkeypatch):

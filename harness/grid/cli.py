@@ -236,7 +236,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 1 if failed else 0
 
     # slurm
-    from harness.grid import slurm
+    from harness.grid import arrays, slurm
 
     slurm.log_folder(exp.output)  # SLURM must be able to log there: checked before anything is submitted
     statuses = {s.run_id: s.state for s in grid_status(exp, pending)}
@@ -244,14 +244,14 @@ def run_command(args: argparse.Namespace) -> int:
     todo = [s for s in pending if statuses.get(s.run_id()) not in ("running", "queued")]
     if busy:
         log.info("%d runs are already running or queued: not submitted again", len(busy))
-    per_task = slurm.runs_per_task(settings, calibrate_runs=not args.no_calibrate)
+    per_task = arrays.runs_per_task(settings, calibrate_runs=not args.no_calibrate)
     if args.dry_run:
-        n_tasks = -(-len(todo) // slurm.group_size(per_task))
+        n_tasks = -(-len(todo) // arrays.group_size(per_task))
         print(f"# {n_tasks} array tasks ({len(done)} done, {len(busy)} running or queued); "
               + (f"one task per run, {len(todo)} runs:" if per_task == 1 else
                  f"each task runs {per_task} of these {len(todo)} runs side by side on its GPU (runs_per_gpu):"
                  if per_task != "auto" else
-                 f"each task takes {slurm.group_size(per_task)} of these {len(todo)} runs and runs them N at a "
+                 f"each task takes {arrays.group_size(per_task)} of these {len(todo)} runs and runs them N at a "
                  "time, N and precision auto from the calibration of its device kind (the first task there calibrates):"))
         print(spec_counts(todo, indent="#   "))
         print(f"#   every run id with its state: {follow_up('run', args, '--list')}")
@@ -261,7 +261,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"nothing to submit: {len(done)} done, {len(busy)} running or queued")
         return 0
     packing: dict = {"runs_per_gpu": per_task} if per_task != 1 else {}
-    calibration = slurm.calibration_payload(settings, specs, todo, calibrate_runs=not args.no_calibrate)
+    calibration = arrays.calibration_payload(settings, specs, todo, calibrate_runs=not args.no_calibrate)
     if calibration is not None:
         packing["calibration"] = calibration
     array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root, options=exp.options_for,
@@ -347,8 +347,8 @@ def spec_counts(specs, *, indent: str) -> str:
 def sbatch_args(settings, exp, n_specs: int, *, calibrate_runs: bool = True, forward: bool = False) -> list[str]:
     """sbatch options for ``slurm/grid-array.sbatch``: the array size, resources from the settings.
 
-    One array task per group of :func:`harness.grid.slurm.group_size` specs (``runs_per_gpu``: N, or 16
-    for ``auto``, what :func:`harness.grid.slurm.runs_per_task` makes of the settings and
+    One array task per group of :func:`harness.grid.arrays.group_size` specs (``runs_per_gpu``: N, or 16
+    for ``auto``, what :func:`harness.grid.arrays.runs_per_task` makes of the settings and
     ``calibrate_runs``), the size ``python -m harness.grid.entry CONFIG --count`` prints for the same choice.
     ``forward`` (``--runs-per-gpu`` or ``--no-calibrate`` given): the resolved choice reaches every task
     as ``VNR_RUNS_PER_GPU`` (the script passes it on as ``--runs-per-gpu``), so the tasks group the specs
@@ -356,16 +356,15 @@ def sbatch_args(settings, exp, n_specs: int, *, calibrate_runs: bool = True, for
     where the settings have ``setup`` lines, ``<output>/logs/sbatch/setup.sh``, which the script sources
     before the task (passed as ``VNR_SETUP_FILE``); both through one ``--export=ALL,...``.
     """
-    from harness.grid import slurm
-    from harness.grid.entry import array_size
+    from harness.grid import arrays, slurm
     from harness.store import atomic_write_bytes
     from ranking.errors import UserError
 
     output = slurm.check_log_path(Path(exp.output).resolve())
     logs = output / "logs" / "sbatch"
     params = slurm.sbatch_parameters(settings, name=exp.name)
-    per_task = slurm.runs_per_task(settings, calibrate_runs=calibrate_runs)
-    tasks = max(array_size(n_specs, slurm.group_size(per_task)), 1)
+    per_task = arrays.runs_per_task(settings, calibrate_runs=calibrate_runs)
+    tasks = max(arrays.array_size(n_specs, arrays.group_size(per_task)), 1)
     lines = [f"--array=0-{tasks - 1}%{min(tasks, settings.array_parallelism)}",
              f"--job-name={params['job_name']}", f"--time={params['time']}",
              f"--cpus-per-task={params['cpus_per_task']}", f"--mem={params['mem']}"]

@@ -12,11 +12,11 @@ Three ways in:
 * the plain sbatch template (``slurm/grid-array.sbatch``) runs
   ``python -m harness.grid.entry CONFIG --index $SLURM_ARRAY_TASK_ID [--runs-per-gpu N|auto] [--no-calibrate]``:
   task i runs group i of the expanded grid (after ``--only``) in the order ``vnr run CONFIG --list``
-  prints, groups of :func:`harness.grid.slurm.group_size` specs (N, or 16 for ``auto``), as the
+  prints, groups of :func:`harness.grid.arrays.group_size` specs (N, or 16 for ``auto``), as the
   submitit array does; without the flag the config's ``slurm:`` section decides
-  (:func:`harness.grid.slurm.runs_per_task`). An ``auto`` task runs its group N at a time after the
+  (:func:`harness.grid.arrays.runs_per_task`). An ``auto`` task runs its group N at a time after the
   calibration of its device kind, with the payload ``vnr run --executor slurm`` gives
-  (:func:`harness.grid.slurm.calibration_payload`). ``--count`` prints the array size, the one
+  (:func:`harness.grid.arrays.calibration_payload`). ``--count`` prints the array size, the one
   ``vnr run CONFIG --sbatch-args`` puts in ``--array``.
 * ``--spec JSON``: one spec in a fresh process, joining the attempt (and the
   lock) of the local executor that started it (:func:`harness.grid.local.isolated_runner`).
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -121,20 +120,6 @@ class GridTask(submitit.helpers.Checkpointable):
         return submitit.helpers.DelayedSubmission(GridTask(), *args, **kwargs)
 
 
-def task_specs(specs: Sequence[Spec], index: int, runs_per_gpu: int = 1) -> list[Spec]:
-    """The specs array task ``index`` runs: ``specs[index*N:(index+1)*N]``.
-
-    >>> task_specs(list("abcde"), 2, runs_per_gpu=2), task_specs(list("abcde"), 1)
-    (['e'], ['b'])
-    """
-    return list(specs[index * runs_per_gpu:(index + 1) * runs_per_gpu])
-
-
-def array_size(n_specs: int, runs_per_gpu: int = 1) -> int:
-    """``ceil(n_specs / runs_per_gpu)`` array tasks."""
-    return math.ceil(n_specs / runs_per_gpu)
-
-
 def _run_one_isolated(payload: str, output: Path, data_root: Path | None, progress: bool) -> int:
     """``--spec``: the child of an isolated run; its failure is recorded in this attempt, once."""
     from harness.grid.local import default_runner, spec_from_payload
@@ -157,7 +142,7 @@ def _run_one_isolated(payload: str, output: Path, data_root: Path | None, progre
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m harness.grid.entry CONFIG --index N``: run the N-th task of the grid (plain sbatch)."""
-    from harness.grid import slurm
+    from harness.grid import arrays
     from harness.grid.config import load_experiment, select_specs, slurm_value
     from harness.store import RunStore
     from ranking.errors import UserError
@@ -188,10 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         flag = None if args.runs_per_gpu is None else slurm_value("runs_per_gpu", args.runs_per_gpu, "--runs-per-gpu")
         exp = load_experiment(args.config, output=args.output)
         settings = exp.slurm.updated(runs_per_gpu=flag)
-        per_task = slurm.runs_per_task(settings, calibrate_runs=not args.no_calibrate)
-        group = slurm.group_size(per_task)
+        per_task = arrays.runs_per_task(settings, calibrate_runs=not args.no_calibrate)
+        group = arrays.group_size(per_task)
         specs = select_specs(exp.specs, args.only)
-        size = array_size(len(specs), group)
+        size = arrays.array_size(len(specs), group)
         if args.count:
             print(size)
             return 0
@@ -207,14 +192,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"harness.grid.entry: error: {exc}", file=sys.stderr)
         return 2
-    mine = task_specs(specs, index, group)
+    mine = arrays.task_specs(specs, index, group)
     store = RunStore(exp.output)
     if all(store.is_done(s) for s in mine):  # a resubmitted array: nothing to run, nothing to calibrate
         logging.basicConfig(level=logging.INFO, format="%(message)s")
         log.info("task %d: its %d runs are done", index, len(mine))
         return 0
     # what vnr run --executor slurm gives its tasks; the array is for the runs not done
-    packing = slurm.task_packing(per_task, slurm.calibration_payload(
+    packing = arrays.task_packing(per_task, arrays.calibration_payload(
         settings, specs, [s for s in specs if not store.is_done(s)], calibrate_runs=not args.no_calibrate))
     status = run_task(mine, exp.output, data_root, progress=args.progress,
                       options=[exp.options_for(s) for s in mine], packing=packing)

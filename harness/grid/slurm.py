@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.grid.arrays import array_size, group_size, task_packing, task_specs
 from harness.grid.config import SlurmSettings, slurm_value
 from harness.grid.local import Spec
 from harness.store import atomic_write_json
@@ -112,84 +113,6 @@ def sbatch_script(settings: SlurmSettings, output: Path, n_tasks: int, *, name: 
     return _make_sbatch_string(command=command, folder=folder, map_count=n_tasks, **params)
 
 
-def runs_per_task(settings: SlurmSettings, *, calibrate_runs: bool = True) -> int | str:
-    """What the array's tasks run side by side: the settings' N, or ``"auto"`` (the default where tasks get
-    a GPU); 1 without a GPU by default, and for ``auto`` when calibration is off (``calibrate: false``,
-    ``--no-calibrate``).
-
-    >>> runs_per_task(SlurmSettings()), runs_per_task(SlurmSettings(gpus=0)), runs_per_task(SlurmSettings(runs_per_gpu=4))
-    ('auto', 1, 4)
-    """
-    value = settings.runs_per_gpu
-    if value is None:
-        value = "auto" if settings.gpus else 1
-    if value == "auto" and not (calibrate_runs and settings.calibrate):
-        return 1
-    return value
-
-
-def group_size(per_task: int | str) -> int:
-    """Specs per array task: N, or for ``auto`` the largest N a calibration tries (the task then runs them
-    N at a time, N from its device kind's calibration).
-
-    >>> group_size(4), group_size("auto")
-    (4, 16)
-    """
-    from harness.grid.calibrate import AUTO, CANDIDATE_N
-
-    return max(CANDIDATE_N) if per_task == AUTO else int(per_task)
-
-
-def first_finetune(specs: Sequence[Spec]) -> Spec | None:
-    """The grid's first fine-tuning spec (what the calibration measures), or None."""
-    from harness.specs import FinetuneSpec
-
-    return next((s for s in specs if isinstance(s, FinetuneSpec)), None)
-
-
-def calibration_payload(settings: SlurmSettings, specs: Sequence[Spec], todo: Sequence[Spec], *,
-                        calibrate_runs: bool = True) -> dict[str, Any] | None:
-    """What an array task calibrates with (:func:`submit`'s ``calibration``): the grid's first
-    fine-tuning spec among ``specs`` (the selected grid), the training samples of ``todo`` (the runs the
-    array is for, what the time budget is a share of) and the settings' budget cap. ``vnr run --executor
-    slurm`` and the plain sbatch entry (:func:`harness.grid.entry.main`) both build it here.
-
-    None where nothing is to be measured: calibration off (``calibrate: false``, ``--no-calibrate``:
-    ``calibrate_runs`` False), or N fixed and the tasks get no GPU. A fixed N on a GPU still gets it: the
-    first task on a device kind measures ``precision: auto`` at that N, as the local executor does.
-
-    >>> from harness.specs import FinetuneSpec
-    >>> spec = FinetuneSpec("tiny:bert", "rte", 0, max_steps=3, batch_size=2)
-    >>> calibration_payload(SlurmSettings(runs_per_gpu=2), [spec], [spec])
-    {'first': FinetuneSpec(...), 'samples': 6, 'budget_cap_s': None}
-    >>> calibration_payload(SlurmSettings(runs_per_gpu=2, gpus=0), [spec], [spec]), calibration_payload(
-    ...     SlurmSettings(), [spec], [spec], calibrate_runs=False)
-    (None, None)
-    """
-    from harness.grid.calibrate import AUTO, grid_samples
-
-    if not (calibrate_runs and settings.calibrate):
-        return None
-    if runs_per_task(settings) != AUTO and not settings.gpus:
-        return None
-    return {"first": first_finetune(specs), "samples": grid_samples(todo), "budget_cap_s": settings.calibration_budget_s}
-
-
-def task_packing(per_task: int | str, calibration: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The ``packing`` an array task passes to :func:`harness.grid.entry.run_task`: ``{"runs_per_gpu": N or
-    "auto", **calibration}`` (N fixed: the task's specs run N side by side, precision ``auto`` measured);
-    None for a fixed N without a calibration (they run side by side, precision ``auto`` by the rule).
-
-    >>> task_packing("auto", {"samples": 8}), task_packing(4, {"samples": 8}), task_packing(4, None)
-    ({'runs_per_gpu': 'auto', 'samples': 8}, {'runs_per_gpu': 4, 'samples': 8}, None)
-    """
-    from harness.grid.calibrate import AUTO
-
-    if calibration is None and per_task != AUTO:
-        return None
-    return {"runs_per_gpu": per_task, **dict(calibration or {})}
-
-
 def submit(
     specs: Sequence[Spec],
     output: Path,
@@ -205,9 +128,9 @@ def submit(
 
     ``runs_per_gpu=N``: ``ceil(len(specs) / N)`` tasks, task i running specs
     ``[i*N:(i+1)*N]`` side by side on its GPU (:func:`harness.grid.entry.run_task`).
-    ``runs_per_gpu="auto"``: groups of :func:`group_size` specs; each task runs its group N at a time,
+    ``runs_per_gpu="auto"``: groups of :func:`harness.grid.arrays.group_size` specs; each task runs its group N at a time,
     N (and precision ``auto``) from the calibration of its device kind (``calibration``: the spec to
-    calibrate with, ``first``, the grid's training ``samples`` and ``budget_cap_s``: :func:`calibration_payload`),
+    calibrate with, ``first``, the grid's training ``samples`` and ``budget_cap_s``: :func:`harness.grid.arrays.calibration_payload`),
     measured by the first
     task that gets there (:func:`harness.grid.calibrate.ensure_calibration`).
     """
@@ -221,7 +144,7 @@ def submit(
                         "(or start a local one with slurm/start-local-cluster.sh)")
     import submitit
 
-    from harness.grid.entry import GridTask, array_size, task_specs
+    from harness.grid.entry import GridTask
 
     output = Path(output).resolve()
     executor = submitit.SlurmExecutor(folder=log_folder(output), max_num_timeout=settings.max_timeouts)
