@@ -13,10 +13,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.grid.local import Spec
 from harness.grid.settings import SlurmSettings
-from harness.specs import BiasSpec, FinetuneSpec
-
-Spec = FinetuneSpec | BiasSpec
+from harness.specs import FinetuneSpec
 
 
 def task_specs(specs: Sequence[Spec], index: int, runs_per_gpu: int = 1) -> list[Spec]:
