@@ -173,13 +173,18 @@ def test_sbatch_args_take_resources_and_setup_from_the_config(tmp_path, capsys):
     assert cli.main(["run", str(config), "--sbatch-args", "--qos", "high", "--sbatch-opt", "exclusive",
                      "--setup", "echo ready"]) == 0
     logs = (tmp_path / "out" / "logs" / "sbatch").resolve()
-    assert capsys.readouterr().out.splitlines() == [  # gpus: 2, so runs_per_gpu auto: one task for the 3 specs
+    lines = capsys.readouterr().out.splitlines()
+    array = _array_file(lines)
+    assert lines == [  # gpus: 2, so runs_per_gpu auto: one task for the 3 specs
         "--array=0-0%1", "--job-name=vnr-g", "--time=120", "--cpus-per-task=4", "--mem=16GB", "--gres=gpu:2",
         "--partition=gpu", "--qos=high", "--mail-type=END", "--exclusive", f"--output={logs}/%A_%a.out",
-        f"--export=ALL,VNR_SETUP_FILE={logs}/setup.sh",
+        f"--export=ALL,VNR_SETUP_FILE={logs}/setup.sh,VNR_ARRAY_FILE={array}",
     ]
     assert (logs / "setup.sh").read_text().splitlines()[1:] == ["module load cuda/12.4", "echo ready"]
-    assert sorted(p.name for p in logs.iterdir()) == ["setup.sh"]
+    assert sorted(p.name for p in logs.iterdir()) == [array.name, "setup.sh"]
+    # the config's own export value comes first, the two files after it
+    assert cli.main(["run", str(config), "--sbatch-args", "--sbatch-opt", "export=NONE"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"--export=NONE,VNR_SETUP_FILE={logs}/setup.sh,VNR_ARRAY_FILE={array}"
     assert not (tmp_path / "out" / "runs").exists()
     # the plain sbatch script sources that file and has no resource or log defaults of its own
     script = (REPO / "slurm" / "grid-array.sbatch").read_text()
@@ -210,39 +215,78 @@ def _entry_count(capsys, config: Path, *flags: str) -> int:
     return int(capsys.readouterr().out)
 
 
+def _array_file(lines: list[str]) -> Path:
+    """The array file `--sbatch-args` exported (its last line: --export=ALL,...,VNR_ARRAY_FILE=<path>)."""
+    assert lines[-1].startswith("--export=ALL,")
+    (path,) = [v.split("=", 1)[1] for v in lines[-1].split(",") if v.startswith("VNR_ARRAY_FILE=")]
+    return Path(path)
+
+
 def test_plain_sbatch_array_is_sized_like_the_entry_groups_the_specs(tmp_path, capsys):
     """runs_per_gpu auto / N in the config's slurm: (or the flags): --sbatch-args' --array, entry --count and the
-    script's forwarding agree: ceil(specs / 16) tasks for auto, ceil(specs / N) for N, one per spec without packing."""
+    array file every task reads agree: ceil(specs / 16) tasks for auto, ceil(specs / N) for N, one per spec
+    without packing."""
     auto = _packing_grid(tmp_path, "auto", 20, {"runs_per_gpu": "auto", "gpus": 1})
     three = _packing_grid(tmp_path, "three", 20, {"runs_per_gpu": 3, "gpus": 1})
+    ids = [s.run_id() for s in load_experiment(auto).specs]
+    logs = (tmp_path / "auto" / "logs" / "sbatch").resolve()
     auto_lines = _sbatch_lines(capsys, auto)
     assert auto_lines[0] == "--array=0-1%2" and _entry_count(capsys, auto) == 2  # ceil(20 / 16)
-    assert not [line for line in auto_lines if line.startswith("--export")]  # the config decides in the task too
+    plan = json.loads(_array_file(auto_lines).read_text())
+    assert _array_file(auto_lines).parent == logs
+    assert plan == {"only": [], "runs_per_gpu": "auto", "calibrate": True, "gpus": 1, "run_ids": ids}
     three_lines = _sbatch_lines(capsys, three)
     assert three_lines[0] == "--array=0-6%7" and _entry_count(capsys, three) == 7  # ceil(20 / 3)
-    # the flags size the array for their choice, and reach the tasks (the script passes VNR_RUNS_PER_GPU on)
-    logs = (tmp_path / "auto" / "logs" / "sbatch").resolve()
+    # flags size the array for their choice; the file carries it, the entry reading it needs no flag
     lines = _sbatch_lines(capsys, auto, "--runs-per-gpu", "3")
-    assert (lines[0], lines[-1]) == ("--array=0-6%7", "--export=ALL,VNR_RUNS_PER_GPU=3")
+    assert lines[0] == "--array=0-6%7" and json.loads(_array_file(lines).read_text())["runs_per_gpu"] == 3
+    assert _entry_count(capsys, auto, "--array-file", str(_array_file(lines))) == 7
     assert _entry_count(capsys, auto, "--runs-per-gpu", "3") == 7
     lines = _sbatch_lines(capsys, auto, "--no-calibrate", "--setup", "echo hi")
-    assert (lines[0], lines[-1]) == ("--array=0-19%16", f"--export=ALL,VNR_SETUP_FILE={logs}/setup.sh,VNR_RUNS_PER_GPU=1")
-    assert _entry_count(capsys, auto, "--no-calibrate") == 20
-    lines = _sbatch_lines(capsys, three, "--runs-per-gpu", "auto")
-    assert (lines[0], lines[-1]) == ("--array=0-1%2", "--export=ALL,VNR_RUNS_PER_GPU=auto")
-    assert _entry_count(capsys, three, "--runs-per-gpu", "auto") == 2
+    assert lines[0] == "--array=0-19%16"
+    assert lines[-1] == f"--export=ALL,VNR_SETUP_FILE={logs}/setup.sh,VNR_ARRAY_FILE={_array_file(lines)}"
+    assert json.loads(_array_file(lines).read_text())["calibrate"] is False
+    assert _entry_count(capsys, auto, "--array-file", str(_array_file(lines))) == 20
+    lines = _sbatch_lines(capsys, three, "--runs-per-gpu", "auto", "--only", "*-s1-*,*-s2-*")
+    assert lines[0] == "--array=0-0%1"
+    plan = json.loads(_array_file(lines).read_text())
+    assert (plan["only"], plan["run_ids"]) == (["*-s1-*", "*-s2-*"], [ids[1], ids[2]])
     # a config without a GPU: one spec per task unless told otherwise
     cpu = _packing_grid(tmp_path, "cpu", 20, {"gpus": 0})
     assert _sbatch_lines(capsys, cpu)[0] == "--array=0-19%16" and _entry_count(capsys, cpu) == 20
-    # slurm/grid-array.sbatch hands the forwarded choice to the entry (--count stands in for a task here)
+
+
+def test_plain_sbatch_tasks_refuse_a_script_line_or_a_grid_the_array_was_not_sized_for(tmp_path, capsys):
+    """The array file decides: slurm/grid-array.sbatch passes it (run with bash; --count stands in for a task);
+    a flag on the script line that says otherwise, or a grid edited since, is one line, exit 2."""
+    three = _packing_grid(tmp_path, "three", 20, {"runs_per_gpu": 3, "gpus": 1})
+    array = _array_file(_sbatch_lines(capsys, three, "--only", "*-s1*"))  # 11 runs: s1, s10..s19
     env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_JOB_ID": "9", "SLURM_SUBMIT_DIR": str(REPO),
-           "VNR_VENV": str(tmp_path / "no-venv"), "VNR_RUNS_PER_GPU": "3", "PYTHONPATH": str(REPO)}
-    script = [str(REPO / "slurm" / "grid-array.sbatch"), str(auto), "--count"]
-    out = subprocess.run(["bash", *script], env=env, capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "7"
-    out = subprocess.run(["bash", *script, "--runs-per-gpu", "16"], env=env, capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "2"  # an explicit flag after CONFIG wins
+           "VNR_VENV": str(tmp_path / "no-venv"), "VNR_ARRAY_FILE": str(array), "PYTHONPATH": str(REPO)}
+    script = ["bash", str(REPO / "slurm" / "grid-array.sbatch"), str(three), "--count"]
+    assert subprocess.run(script, env=env, capture_output=True, text=True, check=True).stdout == "4\n"  # ceil(11 / 3)
+    same = subprocess.run([*script, "--only", "*-s1*", "--runs-per-gpu", "3"], env=env, capture_output=True, text=True)
+    assert (same.returncode, same.stdout) == (0, "4\n")  # repeating the same choice is fine
+    other = subprocess.run([*script, "--only", "bias"], env=env, capture_output=True, text=True)
+    assert other.returncode == 2 and other.stderr == (
+        f"harness.grid.entry: error: this array was sized for --only *-s1* ({array}); the script line says --only "
+        "bias: give both the same, or leave it off the script line\n")
+    other = subprocess.run([*script, "--runs-per-gpu", "16"], env=env, capture_output=True, text=True)
+    assert other.returncode == 2 and other.stderr == (
+        f"harness.grid.entry: error: this array was sized for 3 runs per task ({array}); the script line says 16: "
+        "give --sbatch-args the flag, not the script line\n")
+    # the config edited after --sbatch-args: another seed list, so other run ids at the array's indices
+    doc = yaml.safe_load(three.read_text())
+    doc["finetune"]["seeds"] = [0, *range(2, 21)]
+    three.write_text(yaml.safe_dump(doc))
+    changed = subprocess.run(script, env=env, capture_output=True, text=True)
+    assert changed.returncode == 2 and changed.stderr.startswith(
+        f"harness.grid.entry: error: the grid has changed since `vnr run --sbatch-args` sized this array ({array}: "
+        "11 runs then, 10 now, the first difference at line 0 of `vnr run CONFIG --list`)")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    assert entry.main([str(three), "--count", "--array-file", str(broken)]) == 2
+    assert capsys.readouterr().err.startswith(f"harness.grid.entry: error: --array-file {broken}: not an array file")
 
 
 @pytest.mark.parametrize(("value", "message"), [

@@ -175,7 +175,7 @@ def test_smoke_grid_as_a_slurm_array_with_a_preempted_task(cluster, data_root, t
 
 def test_plain_sbatch_array_template_runs_the_same_entry_point(cluster, data_root, tmp_path):
     """Three bias runs, --runs-per-gpu 2 given to --sbatch-args only: two tasks (specs 0-1, then 2), the choice
-    reaching the tasks through the script's --export."""
+    reaching the tasks through the array file in the script's --export."""
     config = tmp_path / "bias.yaml"
     out = tmp_path / "out"
     config.write_text(yaml.safe_dump({
@@ -192,7 +192,7 @@ def test_plain_sbatch_array_template_runs_the_same_entry_point(cluster, data_roo
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=60, check=True).stdout.split("\n")
     args = [a for a in args if a]
     assert "--array=0-1%2" in args and f"--output={out.resolve()}/logs/sbatch/%A_%a.out" in args
-    assert f"--export=ALL,VNR_SETUP_FILE={out.resolve()}/logs/sbatch/setup.sh,VNR_RUNS_PER_GPU=2" in args
+    assert args[-1].startswith(f"--export=ALL,VNR_SETUP_FILE={out.resolve()}/logs/sbatch/setup.sh,VNR_ARRAY_FILE=")
     proc = subprocess.run(
         ["sbatch", "--wait", *args, str(REPO / "slurm" / "grid-array.sbatch"), str(config)],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=TIMEOUT_S, check=False,

@@ -9,13 +9,18 @@ payload (:func:`calibration_payload`, :func:`task_packing`) reaches :func:`harne
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.grid.local import Spec
 from harness.grid.settings import SlurmSettings
 from harness.specs import FinetuneSpec
+from ranking.errors import UserError
 
 
 def task_specs(specs: Sequence[Spec], index: int, runs_per_gpu: int = 1) -> list[Spec]:
@@ -105,3 +110,61 @@ def task_packing(per_task: int | str, calibration: Mapping[str, Any] | None) -> 
     if calibration is None and per_task != AUTO:
         return None
     return {"runs_per_gpu": per_task, **dict(calibration or {})}
+
+
+# ---------------------------------------------------------------------- the plain sbatch array's file
+@dataclass(frozen=True)
+class ArrayPlan:
+    """What ``vnr run CONFIG --sbatch-args`` sized a plain sbatch array for (``array-<digest>.json``)."""
+
+    only: list[str]
+    runs_per_gpu: int | str
+    calibrate: bool
+    gpus: int  # GPUs per task (what a fixed N's precision calibration needs to know)
+    run_ids: list[str]
+
+
+def write_array_file(folder: Path, specs: Sequence[Spec], *, only: Sequence[str] | None, runs_per_gpu: int | str,
+                     calibrate: bool, gpus: int) -> Path:
+    """Write the array's plan to ``folder/array-<digest>.json`` (the digest of its content: two arrays of one
+    output sized differently get two files, the same one again the same file); returns its path."""
+    from harness.grid.config import only_patterns
+    from harness.store import atomic_write_bytes
+
+    doc = {"only": only_patterns(only), "runs_per_gpu": runs_per_gpu, "calibrate": bool(calibrate),
+           "gpus": int(gpus), "run_ids": [s.run_id() for s in specs]}
+    text = json.dumps(doc, indent=1) + "\n"
+    path = Path(folder) / f"array-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+    atomic_write_bytes(path, text.encode())
+    return path
+
+
+def read_array_file(path: str | Path) -> ArrayPlan:
+    """The plan :func:`write_array_file` wrote; a :class:`UserError` naming the file where it cannot be one."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        plan = ArrayPlan(only=[str(p) for p in doc["only"]], runs_per_gpu=doc["runs_per_gpu"],
+                         calibrate=bool(doc["calibrate"]), gpus=int(doc["gpus"]), run_ids=[str(r) for r in doc["run_ids"]])
+    except OSError as exc:
+        raise UserError(f"--array-file {path}: cannot be read ({exc.strerror or exc}); size the array again with "
+                        "`vnr run CONFIG --sbatch-args`") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"--array-file {path}: not an array file written by `vnr run --sbatch-args` ({exc}); "
+                        "size the array again") from None
+    if not (plan.runs_per_gpu == "auto" or (type(plan.runs_per_gpu) is int and plan.runs_per_gpu >= 1)):
+        raise UserError(f"--array-file {path}: runs_per_gpu {plan.runs_per_gpu!r} is neither auto nor a positive "
+                        "whole number; size the array again")
+    return plan
+
+
+def planned_specs(plan: ArrayPlan, specs: Sequence[Spec], path: str | Path) -> list[Spec]:
+    """The grid's specs in the order the array was sized for (``specs``: the grid after ``plan.only``); a
+    :class:`UserError` where the grid has changed since (another config, an edited one): the tasks would
+    otherwise run other runs than the array's indices stand for."""
+    now = [s.run_id() for s in specs]
+    if now != plan.run_ids:
+        first = next((i for i, (a, b) in enumerate(zip(now, plan.run_ids)) if a != b), min(len(now), len(plan.run_ids)))
+        raise UserError(f"the grid has changed since `vnr run --sbatch-args` sized this array ({path}: "
+                        f"{len(plan.run_ids)} runs then, {len(now)} now, the first difference at line {first} of "
+                        "`vnr run CONFIG --list`): size it again and resubmit")
+    return list(specs)

@@ -187,8 +187,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(len(specs))
         return 0
     if args.sbatch_args:
-        print("\n".join(sbatch_args(settings, exp, len(specs), calibrate_runs=not args.no_calibrate,
-                                     forward=args.runs_per_gpu is not None or args.no_calibrate)))
+        print("\n".join(sbatch_args(settings, exp, specs, only=args.only, calibrate_runs=not args.no_calibrate)))
         return 0
     if args.list:
         for i, st in enumerate(grid_status(exp, specs)):
@@ -344,17 +343,19 @@ def spec_counts(specs, *, indent: str) -> str:
     ])
 
 
-def sbatch_args(settings, exp, n_specs: int, *, calibrate_runs: bool = True, forward: bool = False) -> list[str]:
+def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True) -> list[str]:
     """sbatch options for ``slurm/grid-array.sbatch``: the array size, resources from the settings.
 
     One array task per group of :func:`harness.grid.arrays.group_size` specs (``runs_per_gpu``: N, or 16
     for ``auto``, what :func:`harness.grid.arrays.runs_per_task` makes of the settings and
-    ``calibrate_runs``), the size ``python -m harness.grid.entry CONFIG --count`` prints for the same choice.
-    ``forward`` (``--runs-per-gpu`` or ``--no-calibrate`` given): the resolved choice reaches every task
-    as ``VNR_RUNS_PER_GPU`` (the script passes it on as ``--runs-per-gpu``), so the tasks group the specs
-    as the array was sized. Creates ``<output>/logs/sbatch/`` (SLURM does not create log folders) and,
-    where the settings have ``setup`` lines, ``<output>/logs/sbatch/setup.sh``, which the script sources
-    before the task (passed as ``VNR_SETUP_FILE``); both through one ``--export=ALL,...``.
+    ``calibrate_runs``). What the array was sized for (the ``--only`` patterns, the runs per task, whether
+    to calibrate, and the run ids in order) goes to ``<output>/logs/sbatch/array-<digest>.json``
+    (:func:`harness.grid.arrays.write_array_file`), which every task reads (``VNR_ARRAY_FILE``): a task
+    runs exactly its group of those runs, and refuses a script line or a grid that says otherwise.
+    Creates ``<output>/logs/sbatch/`` (SLURM does not create log folders) and, where the settings have
+    ``setup`` lines, ``<output>/logs/sbatch/setup.sh``, which the script sources before the task
+    (``VNR_SETUP_FILE``); both through one ``--export`` (after the config's own ``export`` value, if any;
+    else ``ALL``).
     """
     from harness.grid import arrays, slurm
     from harness.store import atomic_write_bytes
@@ -362,9 +363,11 @@ def sbatch_args(settings, exp, n_specs: int, *, calibrate_runs: bool = True, for
 
     output = slurm.check_log_path(Path(exp.output).resolve())
     logs = output / "logs" / "sbatch"
+    if "," in str(logs):
+        raise UserError(f"--sbatch-args: {logs} has a comma, which sbatch --export cannot pass")
     params = slurm.sbatch_parameters(settings, name=exp.name)
     per_task = arrays.runs_per_task(settings, calibrate_runs=calibrate_runs)
-    tasks = max(arrays.array_size(n_specs, arrays.group_size(per_task)), 1)
+    tasks = max(arrays.array_size(len(specs), arrays.group_size(per_task)), 1)
     lines = [f"--array=0-{tasks - 1}%{min(tasks, settings.array_parallelism)}",
              f"--job-name={params['job_name']}", f"--time={params['time']}",
              f"--cpus-per-task={params['cpus_per_task']}", f"--mem={params['mem']}"]
@@ -373,27 +376,24 @@ def sbatch_args(settings, exp, n_specs: int, *, calibrate_runs: bool = True, for
     for key in ("partition", "account", "qos", "constraint"):
         if params.get(key):
             lines.append(f"--{key}={params[key]}")
+    export = "ALL"
     for key, value in params["additional_parameters"].items():
-        if key != "requeue":
+        if key == "export":
+            export = str(value)
+        elif key != "requeue":
             lines.append(f"--{key}" if value is True else f"--{key}={value}")
     lines.append(f"--output={logs}/%A_%a.out")
+    logs.mkdir(parents=True, exist_ok=True)
     exports = []
     if settings.setup:
         setup = logs / "setup.sh"
-        if "," in str(setup):
-            raise UserError(f"--sbatch-args: {setup} has a comma, which sbatch --export cannot pass")
-        exports.append(f"VNR_SETUP_FILE={setup}")
-    if forward:
-        exports.append(f"VNR_RUNS_PER_GPU={per_task}")
-    if exports and "export" in params["additional_parameters"]:
-        raise UserError("--sbatch-args: setup lines and --runs-per-gpu/--no-calibrate are passed with --export; "
-                        "drop the additional export option")
-    logs.mkdir(parents=True, exist_ok=True)
-    if settings.setup:
         text = "# setup lines from the config (vnr run --sbatch-args)\n" + "\n".join(settings.setup) + "\n"
         atomic_write_bytes(setup, text.encode())
-    if exports:
-        lines.append("--export=" + ",".join(["ALL", *exports]))
+        exports.append(f"VNR_SETUP_FILE={setup}")
+    array = arrays.write_array_file(logs, specs, only=only, runs_per_gpu=per_task, calibrate=calibrate_runs,
+                                    gpus=settings.gpus)
+    exports.append(f"VNR_ARRAY_FILE={array}")
+    lines.append("--export=" + ",".join([export, *exports]))
     return lines
 
 

@@ -268,6 +268,15 @@ def spec_labels(spec: Spec) -> dict[str, str]:
     }
 
 
+def only_patterns(patterns: Sequence[str] | None) -> list[str]:
+    """``--only`` values as single patterns (repeated flags and comma-separated lists alike).
+
+    >>> only_patterns(["bias, rte", "tiny:bert/*"]), only_patterns(None)
+    (['bias', 'rte', 'tiny:bert/*'], [])
+    """
+    return [p.strip() for pattern in (patterns or ()) for p in str(pattern).split(",") if p.strip()]
+
+
 def select_specs(specs: Iterable[Spec], patterns: Sequence[str] | None) -> list[Spec]:
     """Specs matching any of ``patterns`` (globs; comma-separated lists allowed).
 
@@ -276,7 +285,7 @@ def select_specs(specs: Iterable[Spec], patterns: Sequence[str] | None) -> list[
     ``--only 'tiny:bert/*'``, ``--only rte,sst2``, ``--only bias``, ``--only '*-s0-*'``.
     """
     specs = list(specs)
-    pats = [p.strip() for pattern in (patterns or ()) for p in str(pattern).split(",") if p.strip()]
+    pats = only_patterns(patterns)
     if not pats:
         return specs
     chosen = [s for s in specs if any(fnmatch.fnmatchcase(v, p) for v in spec_labels(s).values() for p in pats)]

@@ -17,7 +17,9 @@ Three ways in:
   (:func:`harness.grid.arrays.runs_per_task`). An ``auto`` task runs its group N at a time after the
   calibration of its device kind, with the payload ``vnr run --executor slurm`` gives
   (:func:`harness.grid.arrays.calibration_payload`). ``--count`` prints the array size, the one
-  ``vnr run CONFIG --sbatch-args`` puts in ``--array``.
+  ``vnr run CONFIG --sbatch-args`` puts in ``--array``. The script passes ``--array-file`` (the plan
+  ``--sbatch-args`` wrote: :func:`harness.grid.arrays.write_array_file`), which then decides the
+  ``--only`` patterns, N and the order, and refuses flags or a changed grid that say otherwise.
 * ``--spec JSON``: one spec in a fresh process, joining the attempt (and the
   lock) of the local executor that started it (:func:`harness.grid.local.isolated_runner`).
 
@@ -143,7 +145,7 @@ def _run_one_isolated(payload: str, output: Path, data_root: Path | None, progre
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m harness.grid.entry CONFIG --index N``: run the N-th task of the grid (plain sbatch)."""
     from harness.grid import arrays
-    from harness.grid.config import load_experiment, select_specs, slurm_value
+    from harness.grid.config import load_experiment, only_patterns, select_specs, slurm_value
     from harness.store import RunStore
     from ranking.errors import UserError
     from ranking.paths import resolve_data_root
@@ -160,9 +162,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="no calibration bursts: runs_per_gpu auto is 1 (one spec per task)")
     parser.add_argument("--output", default=None, help="results directory (default: the config's output)")
     parser.add_argument("--data-root", default=None, help="data root (default: $VNR_DATA_ROOT, else the public source)")
-    parser.add_argument("--only", action="append", default=None, help="the same --only patterns given to --count")
+    parser.add_argument("--only", action="append", default=None,
+                        help="run ids, models, tasks or kinds (globs), as `vnr run --only`; with --array-file, the array's")
     parser.add_argument("--count", action="store_true", help="print the number of array tasks and exit")
     parser.add_argument("--progress", action="store_true", help="progress bars in the task log")
+    parser.add_argument("--array-file", default=None,
+                        help="what `vnr run CONFIG --sbatch-args` sized the array for (slurm/grid-array.sbatch passes "
+                        "$VNR_ARRAY_FILE): its --only patterns, runs per task and run ids; flags that say otherwise "
+                        "are refused")
     args = parser.parse_args(argv)
     if args.spec is not None:  # one spec in a fresh process for the local executor (which holds its lock)
         return _run_one_isolated(args.spec, Path(args.output), Path(args.data_root) if args.data_root else None,
@@ -173,9 +180,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         flag = None if args.runs_per_gpu is None else slurm_value("runs_per_gpu", args.runs_per_gpu, "--runs-per-gpu")
         exp = load_experiment(args.config, output=args.output)
         settings = exp.slurm.updated(runs_per_gpu=flag)
-        per_task = arrays.runs_per_task(settings, calibrate_runs=not args.no_calibrate)
+        calibrate_runs = not args.no_calibrate
+        per_task = arrays.runs_per_task(settings, calibrate_runs=calibrate_runs)
+        if args.array_file:  # the array's own plan decides; a script line that says otherwise is refused
+            plan = arrays.read_array_file(args.array_file)
+            if args.only is not None and only_patterns(args.only) != plan.only:
+                raise UserError(f"this array was sized for --only {','.join(plan.only) or '(none)'} ({args.array_file}); "
+                                f"the script line says --only {','.join(only_patterns(args.only))}: give both the "
+                                "same, or leave it off the script line")
+            if (flag is not None or args.no_calibrate) and per_task != plan.runs_per_gpu:
+                raise UserError(f"this array was sized for {plan.runs_per_gpu} runs per task ({args.array_file}); "
+                                f"the script line says {per_task}: give --sbatch-args the flag, not the script line")
+            per_task, calibrate_runs = plan.runs_per_gpu, plan.calibrate
+            settings = exp.slurm.updated(runs_per_gpu=per_task, gpus=plan.gpus)
+            specs = arrays.planned_specs(plan, select_specs(exp.specs, plan.only), args.array_file)
+        else:
+            specs = select_specs(exp.specs, args.only)
         group = arrays.group_size(per_task)
-        specs = select_specs(exp.specs, args.only)
         size = arrays.array_size(len(specs), group)
         if args.count:
             print(size)
@@ -200,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # what vnr run --executor slurm gives its tasks; the array is for the runs not done
     packing = arrays.task_packing(per_task, arrays.calibration_payload(
-        settings, specs, [s for s in specs if not store.is_done(s)], calibrate_runs=not args.no_calibrate))
+        settings, specs, [s for s in specs if not store.is_done(s)], calibrate_runs=calibrate_runs))
     status = run_task(mine, exp.output, data_root, progress=args.progress,
                       options=[exp.options_for(s) for s in mine], packing=packing)
     return 0 if status != FAILED else 1
