@@ -46,3 +46,21 @@ def _offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture
+def stand_in_sbatch(tmp_path, monkeypatch):
+    """sbatch/srun stand-ins first on PATH (sbatch is the external edge): ``submit(job_id)`` makes sbatch copy
+    the script it is given to ``tmp_path/script.sh`` and answer ``Submitted batch job <job_id>``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    def submit(job_id: str) -> Path:
+        (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {tmp_path / "script.sh"}\necho "Submitted batch job {job_id}"\n')
+        (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+        for tool in ("sbatch", "srun"):
+            (bin_dir / tool).chmod(0o755)
+        return tmp_path / "script.sh"
+
+    return submit

@@ -245,23 +245,16 @@ def test_concurrent_tasks_on_one_device_kind_calibrate_once(tmp_path, data_root)
     assert (tmp_path / "calibration" / f"{first.path.stem}.lock").exists()
 
 
-def test_slurm_auto_gives_each_task_16_specs_and_what_to_calibrate_with(tmp_path, monkeypatch, capsys):
+def test_slurm_auto_gives_each_task_16_specs_and_what_to_calibrate_with(tmp_path, stand_in_sbatch, capsys):
     """runs_per_gpu: auto on SLURM: tasks of 16 specs, each carrying the grid's first fine-tuning spec, its
     training samples and the budget cap, so the first task on a device kind can calibrate (sbatch is a stand-in)."""
-    import os
 
     import submitit
 
     from harness.grid import arrays, slurm
     from harness.grid.config import load_experiment
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {tmp_path / "script.sh"}\necho "Submitted batch job 77"\n')
-    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
-    for tool in ("sbatch", "srun"):
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    stand_in_sbatch("77")
     configs = Path(__file__).resolve().parents[1] / "configs" / "experiments"
     smoke = configs / "smoke.yaml"
     assert arrays.runs_per_task(load_experiment(smoke).slurm) == 1  # gpus: 0, so the default is one run per task

@@ -285,8 +285,15 @@ def test_plain_sbatch_tasks_refuse_a_script_line_or_a_grid_the_array_was_not_siz
         "11 runs then, 10 now, the first difference at line 0 of `vnr run CONFIG --list`)")
     broken = tmp_path / "broken.json"
     broken.write_text("{")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     assert entry.main([str(three), "--count", "--array-file", str(broken)]) == 2
-    assert capsys.readouterr().err.startswith(f"harness.grid.entry: error: --array-file {broken}: not an array file")
+    err = capsys.readouterr().err
+    assert err.startswith(f"harness.grid.entry: error: --array-file {broken}: not an array file") and err.count("\n") == 1
+    missing = tmp_path / "gone.json"
+    assert entry.main([str(three), "--index", "0", "--array-file", str(missing)]) == 2
+    assert capsys.readouterr().err == (f"harness.grid.entry: error: --array-file {missing}: cannot be read (No such "
+                                       "file or directory); size the array again with `vnr run CONFIG --sbatch-args`\n")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written
 
 
 @pytest.mark.parametrize(("value", "message"), [

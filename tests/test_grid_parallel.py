@@ -233,7 +233,7 @@ def test_plain_sbatch_entry_counts_tasks_of_n_specs(capsys):
     assert arrays.task_specs(list(range(n)), -(-n // 4) - 1, 4) == list(range(4 * (-(-n // 4) - 1), n))
 
 
-def test_slurm_submit_makes_tasks_of_n_specs_and_requeues_all_of_them(tmp_path, monkeypatch):
+def test_slurm_submit_makes_tasks_of_n_specs_and_requeues_all_of_them(tmp_path, stand_in_sbatch):
     """sbatch is the external edge: a stand-in on PATH accepts the script; submitit's pickled calls are checked."""
     import json
 
@@ -243,13 +243,7 @@ def test_slurm_submit_makes_tasks_of_n_specs_and_requeues_all_of_them(tmp_path, 
     from harness.grid.config import load_experiment
     from harness.grid.entry import GridTask
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {tmp_path / "script.sh"}\necho "Submitted batch job 4242"\n')
-    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
-    for tool in ("sbatch", "srun"):
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    stand_in_sbatch("4242")
     exp = load_experiment(REPO / "configs" / "experiments" / "smoke.yaml", output=tmp_path / "out")
     specs = exp.specs[:10]
     assert slurm.submit(specs, exp.output, exp.slurm, name="t", runs_per_gpu=4, options=exp.options_for) == "4242"
