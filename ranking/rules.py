@@ -75,8 +75,11 @@ Missing scores (``missing=`` for positional rules)
 
 Ties between final scores
     Scores that are sums of weights are compared up to float noise (relative
-    ``1e-12`` of the largest attainable score for voting rules, of the largest
-    score for means), so ``1/3 + 1/3`` ties with ``2/3``; Threshold's
+    ``1e-12`` of the largest attainable score for voting rules), so ``1/3 + 1/3``
+    ties with ``2/3``. A mean baseline's two scores tie only within the rounding
+    bound of the two weighted sums themselves (:func:`mean_noise`: a few
+    ulps of each model's own terms), so a column in the billions cannot make
+    0.801 and 0.800 tie on another, nor one huge score make the others tie; Threshold's
     lexicographic keys allow ``1e-12`` per model (they are running sums over
     positions), Baldwin recomputes near-lowest Borda scores exactly.
 """
@@ -103,8 +106,9 @@ from ranking.table import Criterion, ScoreTable
 TIES = ("default", "votenrank")
 MISSING = ("rank_present", "error")
 
-#: Relative tolerance for ties between final scores of the mean baselines.
-MEAN_RTOL = 1e-12
+#: Rounding bound of a mean baseline's score, in ulps per term: float sums of k terms are off by at most
+#: about k ulps of the sum of their magnitudes; the factor covers the rescaling and the division by the weights.
+MEAN_ULPS = 8.0
 
 
 # ====================================================================== the registry
@@ -939,10 +943,54 @@ def median_imputed(values: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), med, x)
 
 
-def _mean_result(name: str, table: ScoreTable, keep: np.ndarray, scores: np.ndarray, **params: Any):
-    finite = scores[np.isfinite(scores)]
-    scale = float(np.abs(finite).max()) if finite.size else 0.0
-    return _result(name, table, keep, scores, _ranks(scores, scale, MEAN_RTOL), **params)
+def mean_noise(terms: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per model: the rounding bound of ``terms @ weights / weights.sum()`` (models × criteria terms).
+
+    ``MEAN_ULPS`` × (k + 2) ulps of the model's own weighted sum of magnitudes: the same mean computed
+    in another order (permuted criteria, split weights) lands within it, and it grows with the model's
+    own terms only, not with another model's or another criterion's scale.
+
+    In ulps: 8 × (2 + 2) × the mean of each model's own |terms| (3.5e9 and 500.25):
+
+    >>> (mean_noise(np.array([[0.801, -7e9], [0.5, -1e3]]), np.array([1.0, 1.0])) / np.finfo(float).eps).round(1).tolist()
+    [112000000012.8, 16008.0]
+    """
+    t = np.abs(np.asarray(terms, dtype=float))
+    w = np.asarray(weights, dtype=float)
+    k = t.shape[1] if t.ndim == 2 else 1
+    magnitude = (t / max(float(t.max(initial=0.0)), 1.0)) @ w / w.sum() * max(float(t.max(initial=0.0)), 1.0)
+    return MEAN_ULPS * (k + 2) * np.finfo(float).eps * magnitude
+
+
+def positions_within(scores: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """Competition ranking where ``j`` is above ``i`` only if ``scores[j] - scores[i] > noise[i] + noise[j]``.
+
+    >>> positions_within(np.array([3.0, 3.0 + 1e-9, 1.0, np.nan]), np.array([1e-9, 1e-9, 0.0, 0.0])).tolist()
+    [1.0, 1.0, 3.0, nan]
+    """
+    s = np.asarray(scores, dtype=float)
+    e = np.where(np.isfinite(noise), noise, 0.0)
+    out = np.full(s.shape, np.nan)
+    ok = ~np.isnan(s)
+    v, ev = s[ok], e[ok]
+    if v.size:
+        order = np.argsort(-v, kind="stable")
+        desc, edesc = v[order], ev[order]
+        widest = float(edesc.max())
+        # surely above: beyond the widest bound; only the few within it are compared pair by pair
+        sure = np.searchsorted(-desc, -(v + ev + widest), side="left")
+        near = np.searchsorted(-desc, -(v + ev), side="left")
+        better = sure.astype(float)
+        for i in np.flatnonzero(near > sure):
+            cand = slice(sure[i], near[i])
+            better[i] += np.count_nonzero(desc[cand] - v[i] > ev[i] + edesc[cand])
+        out[ok] = better + 1.0
+    return out
+
+
+def _mean_result(name: str, table: ScoreTable, keep: np.ndarray, scores: np.ndarray, noise: np.ndarray,
+                 **params: Any):
+    return _result(name, table, keep, scores, positions_within(scores, noise), **params)
 
 
 @register(
@@ -965,7 +1013,7 @@ def arithmetic_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0
     top = float(np.abs(x).max())
     scale = top if top > HUGE else 1.0  # a mean of huge scores, computed without overflowing
     scores = (x / scale) @ w / w.sum() * scale
-    return _mean_result("arithmetic_mean", table, keep, scores, ties=ties)
+    return _mean_result("arithmetic_mean", table, keep, scores, mean_noise(x, w), ties=ties)
 
 
 @register(
@@ -1005,7 +1053,9 @@ def geometric_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.
     zero = bad.any(axis=1)
     logs = np.log(np.where(bad, 1.0, raw)) * sub.signs
     scores = np.where(zero, 0.0, np.exp(logs @ w / w.sum()))
-    return _mean_result("geometric_mean", table, keep, scores, ties=ties, nonpositive=nonpositive)
+    # the bound of the mean of logs (each log itself within an ulp or so), carried through exp
+    noise = scores * (mean_noise(logs, w) + MEAN_ULPS * np.finfo(float).eps)
+    return _mean_result("geometric_mean", table, keep, scores, noise, ties=ties, nonpositive=nonpositive)
 
 
 @register(
@@ -1055,6 +1105,8 @@ def optimality_gap(
     if not np.isfinite(scale) or scale <= 0:
         raise UserError(f"optimality_gap: scale={scale!r} must be a positive number")
     w = sub.weights
-    gaps = np.minimum(median_imputed(sub.values) / scale, gamma) - gamma
+    capped = np.minimum(median_imputed(sub.values) / scale, gamma)
+    gaps = capped - gamma
     scores = gaps @ w / w.sum() + 0.0
-    return _mean_result("optimality_gap", table, keep, scores, ties=ties, gamma=gamma, scale=scale)
+    noise = mean_noise(np.abs(capped) + abs(gamma), w)  # each gap is within an ulp of its two terms
+    return _mean_result("optimality_gap", table, keep, scores, noise, ties=ties, gamma=gamma, scale=scale)

@@ -79,6 +79,38 @@ def test_huge_scores_never_tie_different_models():
     assert am.ranks.tolist() == [1.0, 2.0, 3.0]
 
 
+def test_a_column_in_the_billions_does_not_tie_the_means_of_models_it_does_not_separate():
+    # A beats B on acc and ties it on params (7e9): the means (0.801 - 7e9) / 2 and (0.800 - 7e9) / 2 differ by
+    # 5e-4, far above their rounding (~2.5e-5); the old tolerance (1e-12 of the largest |score|, 3.5e-3) tied them
+    t = ScoreTable(("A", "B", "C"), (Criterion("acc"), Criterion("params", direction="lower")),
+                   np.array([[0.801, 7e9], [0.800, 7e9], [0.5, 1e3]]))
+    am = rank(t, "arithmetic_mean")
+    assert am.scores.tolist() == [(0.801 - 7e9) / 2, (0.800 - 7e9) / 2, (0.5 - 1e3) / 2]
+    assert am.ranks.tolist() == [2.0, 3.0, 1.0]
+
+
+def test_one_huge_optimality_gap_does_not_tie_the_others():
+    # B's -1e308 used to set the tie tolerance for everyone (1e-12 × 5e305): A (-0.496) and C (-0.9995) tied first
+    t = ScoreTable(("A", "B", "C"), (Criterion("acc"), Criterion("f1")),
+                   np.array([[1e308, 0.8], [-1e308, 0.9], [0.0, 0.1]]))
+    og = rank(t, "optimality_gap")  # scale 100 (a score above 1), gamma 1
+    assert og.scores.tolist() == [(0.0 + (0.008 - 1)) / 2, (-1e306 - 1 + (0.009 - 1)) / 2, (-1 + (0.001 - 1)) / 2]
+    assert og.ranks.tolist() == [1.0, 3.0, 2.0] and og.winners == ("A",)
+
+
+@pytest.mark.parametrize("rule", ["arithmetic_mean", "geometric_mean", "optimality_gap"])
+def test_equal_means_computed_in_another_order_still_tie(rule):
+    # B's scores are A's permuted, on criteria of equal weight: the same mean summed in another order
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        a = rng.uniform(0.01, 1.0, size=7) * 10.0 ** rng.integers(-3, 4, size=7)
+        if rule == "optimality_gap":
+            a = np.minimum(a, 1.0)
+        t = ScoreTable(("A", "B", "C"), tuple(Criterion(f"c{j}") for j in range(7)),
+                       np.array([a, rng.permutation(a), a * 0.5]))
+        assert rank(t, rule).ranks.tolist()[:2] == [1.0, 1.0], (rule, a)
+
+
 def test_huge_scores_with_a_missing_one_impute_a_finite_median():
     # y's median of (1e308, 1e308) is 1e308 (not inf): A's missing y is imputed as 1e308
     t = ScoreTable(("A", "B", "C"), (Criterion("x"), Criterion("y")),
