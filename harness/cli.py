@@ -42,6 +42,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("harness.schema_cli", "print the JSON Schema of an input file (config, criteria, leaderboard, scenario)"),
 }
 
+#: quick commands whose notes wait for their output: a note and then an error would be two lines on stderr.
+HOLD_NOTES = {"rank", "prospective", "criteria", "import", "report", "whatif", "analyze", "schema"}
+
 #: commands that train or score models: they need the ``harness`` extra.
 HARNESS_EXTRA = {"finetune", "bias", "run", "prefetch"}
 EXTRA_MODULES = ("torch", "transformers", "codecarbon")
@@ -123,7 +126,72 @@ def command_label(args: argparse.Namespace) -> str:
     return f"{args.command} {sub}" if isinstance(sub, str) else str(args.command)
 
 
+class _HeldNotes:
+    """stderr for a quick command: what is written without a flush (a note) waits for the command's first
+    output on stdout, its first flush (progress, logging) or its end, and a command that fails on bad input
+    drops it, so its error stays the one line on stderr."""
+
+    def __init__(self, target: object):
+        self.target = target
+        self.pending: list[str] = []
+        self.passing = False
+
+    def write(self, text: str) -> int:
+        if self.passing:
+            return self.target.write(text)
+        self.pending.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.release()
+        self.target.flush()
+
+    def release(self) -> None:
+        if not self.passing:
+            self.passing = True
+            self.target.write("".join(self.pending))
+            self.pending.clear()
+
+    def __getattr__(self, name: str) -> object:  # isatty, fileno, encoding, ...: the real stream's
+        return getattr(self.target, name)
+
+
+class _ReleasingOutput:
+    """stdout that lets the held notes out first, so they still come before the result they are about."""
+
+    def __init__(self, target: object, notes: _HeldNotes):
+        self.target, self.notes = target, notes
+
+    def write(self, text: str) -> int:
+        if text:
+            self.notes.release()
+        return self.target.write(text)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.target, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    real = sys.stdout, sys.stderr
+    held = _HeldNotes(sys.stderr) if _command_of(list(sys.argv[1:] if argv is None else argv)) in HOLD_NOTES else None
+    if held is not None:
+        sys.stderr, sys.stdout = held, _ReleasingOutput(sys.stdout, held)
+    try:
+        return _main(argv)
+    finally:  # what is still held (a success, a crash's context) comes out now; a bad input's was dropped
+        if held is not None:
+            sys.stdout, sys.stderr = real
+            held.release()
+
+
+def _drop_held_notes() -> None:
+    """Before a bad input's one-line error: the notes held so far are not printed (:class:`_HeldNotes`)."""
+    if isinstance(sys.stderr, _HeldNotes):
+        sys.stderr.pending.clear()
+        sys.stderr.passing = True
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_of(argv)
     if command is not None:
@@ -146,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at interpreter exit
         return code
     except UserError as exc:
+        _drop_held_notes()
         print(f"vnr {command_label(args)}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -155,6 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # what a shell reports for a writer stopped by SIGPIPE
     except OSError as exc:  # disk full, read-only, a file where a folder should be: the path and the errno's words
+        _drop_held_notes()
         print(f"vnr {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
         return EXIT_USAGE
 

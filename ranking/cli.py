@@ -391,6 +391,8 @@ def run_criteria_init(args: argparse.Namespace) -> int:
     path = Path(args.table)
     if path.is_dir():
         path = path / "matrix.csv"
+    if path.suffix.lower() == ".csv" and not path.exists():
+        raise UserError(f"cannot read {path}: no such file")
     if path.suffix.lower() != ".csv" or not path.is_file():
         raise UserError(f"{args.table}: give a CSV score table (a leaderboard spec or benchbench table states its "
                         "directions already)")

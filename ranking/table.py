@@ -117,7 +117,8 @@ class ScoreTable:
     standard_errors: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        models = tuple(str(m) for m in self.models)
+        # a name's edge spaces are never meaningful: "A" and "A " are one model (a duplicate), on every entry
+        models = tuple(str(m).strip() for m in self.models)
         # every entry (sidecar, leaderboard spec, scenario, Python API) gets the same criterion checks
         criteria = tuple(_check_criterion(c, None) for c in self.criteria)
         object.__setattr__(self, "models", models)
@@ -259,7 +260,7 @@ class ScoreTable:
             _describes_every_column(spec, Path(sidecar), path, columns, set(stated))
             described = [Criterion(name, **attrs.model_dump()) for name, attrs in spec.criteria.items()]
         crits = _criteria_of(columns, described, spec.groups if spec is not None else None, where)
-        models = tuple(row[m] for row in rows)
+        models = tuple(row[m].strip() for row in rows)
         values = np.empty((len(rows), len(columns)), dtype=float)
         for j, k in enumerate(k for k in range(len(header)) if k != m):  # column by column, like from_frame
             for i, row in enumerate(rows):
@@ -528,11 +529,12 @@ def read_standard_errors(path: Path, models: Sequence[str], columns: Sequence[st
                             "use the table's column names")
         col_of[k] = columns.index(name)
     for row in rows:
-        if row[m] not in models:
-            raise UserError(f"{path}: model {row[m]!r} is not a model of the score table")
-        i = models.index(row[m])
+        model = row[m].strip()
+        if model not in models:
+            raise UserError(f"{path}: model {model!r} is not a model of the score table")
+        i = models.index(model)
         for k, j in col_of.items():
-            out[i, j] = _cell(row[k], row[m], header[k], where)
+            out[i, j] = _cell(row[k], model, header[k], where)
     return out
 
 
@@ -573,8 +575,8 @@ def _csv_header(path: Path) -> list[str]:
 
 
 def _read_csv_rows(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
-    """(header, rows, line numbers of the rows) of a CSV; blank lines skipped, short rows padded with
-    empty cells, long rows refused."""
+    """(header, rows, line numbers of the rows) of a CSV; blank lines skipped, header cells stripped, a row
+    with another number of fields than the header refused."""
     import csv
 
     try:
@@ -587,13 +589,19 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
         raise UserError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if not lines:
         raise UserError(f"cannot read {path}: the file is empty (no header row)")
-    header = lines[0][1]
+    header = [h.strip() for h in lines[0][1]]
+    if len(header) == 1:
+        for sep, name in ((";", "semicolon"), ("\t", "tab")):
+            if sep in header[0]:
+                raise UserError(f"cannot read {path}: its header is one column {header[0]!r}, {name}-separated it "
+                                "seems: save the table comma-separated")
     rows = []
     numbers = []
     for number, row in lines[1:]:
-        if len(row) > len(header):
-            raise UserError(f"cannot read {path}: line {number} has {len(row)} fields, the header {len(header)}")
-        rows.append(row + [""] * (len(header) - len(row)))
+        if len(row) != len(header):  # a short row is as likely a lost cell as trailing missing scores
+            raise UserError(f"cannot read {path}: line {number} has {len(row)} fields, the header {len(header)}: "
+                            "give every column a cell (an empty cell is a missing score)")
+        rows.append(row)
         numbers.append(number)
     return header, rows, numbers
 
@@ -637,15 +645,31 @@ def find_sidecar(csv_path: Path) -> Path | None:
     """The criteria sidecar for a CSV: ``<stem>.yaml`` / ``<stem>.criteria.yaml`` / ``criteria.yaml`` beside it.
 
     Whether it describes THIS CSV is :func:`check_binding`'s question, asked when it is read.
+    Where several of them exist and more than one describes this CSV (by ``table:``, or, without it, by
+    :func:`check_binding`'s rules), which one holds the directions would be a guess: refused.
     """
-    for candidate in (
+    found = [c for c in (
         csv_path.with_suffix(".yaml"),
         csv_path.with_name(csv_path.stem + ".criteria.yaml"),
         csv_path.with_name("criteria.yaml"),
-    ):
-        if candidate.exists():
-            return candidate
-    return None
+    ) if c.exists()]
+    if len(found) > 1:
+        claiming = [c for c in found if _describes(c, csv_path)]
+        if len(claiming) > 1:
+            raise UserError(
+                f"{claiming[0].name} and {claiming[1].name} both describe {csv_path}: keep one, or bind "
+                f"{claiming[-1].name} to its own table with a `table:` line"
+            )
+    return found[0] if found else None
+
+
+def _describes(sidecar: Path, csv_path: Path) -> bool:
+    """Whether the readable sidecar ``sidecar`` describes ``csv_path`` (:func:`check_binding` accepts it)."""
+    try:
+        check_binding(read_sidecar(sidecar), sidecar, csv_path)
+    except UserError:
+        return False
+    return True
 
 
 def read_sidecar(path: str | Path) -> Any:

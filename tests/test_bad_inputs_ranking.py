@@ -58,6 +58,9 @@ FILES = {
         "columns:\n  - {name: b, rule: borda, group: 3}\n"
     ),
     "holes.csv": "model,acc,f1\nA,1,\nB,,2\n",
+    "plain.csv": "model,a\nA,0\nB,1\n",
+    "semicolon.csv": "model;acc\nA;1\nB;2\n",
+    "short.csv": "model,acc,f1\nA,1\nB,2,3\n",  # no sidecar: read with a note, which must not precede the error
     "holes.yaml": GOOD_SIDECAR,
     "method_number.csv": GOOD_CSV,
     "method_number.yaml": "criteria:\n  acc: {direction: higher, method: 3}\n  f1: {direction: higher}\n",
@@ -104,9 +107,13 @@ CASES = {
     "rank every model incomplete under the preset": ["rank", "holes.csv", "--preset", "votenrank"],
     "rank --drop-incomplete with --keep-incomplete": ["rank", "good.csv", "--drop-incomplete", "--keep-incomplete"],
     "rank sidecar method not text": ["rank", "method_number.csv"],
+    "rank note then error": ["rank", "plain.csv", "--rule", "geometric_mean"],
+    "rank semicolon-separated": ["rank", "semicolon.csv"],
+    "rank short row": ["rank", "short.csv"],
     "rank group weights miss a group": ["rank", "groups.csv", "--setting", "weighted", "--group-weights", "g=1"],
     # criteria init
     "criteria init not a csv": ["criteria", "init", "scenario.yaml"],
+    "criteria init missing file": ["criteria", "init", "nope.csv"],
     "criteria init --lower unknown column": ["criteria", "init", "cost.csv", "--lower", "nope", "--print"],
     # prospective
     "prospective --higher unknown column": ["prospective", "good.csv", "--higher", "nope"],
@@ -155,7 +162,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 #: One case per command also runs as a real ``python -m harness`` subprocess; the others run in a forked
 #: copy of this process (the same ``main`` and exit path, without paying the imports again).
-REAL = {"rank leaderboard weight -1", "prospective unknown preset", "analyze kemeny tie-cost nan",
+REAL = {"rank leaderboard weight -1", "rank note then error", "prospective unknown preset", "analyze kemeny tie-cost nan",
         "report resolution too big", "whatif og_gamma nan"}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +69,29 @@ def test_plain_tables_get_a_one_line_note(capsys, tmp_path):
     code, _, err = vnr(capsys, "rank", path, "--rule", "borda")
     assert code == 0
     assert err.count("\n") == 1 and "every column is read as higher-is-better" in err
+
+
+def test_a_note_comes_before_the_table_and_not_before_an_error(tmp_path):
+    # notes of the quick commands wait for their output (harness.cli._HeldNotes): before it on success, dropped
+    # when the command then fails on bad input, so its error stays one line
+    import subprocess
+    import sys
+
+    path = tmp_path / "plain.csv"
+    path.write_text("model,acc\nA,0\nB,1\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "harness", "rank", str(path), *args], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+
+    ok = run("--rule", "borda")
+    assert ok.returncode == 0 and ok.stdout.startswith(f"note: {path} has no criteria sidecar: every column is read")
+    assert "winners — borda: B" in ok.stdout
+    bad = run("--rule", "geometric_mean")
+    assert bad.returncode == 2 and bad.stdout.splitlines() == [
+        "vnr rank: error: rule geometric_mean: geometric_mean needs positive scores, but model 'A' has 0 on "
+        "criterion 'acc' (shift or rescale that criterion, or use another rule)"]
 
 
 @pytest.mark.parametrize(

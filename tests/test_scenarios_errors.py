@@ -125,3 +125,23 @@ def test_a_sidecarless_csv_needs_the_scenario_to_state_cost_directions(tmp_path,
         code = main(["rank", "--scenario", str(scenario_file(tmp_path, text)), "--results", str(csv)])
         assert code == 0, capsys.readouterr().err
         capsys.readouterr()
+
+
+def test_criteria_outside_every_group_are_named_when_left_out(caplog):
+    import logging
+
+    import numpy as np
+
+    from ranking.scenarios.scenario import Scenario
+    from ranking.table import Criterion, ScoreTable
+
+    table = ScoreTable(("A", "B"), (Criterion("acc"), Criterion("f1"), Criterion("kwh", direction="lower")),
+                       np.array([[0.9, 0.8, 2.0], [0.7, 0.9, 1.0]]))
+    sc = Scenario.from_mapping({"name": "s", "groups": {"g1": {"criteria": ["acc"]}},
+                                "columns": [{"name": "b", "rule": "borda", "setting": "weighted"}]})
+    with caplog.at_level(logging.WARNING):
+        built = sc.build_table(table)
+    assert built.names == ("acc",)
+    assert [r.getMessage() for r in caplog.records] == [
+        "s: criteria in none of the scenario's groups are left out: f1, kwh (name them in a group's criteria: to "
+        "rank them)"]

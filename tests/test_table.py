@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -107,6 +109,43 @@ def test_csv_errors(tmp_path):
     (tmp_path / "m.yaml").write_text("criteria:\n  zz: {}\n")
     with pytest.raises(UserError, match="m.yaml: criteria.zz: m.csv has no column 'zz' — remove the entry"):
         ScoreTable.from_csv(tmp_path / "m.csv")
+
+
+def _csv(tmp_path, text: str):
+    (tmp_path / "m.csv").write_text(text)
+    return tmp_path / "m.csv"
+
+
+@pytest.mark.parametrize("text, message", [
+    # a short row was padded with missing scores, silently: as likely a lost cell as trailing blanks
+    ("model,acc,f1\nA,1\nB,2,3\n", "line 2 has 2 fields, the header 3: give every column a cell"),
+    ("model,acc,f1\nA,1,2,3\nB,2,3\n", "line 2 has 4 fields, the header 3"),
+    # another delimiter used to read as one column: 'empty (2 models × 0 criteria)' or 'has no column'
+    ("model;acc;f1\nA;1;2\nB;2;3\n", "its header is one column 'model;acc;f1', semicolon-separated it seems: "
+                                       "save the table comma-separated"),
+    ("model\tacc\nA\t1\n", "tab-separated it seems"),
+    # 'A' and 'A ' were two models
+    ("model,acc\nA,1\nA ,2\nB,3\n", "model 'A' appears more than once"),
+])
+def test_csv_shapes_that_used_to_read_as_something_else(tmp_path, text, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        ScoreTable.from_csv(_csv(tmp_path, text), False)
+
+
+def test_names_are_read_without_their_edge_spaces(tmp_path):
+    t = ScoreTable.from_csv(_csv(tmp_path, "model , acc\n A ,1\nB,2\n"), False)
+    assert t.models == ("A", "B") and t.names == ("acc",)
+
+
+def test_two_sidecars_that_both_describe_the_csv_are_refused(tmp_path):
+    csv = _csv(tmp_path, "model,acc\nA,1\nB,2\n")
+    (tmp_path / "m.yaml").write_text("criteria:\n  acc: {direction: higher}\n")
+    (tmp_path / "criteria.yaml").write_text("criteria:\n  acc: {direction: lower}\n")  # the folder's only CSV
+    with pytest.raises(UserError, match=re.escape(f"m.yaml and criteria.yaml both describe {csv}: keep one")):
+        ScoreTable.from_csv(csv)
+    # bound to another table, criteria.yaml is not this CSV's: m.yaml is read
+    (tmp_path / "criteria.yaml").write_text("table: other.csv\ncriteria:\n  acc: {direction: lower}\n")
+    assert ScoreTable.from_csv(csv).criterion("acc").direction == "higher"
 
 
 # ---------------------------------------------------------------------- standard errors

@@ -42,7 +42,7 @@ default group weights of 1 each group contributes equally; ``two-step`` ranks
 inside each group with the own weights, then ranks the groups' results with the
 group weights. A column with ``group:`` ranks that group alone (setting basic).
 
-Criteria that belong to no group are left out when the scenario has groups.
+Criteria that belong to no group are left out when the scenario has groups (a warning names them).
 Every mistake (unknown key, unknown group, a weight that does not parse, a
 pattern matching nothing, ...) is a :class:`~ranking.errors.UserError` naming
 the file and the entry.
@@ -293,6 +293,10 @@ class Scenario:
                             f"{self.where}: criterion {n!r} is in both group {chosen[n]!r} and group {g.name!r}"
                         )
                     chosen[n] = g.name
+            outside = [n for n in names if n not in chosen]
+            if outside:  # stated: a criterion the groups do not name is no part of any ranking of the scenario
+                log.warning("%s: criteria in none of the scenario's groups are left out: %s (name them in a group's "
+                            "criteria: to rank them)", self.name, _short_list(outside))
         else:
             chosen = {n: crits[n].group for n in names}
 
