@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import ranking
@@ -79,3 +80,130 @@ def test_several_newest_with_different_scores_are_no_newest():
     assert pick_newest([(2, "a", 0.5), (2, "c", 0.5)], "task t of m", options) == 0.5
     assert notes == ["task t of m appears 2 times: kept the newest (c; a has the same date and the same scores), "
                      "left out a (--on-duplicate error refuses duplicates)"]
+
+
+# ---------------------------------------------------------------------- lm-eval
+def lm_eval(extra: str = "", results: str = '{"t": {"acc,none": 0.5}}', model: str = "A",
+            path: str = "o/A/results_x.json") -> str:
+    """A results file with one task (the audit's base case), EXTRA top-level keys added."""
+    return write(path, f'{{"results": {results}, "model_name": "{model}"{", " + extra if extra else ""}}}')
+
+
+LM_EVAL_SHAPES = {
+    '"config": "x"': ".config must be an object (model, model_args, ...), not text",
+    '"config": {"model_args": 5}': ".config.model_args must be text ('pretrained=...,dtype=...') or an object, "
+                                   "not a number",
+    '"model_name": [1]': ".model_name must be text (the model's name), not a list",
+    '"higher_is_better": [1]': ".higher_is_better must be an object of task → {metric: true/false}, not a list",
+    '"higher_is_better": {"t": "x"}': ".higher_is_better.t must be an object of metric → true/false, not text",
+    '"higher_is_better": {"t": {"acc": "yes"}}': ".higher_is_better.t.acc must be true/false (or null), not text",
+    '"versions": [1]': ".versions must be an object of task → version, not a list",
+    '"versions": {"t": {"v": 1}}': ".versions.t must be a version (a number or text), not an object",
+    '"n-shot": "x"': '."n-shot" must be an object of task → number of shots, not text',
+    '"group_subtasks": "t"': ".group_subtasks must be an object of group → [subtask, ...], not text",
+    '"group_subtasks": {"g": 5}': ".group_subtasks.g must be a list of subtask names, not a number",
+    '"group_subtasks": {"g": [5]}': ".group_subtasks.g[0] must be text (a task name), not a number",
+    '"groups": ["g"]': ".groups must be an object of group → scores, not a list",
+    '"date": "yesterday"': ".date must be the run's time as a number (Unix seconds, as lm-eval writes it), "
+                           "not 'yesterday'",
+}
+
+
+@pytest.mark.parametrize("extra", list(LM_EVAL_SHAPES))
+def test_lm_eval_parts_of_the_wrong_shape_are_named(extra, capsys):
+    lm_eval(extra)
+    assert refused(capsys, "lm-eval", "o") == f"o/A/results_x.json: {LM_EVAL_SHAPES[extra]}"
+
+
+def test_lm_eval_null_parts_are_absent_ones(capsys):
+    """lm-eval writes null for a group's metric whose subtasks disagree on the direction: not stated, not an error."""
+    lm_eval('"config": null, "versions": null, "higher_is_better": {"t": {"acc": null}}, "group_subtasks": {"t": null}')
+    table, _ = imported(capsys, "lm-eval", "o")
+    assert table.criterion("t/acc").direction == "higher"  # lm-eval's known metric
+    assert table.criterion("t/acc").source == "lm-eval t"
+
+
+LM_EVAL_SCORES = {
+    '{"t": {"acc,none": "high"}}': "model 'A', task 't', metric 'acc,none' is 'high', not a number "
+                                   '(null or "N/A" for a missing score)',
+    '{"t": {"acc,none": true}}': "model 'A', task 't', metric 'acc,none' is true, not a number "
+                                 '(null or "N/A" for a missing score)',
+    '{"t": {"acc,none": [0.5]}}': "model 'A', task 't', metric 'acc,none' is [0.5], not a number "
+                                  '(null or "N/A" for a missing score)',
+    '{"t": {"acc,none": 1e999}}': "model 'A', task 't', metric 'acc,none' is Infinity, not a finite number",
+    f'{{"t": {{"acc,none": {BIG}}}}}': "model 'A', task 't', metric 'acc,none' is "
+                                       "1000000000000000000000000000000… (401 digits), not a finite number",
+    '{"t": {"acc,none": 0.5, "acc_stderr,none": "big"}}': "model 'A', task 't', standard error 'acc_stderr,none' is "
+                                                          "'big', not a number (null or \"N/A\" for a missing score)",
+    '{"t": {",none": 0.5}}': ".results.t.\",none\": a score key must be '<metric>,<filter>' with both names "
+                             "(such as 'acc,none'), not an empty one",
+    '{"t": {"acc,": 0.5}}': ".results.t.\"acc,\": a score key must be '<metric>,<filter>' with both names "
+                            "(such as 'acc,none'), not an empty one",
+    '{"t": 0.5}': ".results.t must be an object of '<metric>,<filter>' → score, not a number",
+}
+
+
+@pytest.mark.parametrize("results", list(LM_EVAL_SCORES))
+def test_lm_eval_scores_that_are_no_finite_number_are_refused(results, capsys):
+    lm_eval(results=results)
+    assert refused(capsys, "lm-eval", "o") == f"o/A/results_x.json: {LM_EVAL_SCORES[results]}"
+
+
+def test_lm_eval_missing_scores_stay_missing(capsys):
+    lm_eval(results='{"t": {"acc,none": 0.5, "acc_stderr,none": "N/A"}, "u": {"acc,none": 0.7}}')
+    lm_eval(results='{"t": {"acc,none": 0.6}, "u": {"acc,none": "N/A"}}', model="B", path="o/B/results_x.json")
+    lm_eval(results='{"t": {"acc,none": null}, "u": {"acc,none": NaN}}', model="C", path="o/C/results_x.json")
+    table, notes = imported(capsys, "lm-eval", "o")
+    assert table.models == ("A", "B")
+    np.testing.assert_array_equal(table.values, [[0.5, 0.7], [0.6, np.nan]])
+    assert "lm-eval o: left out 1 model(s) without any score (C)" in notes
+    assert "lm-eval o: some models have no score on some columns, left empty (missing): B (1)" in notes
+
+
+def test_lm_eval_files_that_disagree_on_a_direction(capsys):
+    lm_eval('"higher_is_better": {"t": {"tox": true}}', results='{"t": {"tox,none": 0.5}}')
+    lm_eval('"higher_is_better": {"t": {"tox": false}}', results='{"t": {"tox,none": 0.4}}', model="B",
+            path="o/B/results_x.json")
+    assert refused(capsys, "lm-eval", "o") == (
+        "lm-eval files disagree on the direction of metric 'tox' of task 't': o/A/results_x.json says higher is "
+        "better, o/B/results_x.json lower: pass --higher tox or --lower tox (Python: higher=['tox'] / lower=['tox'])")
+    table, _ = imported(capsys, "lm-eval", "o", "--lower", "tox")
+    assert table.criterion("t/tox").direction == "lower"
+    # one file states it, the other does not: the stated one, whichever file is read first
+    lm_eval(results='{"t": {"tox,none": 0.5}}')
+    for order in (["o/A", "o/B"], ["o/B", "o/A"]):
+        assert imported(capsys, "lm-eval", *order)[0].criterion("t/tox").direction == "lower"
+
+
+def test_lm_eval_source_does_not_depend_on_the_order(capsys):
+    lm_eval('"versions": {"t": 1}, "n-shot": {"t": 0}')
+    lm_eval('"versions": {"t": 2}, "n-shot": {"t": 5}', results='{"t": {"acc,none": 0.4}}', model="B",
+            path="o/B/results_x.json")
+    for order in (["o/A", "o/B"], ["o/B", "o/A"]):
+        table, notes = imported(capsys, "lm-eval", *order)
+        assert table.criterion("t/acc").source == "lm-eval t v1/2, 0/5-shot"
+    assert "lm-eval: task 't' was run with different versions: B 2, A 1" in notes
+
+
+def test_lm_eval_equal_dates_with_different_scores_are_no_newest(capsys):
+    lm_eval('"date": 1716900000')
+    lm_eval('"date": 1716900000', results='{"t": {"acc,none": 0.9}}', path="o/A2/results_x.json")
+    assert refused(capsys, "lm-eval", "o") == (
+        "lm-eval task 't' of model 'A' appears 2 times with the same date but different scores (o/A/results_x.json, "
+        "o/A2/results_x.json), so none is the newest: keep one of them")
+    lm_eval('"date": 1716900000', path="o/A2/results_x.json")  # the same scores: either will do
+    table, notes = imported(capsys, "lm-eval", "o")
+    assert table.values.tolist() == [[0.5]]
+    assert ("lm-eval task 't' of model 'A' appears 2 times: kept the newest (o/A2/results_x.json; o/A/results_x.json "
+            "has the same date and the same scores), left out o/A/results_x.json (--on-duplicate error refuses "
+            "duplicates)") in notes
+
+
+def test_lm_eval_group_does_not_depend_on_the_order(capsys):
+    """A ran the group g (t inside it), B ran t alone: t is in group g whichever file is read first."""
+    lm_eval('"group_subtasks": {"g": ["t"]}')
+    lm_eval(results='{"t": {"acc,none": 0.4}}', model="B", path="o/B/results_x.json")
+    for order in (["o/A", "o/B"], ["o/B", "o/A"]):
+        table, notes = imported(capsys, "lm-eval", *order)
+        assert table.criterion("t/acc").group == "g"
+        assert "lm-eval: task 't' is in different groups in different files (g, t): its criterion group is 'g'" in notes
