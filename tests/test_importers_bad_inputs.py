@@ -207,3 +207,77 @@ def test_lm_eval_group_does_not_depend_on_the_order(capsys):
         table, notes = imported(capsys, "lm-eval", *order)
         assert table.criterion("t/acc").group == "g"
         assert "lm-eval: task 't' is in different groups in different files (g, t): its criterion group is 'g'" in notes
+
+
+# ---------------------------------------------------------------------- HELM
+def helm(*rows: object, header: object = None, extra: str = "") -> str:
+    """A HELM group JSON with one table (the audit's base case): its header and ROWS as JSON text."""
+    header = header or '[{"value": "Model/adapter"}, {"value": "X - EM", "lower_is_better": false}]'
+    body = ", ".join(str(r) for r in rows) or '[{"value": "M"}, {"value": 0.5}]'
+    return write("core.json", f'[{{"title": "Acc", "header": {header}, "rows": [{body}]{extra}}}]')
+
+
+HELM_SHAPES = {
+    ('["Model/adapter", "X - EM"]', None): '.[0].header[0] must be an object {"value": NAME, "lower_is_better": ...}, '
+                                           "not text",
+    ('[{"value": "Model/adapter"}, {"value": "X - EM", "lower_is_better": false, "metadata": [1]}]', None):
+        '.[0].header[1].metadata must be an object {"metric": ...}, not a list',
+    ('[{"value": "Model/adapter"}, {"value": "X - EM", "lower_is_better": "no"}]', None):
+        ".[0].header[1].lower_is_better must be true/false (or absent), not text",
+    ('[{"value": "Model/adapter"}, {"value": 5, "lower_is_better": false}]', None):
+        ".[0].header[1].value must be text (the column's name), not a number",
+    (None, '[{"value": "M"}, 0.5]'): '.[0].rows[0][1] must be an object {"value": ...}, not a number',
+    (None, '{"value": "M"}'): ".[0].rows[0] must be a list of cells, not an object",
+    (None, '[{"value": "M"}]'): ".[0].rows[0] has 1 cell(s), the header 2: give every row one cell per column",
+    (None, '[{"value": null}, {"value": 0.5}]'): ".[0].rows[0][0].value must be the model's name (text), not null",
+    (None, '[{"value": " "}, {"value": 0.5}]'): ".[0].rows[0][0].value must be the model's name (text), not empty text",
+    (None, '[{"value": "M"}, {"value": "high"}]'): "table 'Acc', model 'M', column 'X - EM' is 'high', not a number "
+                                                   '(no "value" or null for a missing score)',
+    (None, '[{"value": "M"}, {"value": true}]'): "table 'Acc', model 'M', column 'X - EM' is true, not a number "
+                                                 '(no "value" or null for a missing score)',
+    (None, f'[{{"value": "M"}}, {{"value": {BIG}}}]'): "table 'Acc', model 'M', column 'X - EM' is "
+                                                       "1000000000000000000000000000000… (401 digits), not a finite number",
+}
+
+
+@pytest.mark.parametrize("header, row", list(HELM_SHAPES))
+def test_helm_parts_of_the_wrong_shape_are_named(header, row, capsys):
+    helm(*([row] if row else []), header=header)
+    assert refused(capsys, "helm", "core.json") == f"core.json: {HELM_SHAPES[header, row]}"
+
+
+def test_helm_cells_without_a_value_are_missing(capsys):
+    helm('[{"value": "M"}, {"value": 0.5}, {"value": 0.1}]', '[{"value": "N"}, {"description": "none"}, {"value": 0.2}]',
+         '[{"value": "O"}, {"value": null}, null]',
+         header='[{"value": "Model/adapter"}, {"value": "X - EM", "lower_is_better": false},'
+                '{"value": "Y - EM", "lower_is_better": false}]')
+    table, notes = imported(capsys, "helm", "core.json")
+    assert table.models == ("M", "N")
+    np.testing.assert_array_equal(table.values, [[0.5, 0.1], [np.nan, 0.2]])
+    assert "helm core.json: left out 1 model(s) without any score (O)" in notes
+
+
+def test_helm_a_model_twice_in_one_table(capsys):
+    helm('[{"value": "M"}, {"value": 0.9}]', '[{"value": "N"}, {"value": 0.5}]', '[{"value": "M"}, {"value": 0.1}]')
+    assert refused(capsys, "helm", "core.json") == (
+        "core.json: table 'Acc' lists model 'M' 2 times (.[0].rows[0], .[0].rows[2]) with different scores in column "
+        "'X - EM' (0.9, 0.1); HELM's rows carry no date, so none is the newest: keep one row")
+    helm('[{"value": "M"}, {"value": 0.9}]', '[{"value": "N"}, {"value": 0.5}]', '[{"value": "M"}, {"value": 0.9}]')
+    table, notes = imported(capsys, "helm", "core.json")
+    assert table.values.tolist() == [[0.9], [0.5]]
+    assert ("helm: table 'Acc' of core.json lists model 'M' more than once (.[0].rows[0], .[0].rows[2]) with the same "
+            "scores: kept one") in notes
+    assert refused(capsys, "helm", "core.json", "--on-duplicate", "error") == (
+        "core.json: table 'Acc' lists model 'M' 2 times (.[0].rows[0], .[0].rows[2]): keep one row, or pass "
+        "--on-duplicate newest (which keeps one when their scores agree)")
+
+
+def test_helm_a_column_given_twice_keeps_all_of_the_last_files_scores(capsys):
+    """The column of the file given last replaces the other's entirely: no model keeps a score of the other file."""
+    helm('[{"value": "M"}, {"value": 0.9}]', '[{"value": "N"}, {"value": 0.5}]')
+    Path("core.json").rename("a.json")
+    helm('[{"value": "N"}, {"value": 0.6}]', '[{"value": "O"}, {"value": 0.4}]')
+    table, notes = imported(capsys, "helm", "a.json", "core.json")
+    assert table.models == ("N", "O") and table.values.tolist() == [[0.6], [0.4]]
+    assert "helm: column 'Acc / X - EM' appears twice: kept the one of core.json (given last)" in notes
+    assert "helm a.json, core.json: left out 1 model(s) without any score (M)" in notes
