@@ -4,6 +4,7 @@ source leaves out are missing scores (with a note)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -281,3 +282,63 @@ def test_helm_a_column_given_twice_keeps_all_of_the_last_files_scores(capsys):
     assert table.models == ("N", "O") and table.values.tolist() == [[0.6], [0.4]]
     assert "helm: column 'Acc / X - EM' appears twice: kept the one of core.json (given last)" in notes
     assert "helm a.json, core.json: left out 1 model(s) without any score (M)" in notes
+
+
+# ---------------------------------------------------------------------- MTEB
+def mteb(model: str, *scores: object, subsets: tuple[str, ...] = ("eng", "deu"), task: str = "T") -> str:
+    """One task file of MODEL (results/<model>/<revision>/<Task>.json) with one main_score per subset."""
+    entries = [{"main_score": s, "hf_subset": sub} for s, sub in zip(scores, subsets)]
+    return write(f"m/{model}/r/{task}.json", json.dumps({"task_name": task, "scores": {"test": entries}}))
+
+
+def test_mteb_a_subset_without_a_score_leaves_the_task_missing(capsys):
+    """A with [0.9, null] used to average 0.9 and beat B's 0.6: a mean over fewer subsets is not comparable."""
+    mteb("A", 0.9, None)
+    mteb("B", 0.6, 0.6)
+    mteb("A", 0.5, 0.5, task="U")
+    mteb("B", 0.4, 0.4, task="U")
+    table, notes = imported(capsys, "mteb", "m")
+    np.testing.assert_array_equal(table.values, [[np.nan, 0.5], [0.6, 0.4]])
+    assert ("mteb: left missing 1 task score(s) with a subset that has no main_score (a mean over fewer subsets would "
+            "not compare with the others): A T (deu)") in notes
+    write("m/A/r/T.json", json.dumps({"task_name": "T", "scores": {"test": [
+        {"main_score": 0.9, "hf_subset": "eng"}, {"main_score": float("nan"), "hf_subset": "deu"}]}}))
+    assert np.isnan(imported(capsys, "mteb", "m")[0].values[0, 0])
+
+
+MTEB_BAD = {
+    '{"task_name": "T", "scores": {"test": [{"main_score": "high", "hf_subset": "eng"}]}}':
+        "m/A/r/T.json: task 'T', subset 'eng', main_score is 'high', not a number (null for a missing score)",
+    f'{{"task_name": "T", "scores": {{"test": [{{"main_score": {BIG}}}]}}}}':
+        "m/A/r/T.json: task 'T', subset 'subset 1', main_score is 1000000000000000000000000000000… (401 digits), "
+        "not a finite number",
+    '{"task_name": "T", "scores": {"test": [0.5]}}':
+        'm/A/r/T.json: .scores.test[0] must be an object {"main_score": ..., "hf_subset": ...}, not a number',
+    '{"task_name": "T", "scores": {"test": [{"main_score": 0.5, "hf_subset": 1}]}}':
+        "m/A/r/T.json: .scores.test[0].hf_subset must be text (the subset's name), not a number",
+    '{"task_name": 5, "scores": {"test": [{"main_score": 0.5}]}}':
+        "m/A/r/T.json: .task_name must be text (the task's name), not a number",
+}
+
+
+@pytest.mark.parametrize("doc", list(MTEB_BAD))
+def test_mteb_bad_task_files(doc, capsys):
+    write("m/A/r/T.json", doc)
+    assert refused(capsys, "mteb", "m") == MTEB_BAD[doc]
+
+
+def test_mteb_models_scored_on_different_subsets_are_refused(capsys):
+    mteb("A", 0.5, subsets=("eng",))
+    mteb("B", 0.6, 0.6)
+    assert refused(capsys, "mteb", "m") == (
+        "MTEB task 'T': A is scored on test, subsets eng (m/A/r/T.json), B on test, subsets deu, eng (m/B/r/T.json): "
+        "the means are not comparable; give every model's results on the same split and subsets (or leave the task out)")
+
+
+def test_mteb_source_does_not_depend_on_the_order(capsys):
+    mteb("A", 0.5, 0.7)
+    mteb("B", 0.6, 0.6)
+    for order in (["m/A", "m/B"], ["m/B", "m/A"]):
+        table, _ = imported(capsys, "mteb", *order)
+        assert table.models == ("A", "B")
+        assert table.criterion("T").source == "MTEB main_score, test, mean of 2 subset(s)"
