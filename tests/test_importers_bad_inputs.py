@@ -342,3 +342,55 @@ def test_mteb_source_does_not_depend_on_the_order(capsys):
         table, _ = imported(capsys, "mteb", *order)
         assert table.models == ("A", "B")
         assert table.criterion("T").source == "MTEB main_score, test, mean of 2 subset(s)"
+
+
+# ---------------------------------------------------------------------- codecarbon
+EMISSIONS = "timestamp,project_name,experiment_id,duration,emissions,energy_consumed\n"
+
+
+def test_codecarbon_a_run_without_a_value_leaves_that_column_missing(capsys):
+    """a's energy used to be the sum of one run while its duration and emissions summed both, so a ranked cheaper."""
+    write("e.csv", EMISSIONS + "t,a,x,10,0.1,1.0\nt,a,y,10,0.1,\nt,b,z,10,0.1,1.5\n")
+    table, notes = imported(capsys, "codecarbon", "e.csv")
+    assert table.models == ("a", "b") and table.names == ("energy_kwh", "emissions_kg", "duration_s")
+    np.testing.assert_array_equal(table.values, [[np.nan, 0.2, 20.0], [1.5, 0.1, 10.0]])
+    assert ("codecarbon: left missing energy_kwh of a (no value on line 3 of e.csv): a sum over only some of a model's "
+            "runs would understate it") in notes
+
+
+CODECARBON_BAD = {
+    ("t,,x,10,0.1,1.0\n", None): "e.csv: line 2 has an empty project_name: name every run's project "
+                                 "(or pass --by experiment_id)",
+    ("t,a,x,10,0.1\n", None): "e.csv: line 2 has 5 field(s), the header 6: give every row one value per column "
+                              "(an empty value for a missing one)",
+    ("t,a,x,10,0.1,inf\n", None): "e.csv: line 2, project_name 'a', energy_consumed is 'inf', not a finite number",
+    ("t,a,x,10,0.1,1 kWh\n", None): "e.csv: line 2, project_name 'a', energy_consumed is '1 kWh', not a number "
+                                    "(leave it empty for a missing score)",
+    ("t,a,x,10,0.1,1\n", "a: null"): "codecarbon model map map.yaml: project 'a' maps to null, not a model name: "
+                                     "write `a: ORG/MODEL` (a model name as text)",
+    ("t,a,x,10,0.1,1\n", "a: {x: 1}"): 'codecarbon model map map.yaml: project \'a\' maps to {"x": 1}, not a model '
+                                       "name: write `a: ORG/MODEL` (a model name as text)",
+    ("t,a,x,10,0.1,1\n", "a: ''"): "codecarbon model map map.yaml: project 'a' maps to empty text, not a model name: "
+                                   "write `a: ORG/MODEL` (a model name as text)",
+    ("t,a,x,10,0.1,1\n", "~: b"): "codecarbon model map map.yaml: a project name is empty: write `PROJECT: ORG/MODEL`",
+}
+
+
+@pytest.mark.parametrize("rows, names", list(CODECARBON_BAD))
+def test_codecarbon_bad_rows_and_model_maps(rows, names, capsys):
+    write("e.csv", EMISSIONS + rows)
+    extra = ["--map", write("map.yaml", names + "\n")] if names else []
+    assert refused(capsys, "codecarbon", "e.csv", *extra) == CODECARBON_BAD[rows, names]
+
+
+def test_codecarbon_model_map_in_python_is_checked_too():
+    write("e.csv", EMISSIONS + "t,a,x,10,0.1,1\n")
+    with pytest.raises(UserError, match=r"^codecarbon model map: project 'a' maps to null, not a model name"):
+        ranking.load_table("e.csv", format="codecarbon", codecarbon_map={"a": None})
+
+
+def test_codecarbon_an_empty_project_outside_the_map_is_left_out_with_the_others(capsys):
+    write("e.csv", EMISSIONS + "t,,x,10,0.1,1.0\nt,a,y,10,0.1,2.0\n")
+    table, notes = imported(capsys, "codecarbon", "e.csv", "--map", "a=org/a")
+    assert table.models == ("org/a",)
+    assert "codecarbon: left out the rows of (empty) (not in the model map)" in notes
