@@ -394,3 +394,58 @@ def test_codecarbon_an_empty_project_outside_the_map_is_left_out_with_the_others
     table, notes = imported(capsys, "codecarbon", "e.csv", "--map", "a=org/a")
     assert table.models == ("org/a",)
     assert "codecarbon: left out the rows of (empty) (not in the model map)" in notes
+
+
+# ---------------------------------------------------------------------- Open LLM Leaderboard
+LEADERBOARD = "fullname,Precision,IFEval,BBH,MATH Lvl 5,GPQA,MUSR,MMLU-PRO,Average ⬆️,Submission Date\n"
+
+
+def leaderboard(*rows: str) -> str:
+    return write("contents.csv", LEADERBOARD + "".join(r + "\n" for r in rows))
+
+
+def test_open_llm_a_cell_that_is_no_number_is_refused(capsys):
+    """`40%` in every benchmark used to leave all six columns out, exit 0."""
+    leaderboard("org/a,bf16,40%,30%,10%,5%,7%,20%,18.7,2024-06-12", "org/b,bf16,41,31,11,6,8,21,19.7,2024-06-12")
+    assert refused(capsys, "open-llm-leaderboard", "contents.csv") == (
+        "contents.csv: line 2, model 'org/a', column 'IFEval' is '40%', not a number (leave it empty for a missing "
+        "score)")
+
+
+def test_open_llm_empty_cells_are_missing(capsys):
+    leaderboard("org/a,bf16,40,,10,5,7,20,,2024-06-12", "org/b,bf16,41,31,11,6,8,21,19.7,2024-06-12")
+    table, notes = imported(capsys, "open-llm-leaderboard", "contents.csv")
+    assert np.isnan(table.values[0, table.names.index("BBH")])
+    assert "open-llm-leaderboard contents.csv: some models have no score on some columns, left empty (missing): " \
+           "org/a (1)" in notes
+
+
+@pytest.mark.parametrize("rows, message", [
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", ",bf16,41,31,11,6,8,21,19.7,2024-06-12"],
+     "contents.csv: line 3 has no model name in column 'fullname': name every model (or delete the row)"),
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/b,bf16,41,31"],
+     "contents.csv: line 3 has 4 field(s), the header 10: give every row one value per column (an empty value for a "
+     "missing one)"),
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,yesterday"],
+     "contents.csv: line 3: model 'org/a' is listed more than once and this row's 'Submission Date' is 'yesterday', "
+     "not a date (YYYY-MM-DD or ISO 8601), so the newest row cannot be told: give its date, or keep one row"),
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,"],
+     "contents.csv: line 3: model 'org/a' is listed more than once and this row's 'Submission Date' is empty, "
+     "not a date (YYYY-MM-DD or ISO 8601), so the newest row cannot be told: give its date, or keep one row"),
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,2024-06-12"],
+     "model 'org/a' of the leaderboard appears 2 times with the same Submission Date but different scores "
+     "(contents.csv line 2, contents.csv line 3), so none is the newest: keep one of them"),
+])
+def test_open_llm_rows_that_cannot_be_read_or_chosen(rows, message, capsys):
+    leaderboard(*rows)
+    assert refused(capsys, "open-llm-leaderboard", "contents.csv") == message
+
+
+def test_open_llm_dates_are_compared_as_dates(capsys):
+    """`2024-06-12T09:00:00Z` is newer than `2024-06-12`; the date of a model listed once is not needed."""
+    leaderboard("org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12T09:00:00Z", "org/a,f16,41,31,11,6,8,21,19.7,2024-06-12",
+                "org/b,bf16,41,31,11,6,8,21,19.7,yesterday")  # one row: its date is not needed
+    table, notes = imported(capsys, "open-llm-leaderboard", "contents.csv")
+    assert table.values[table.model_index("org/a"), table.names.index("IFEval")] == 40.0
+    assert ("model 'org/a' of the leaderboard appears 2 times: kept the newest (contents.csv line 2), left out "
+            "contents.csv line 3 (--on-duplicate error refuses duplicates)") in notes
