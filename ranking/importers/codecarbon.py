@@ -3,7 +3,8 @@
 Columns read (codecarbon's own names): ``project_name`` (or ``experiment_id``, the key),
 ``energy_consumed`` (kWh), ``emissions`` (kg CO2eq) and ``duration`` (s). Each becomes a
 criterion of group ``efficiency``, lower is better (:data:`CRITERIA`). A model's value is the
-sum over its rows (every tracked run of it; note). The key is renamed to a model name by a
+sum over its rows (every tracked run of it; note); where one of its runs has no value in a
+column, its value there is missing (note), not a sum over the other runs. The key is renamed to a model name by a
 mapping (``--map project=model``, or a YAML file ``{project: model}``); with a mapping, rows of
 projects it does not name are left out (note), without one the key is the model name.
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ranking.errors import UserError
-from ranking.importers.common import Options, assemble, describe_paths, existing, number
+from ranking.importers.common import Options, assemble, describe_paths, existing, read_csv, score, shown
 
 #: codecarbon column → (criterion name, unit); every one lower is better, group efficiency.
 CRITERIA: dict[str, tuple[str, str]] = {
@@ -30,23 +31,40 @@ KEYS = ("project_name", "experiment_id")
 
 
 def model_map(mapping: Mapping[str, str] | str | Path | None) -> dict[str, str] | None:
-    """The key → model mapping from a mapping or a YAML file of one."""
+    """The key → model mapping from a mapping or a YAML file of one; every model name must be non-empty text.
+
+    >>> model_map({"p1": "org/a"})
+    {'p1': 'org/a'}
+    >>> model_map({"p1": None})
+    Traceback (most recent call last):
+    ranking.errors.UserError: codecarbon model map: project 'p1' maps to null, not a model name: write `p1: ORG/MODEL` (a model name as text)
+    """
     if mapping is None:
         return None
+    where = "codecarbon model map"
     if isinstance(mapping, (str, Path)):
         from ranking.yaml_io import read_yaml
 
+        where = f"codecarbon model map {mapping}"
         doc = read_yaml(mapping, "codecarbon model map")
         if not isinstance(doc, Mapping) or not doc:
             raise UserError(f"codecarbon model map {mapping} must map project names to model names")
         mapping = doc
-    return {str(k): str(v) for k, v in mapping.items()}
+    out: dict[str, str] = {}
+    for key, model in mapping.items():
+        project = "" if key is None else str(key).strip()
+        if not project:
+            raise UserError(f"{where}: a project name is empty: write `PROJECT: ORG/MODEL`")
+        if not isinstance(model, str) or not model.strip():
+            raise UserError(f"{where}: project {project!r} maps to "
+                            f"{'empty text' if isinstance(model, str) else shown(model)}, not a model name: "
+                            f"write `{project}: ORG/MODEL` (a model name as text)")
+        out[project] = model.strip()
+    return out
 
 
 def read(paths: Sequence[Path], options: Options) -> Any:
     """The efficiency table of one or more ``emissions.csv`` (module docstring)."""
-    import csv
-
     from ranking.table import Criterion
 
     key = options.codecarbon_key
@@ -55,38 +73,42 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     names = model_map(options.codecarbon_map)
     totals: dict[str, dict[str, float]] = {}
     rows_of: dict[str, int] = {}
+    gaps: dict[tuple[str, str], str] = {}  # (model, column) → where the first run without a value is
     unmapped: set[str] = set()
     for path in existing(paths, "codecarbon emissions"):
         if path.is_dir():
             if not (path / "emissions.csv").is_file():
                 raise UserError(f"{path} holds no emissions.csv: give the file codecarbon wrote (output_dir)")
             path = path / "emissions.csv"
-        try:
-            with open(path, newline="", encoding="utf-8-sig") as fh:
-                reader = csv.DictReader(fh)
-                rows, header = list(reader), list(reader.fieldnames or [])
-        except (OSError, UnicodeDecodeError, csv.Error) as exc:
-            raise UserError(f"cannot read codecarbon emissions {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        header, rows = read_csv(path, "codecarbon emissions")
         missing = [c for c in (key, *CRITERIA) if c not in header]
         if missing:
             raise UserError(f"{path} is not a codecarbon emissions.csv: no column {missing[0]!r}")
-        for line, row in enumerate(rows, start=2):
-            project = str(row[key]).strip()
+        for line, row in rows:
+            project = row[key].strip()
             model = names.get(project) if names is not None else project
             if model is None:
-                unmapped.add(project)
+                unmapped.add(project or "(empty)")
                 continue
+            if not model:
+                raise UserError(f"{path}: line {line} has an empty {key}: name every run's project (or pass "
+                                f"--by {KEYS[1] if key == KEYS[0] else KEYS[0]})")
             rows_of[model] = rows_of.get(model, 0) + 1
             for column, (name, _) in CRITERIA.items():
-                value = number(row[column])
-                if value is None and str(row[column]).strip():
-                    raise UserError(f"{path}: line {line}: {column} {row[column]!r} is not a number")
-                if value is not None:
-                    totals.setdefault(model, {})[name] = totals.get(model, {}).get(name, 0.0) + value
+                value = score(row[column], f"{path}: line {line}, {key} {project!r}, {column}")
+                if value is None:
+                    gaps.setdefault((model, name), f"line {line} of {path}")
+                totals.setdefault(model, {})[name] = totals.get(model, {}).get(name, 0.0) + (value or 0.0)
     if unmapped:
         options.note(f"codecarbon: left out the rows of {', '.join(sorted(unmapped))} (not in the model map)")
     if not totals:
         raise UserError(f"{describe_paths(paths)}: no emissions rows for any mapped model")
+    for model, name in gaps:
+        del totals[model][name]
+    if gaps:
+        options.note("codecarbon: left missing " + "; ".join(f"{name} of {model} (no value on {where})"
+                                                              for (model, name), where in gaps.items())
+                     + ": a sum over only some of a model's runs would understate it")
     summed = [m for m, k in rows_of.items() if k > 1]
     if summed:
         options.note(f"codecarbon: summed the rows of {', '.join(summed)} (one row per tracked run)")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
+import numbers
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +70,71 @@ def read_json(path: Path, what: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{what} {path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise UserError(f"{what} {path} is nested too deeply to read (thousands of levels of [ or {{): "
+                        "is it the file the tool wrote?") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise UserError(f"{what} {path} is not valid JSON ({exc})") from None
+
+
+#: how messages call each kind of JSON value (``expect``'s ``kind``) → (the Python types, its name).
+KINDS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "object": (Mapping, "an object"),
+    "list": (list, "a list"),
+    "text": (str, "text"),
+    "bool": (bool, "true/false"),
+}
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in words.
+
+    >>> json_kind([1]), json_kind({}), json_kind("x"), json_kind(True), json_kind(None), json_kind(2.5)
+    ('a list', 'an object', 'text', 'true/false', 'null', 'a number')
+    """
+    if value is None:
+        return "null"
+    for types, name in KINDS.values():
+        if isinstance(value, types):
+            return name
+    return "a number" if isinstance(value, numbers.Real) else type(value).__name__
+
+
+def json_path(keys: Sequence[str | int]) -> str:
+    """Where a value is in a JSON document, as jq writes it.
+
+    >>> json_path(["higher_is_better", "t"]), json_path([0, "rows", 2, 1]), json_path(["results", "t", "acc,none"])
+    ('.higher_is_better.t', '.[0].rows[2][1]', '.results.t."acc,none"')
+    """
+    out = ""
+    for k in keys:
+        if isinstance(k, int):
+            out += f"[{k}]" if out else f".[{k}]"
+        else:
+            k = str(k)
+            out += f".{k}" if k.isidentifier() and k.isascii() else "." + json.dumps(k, ensure_ascii=False)
+    return out or "."
+
+
+def expect(value: Any, kind: str, file: Path | str, path: Sequence[str | int], shape: str | None = None) -> Any:
+    """``value`` when it is of ``kind`` (a key of :data:`KINDS`), else a one-line :class:`UserError` naming the file,
+    the place in it and what it must be (``shape``, default the kind's name).
+
+    >>> expect([1], "object", "r.json", ["versions"], "an object of task → version")
+    Traceback (most recent call last):
+    ranking.errors.UserError: r.json: .versions must be an object of task → version, not a list
+    """
+    types, name = KINDS[kind]
+    if not isinstance(value, types):
+        raise UserError(f"{file}: {json_path(path)} must be {shape or name}, not {json_kind(value)}")
+    return value
+
+
+def optional(doc: Mapping[str, Any], key: str, kind: str, file: Path | str, path: Sequence[str | int],
+             shape: str | None = None) -> Any:
+    """``doc[key]`` checked as :func:`expect` does, or None where the key is absent or null."""
+    value = doc.get(key)
+    return None if value is None else expect(value, kind, file, [*path, key], shape)
 
 
 def existing(paths: Sequence[Path], what: str) -> list[Path]:
@@ -93,25 +161,124 @@ def files_in(paths: Sequence[Path], what: str, pattern: str, empty: str, *, recu
     return out
 
 
+def read_csv(path: Path, what: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """(header, [(line number, row as a dict)]) of a CSV file, blank lines skipped; a row with fewer or more fields
+    than the header is a one-line :class:`UserError` naming its line (it would read as empty or shifted cells)."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                raise UserError(f"cannot read {what} {path}: the file is empty (no header row)")
+            rows: list[tuple[int, dict[str, str]]] = []
+            end = reader.line_num
+            for row in reader:
+                line, end = end + 1, reader.line_num
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise UserError(f"{path}: line {line} has {len(row)} field(s), the header {len(header)}: "
+                                    "give every row one value per column (an empty value for a missing one)")
+                rows.append((line, dict(zip(header, row))))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return header, rows
+
+
 def number(value: Any) -> float | None:
-    """A finite score from a JSON / CSV value (None for a missing, ``N/A`` or non-numeric one)."""
+    """A finite score from a JSON / CSV value (None for a missing, ``N/A``, non-finite or non-numeric one).
+
+    >>> number("0.5"), number(None), number("N/A"), number(10 ** 400)
+    (0.5, None, None, None)
+    """
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, (int, float)):
-        return float(value) if value == value and abs(value) != float("inf") else None
-    text = str(value).strip()
+    if isinstance(value, numbers.Real):
+        return _finite(value)
     try:
-        x = float(text)
-    except ValueError:
+        return _finite(float(str(value).strip()))
+    except (ValueError, OverflowError):
         return None
-    return x if x == x and abs(x) != float("inf") else None
 
 
-def pick_newest(candidates: Sequence[tuple[Any, str, Any]], what: str, options: Options) -> Any:
+def _finite(value: Any) -> float | None:
+    try:
+        x = float(value)
+    except OverflowError:  # an integer beyond float's range
+        return None
+    return x if math.isfinite(x) else None
+
+
+#: a number written as text (what the CSV loader accepts; ``nan`` is not one).
+_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)", re.IGNORECASE)
+
+
+def shown(value: Any) -> str:
+    """A value as a message quotes it: text in quotes, anything else as JSON writes it (shortened).
+
+    >>> shown("40%"), shown(True), shown([1, 2]), shown(10 ** 400)
+    ("'40%'", 'true', '[1, 2]', '1000000000000000000000000000000… (401 digits)')
+    """
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 60 else repr(value[:60]) + "…"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** 30:
+        digits = len(str(abs(value)))
+        return f"{str(value)[:31]}… ({digits} digits)"
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        text = str(value)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+def score(value: Any, what: str, *, missing: Sequence[str] = (), absent: str = "leave it empty") -> float | None:
+    """A score read from a source: a finite float, or None where the source leaves it out (null, an empty cell,
+    NaN, or one of the ``missing`` words such as lm-eval's ``N/A``). A value that is there but is no number, or
+    is not finite, is a one-line :class:`UserError` naming ``what`` it is and the value (``absent`` says how the
+    source writes a missing score).
+
+    >>> score("0.5", "x"), score(None, "x"), score("", "x"), score("N/A", "x", missing=["N/A"]), score(float("nan"), "x")
+    (0.5, None, None, None, None)
+    >>> score("40%", "c.csv: line 2, model 'A', column 'BBH'")
+    Traceback (most recent call last):
+    ranking.errors.UserError: c.csv: line 2, model 'A', column 'BBH' is '40%', not a number (leave it empty for a missing score)
+    >>> score(1e999, "r.json: model 'A', task 't', metric 'acc'")
+    Traceback (most recent call last):
+    ranking.errors.UserError: r.json: model 'A', task 't', metric 'acc' is Infinity, not a finite number
+    """
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    x: float | None = None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        try:
+            x = float(value)
+        except OverflowError:  # an integer beyond float's range
+            x = math.inf
+    elif isinstance(value, str):
+        text = value.strip()
+        if not text or text.lower() in {m.lower() for m in missing}:
+            return None
+        if _NUMBER.fullmatch(text):
+            x = float(text)
+    if x is None:
+        raise UserError(f"{what} is {shown(value)}, not a number ({absent} for a missing score)")
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        raise UserError(f"{what} is {shown(value)}, not a finite number")
+    return x
+
+
+def pick_newest(candidates: Sequence[tuple[Any, str, Any]], what: str, options: Options, *,
+                same: Callable[[Any], Any] | None = None, stamp: str = "date") -> Any:
     """The newest of several results of one thing: ``candidates`` are (stamp, file, payload).
 
     One candidate: its payload. Several: the newest stamp's with a note naming the files
-    (``on_duplicate="newest"``), or a :class:`UserError` (``"error"``).
+    (``on_duplicate="newest"``), or a :class:`UserError` (``"error"``). Several sharing the newest
+    ``stamp`` are no newest one: one of them when their scores (``same(payload)``, default the
+    payload) agree, else a :class:`UserError` asking to keep one.
     """
     if len(candidates) == 1:
         return candidates[0][2]
@@ -119,7 +286,16 @@ def pick_newest(candidates: Sequence[tuple[Any, str, Any]], what: str, options: 
     files = ", ".join(str(c[1]) for c in ordered)
     if options.on_duplicate == "error":
         raise UserError(f"{what} appears {len(candidates)} times ({files}): keep one, or pass --on-duplicate newest")
-    options.note(f"{what} appears {len(candidates)} times: kept the newest ({ordered[-1][1]}), left out "
+    tied = [c for c in ordered if c[0] == ordered[-1][0]]
+    scores_of = same or (lambda payload: payload)
+    if len(tied) > 1 and any(scores_of(c[2]) != scores_of(tied[0][2]) for c in tied[1:]):
+        which = "" if len(tied) == len(candidates) else f"; the newest {len(tied)}"
+        raise UserError(f"{what} appears {len(candidates)} times{which} with the same {stamp} but different scores "
+                        f"({', '.join(str(c[1]) for c in tied)}), so none is the newest: keep one of them")
+    others = [str(c[1]) for c in tied[:-1]]
+    also = (f"; {', '.join(others)} {'has' if len(others) == 1 else 'have'} the same {stamp} and the same scores"
+            if others else "")
+    options.note(f"{what} appears {len(candidates)} times: kept the newest ({ordered[-1][1]}{also}), left out "
                  f"{', '.join(str(c[1]) for c in ordered[:-1])} (--on-duplicate error refuses duplicates)")
     return ordered[-1][2]
 
@@ -132,7 +308,8 @@ def assemble(
     errors: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Any:
     """The score table of ``scores`` (model → column → score) with ``criteria`` in order, NaN where a model has
-    no score (stated in a note), and standard errors (model → column → se) when any are known."""
+    no score (stated in a note), and standard errors (model → column → se) when any are known. Columns and
+    models without any score are left out (a note names them)."""
     import numpy as np
 
     from ranking.table import ScoreTable
@@ -158,10 +335,16 @@ def assemble(
         values, se = values[:, keep], se[:, keep]
         if not names:
             raise UserError(f"{source}: no scores found to import")
+    blank = np.isnan(values).all(axis=1)
+    if blank.any():
+        options.note(f"{source}: left out {int(blank.sum())} model(s) without any score "
+                     f"({', '.join(m for m, b in zip(models, blank) if b)})")
+        models = [m for m, b in zip(models, blank) if not b]
+        values, se = values[~blank], se[~blank]
     gaps = [(m, int(np.isnan(values[i]).sum())) for i, m in enumerate(models) if np.isnan(values[i]).any()]
     if gaps:
-        shown = ", ".join(f"{m} ({k})" for m, k in gaps[:5]) + (f", … ({len(gaps)} models)" if len(gaps) > 5 else "")
-        options.note(f"{source}: some models have no score on some columns, left empty (missing): {shown}")
+        listed = ", ".join(f"{m} ({k})" for m, k in gaps[:5]) + (f", … ({len(gaps)} models)" if len(gaps) > 5 else "")
+        options.note(f"{source}: some models have no score on some columns, left empty (missing): {listed}")
     errors_known = bool(np.isfinite(se).any())
     return ScoreTable(tuple(models), tuple(criteria), values, source=source,
                       standard_errors=se if errors_known else None)

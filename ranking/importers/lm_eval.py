@@ -3,11 +3,12 @@
 What is read from each results file (the structure lm-eval writes with ``--output_path``):
 
 * ``results`` → task → ``"<metric>,<filter>"`` scores (``"acc,none"``) and ``"<metric>_stderr,<filter>"``
-  standard errors (``"N/A"`` = unknown);
+  standard errors (``"N/A"`` = unknown); a score that is null, NaN or ``"N/A"`` is missing, one that is
+  there but is no finite number (``"high"``, ``true``, ``1e999``) is an error naming the file, model and metric;
 * the model: ``model_name``, else ``pretrained=`` of ``config.model_args``, else the folder's name;
-* ``higher_is_better`` → task → metric → bool: the direction. Where a file has none, the
-  direction comes from :data:`KNOWN_METRICS`; any other metric is refused unless stated
-  (``--higher METRIC`` / ``--lower METRIC``);
+* ``higher_is_better`` → task → metric → bool: the direction (files that disagree on it are refused
+  unless it is stated). Where no file states it, the direction comes from :data:`KNOWN_METRICS`;
+  any other metric is refused unless stated (``--higher METRIC`` / ``--lower METRIC``);
 * ``group_subtasks`` (and ``groups``): a task inside a group gets the group at the top of
   its hierarchy as its criterion group (``mmlu_anatomy`` → ``mmlu``); a task outside any
   group is its own group. Rows of groups themselves are aggregates of their subtasks and
@@ -20,7 +21,11 @@ Column names: ``<task>/<metric>`` for lm-eval's default filter ``none``, else
 
 The same task of the same model in several files (a re-run): the newest file wins,
 by the file's ``date`` (else the time stamp in its name, else its modification time),
-said in a note; ``on_duplicate="error"`` refuses. Different tasks of one model in
+said in a note; ``on_duplicate="error"`` refuses, and so do files of the same date with
+different scores (none of them is the newest).
+
+Every part read is checked for the shape lm-eval writes; one of another shape is a one-line
+error naming the file and the place in it (``.higher_is_better.arc_easy``). Different tasks of one model in
 different files are merged into its row.
 
 >>> column_name("arc_easy", "acc", "none"), column_name("gsm8k", "exact_match", "strict-match")
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +45,16 @@ from ranking.importers.common import (
     Options,
     assemble,
     describe_paths,
+    expect,
     files_in,
+    json_kind,
+    json_path,
     number,
+    optional,
     pick_newest,
     read_json,
+    score,
+    shown,
     unknown_direction,
 )
 
@@ -77,6 +89,39 @@ def result_files(paths: Sequence[Path]) -> list[Path]:
                     "lm-eval results_*.json: give the folder lm-eval wrote with --output_path", recursive=True)
 
 
+def checked(doc: Any, path: Path) -> Mapping[str, Any]:
+    """A results file whose parts this importer reads each have the shape lm-eval writes, or a one-line
+    :class:`UserError` naming the file, the place in it and the shape it must have."""
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("results"), Mapping):
+        raise UserError(f"{path} is not an lm-eval results file: it has no top-level 'results' mapping")
+    for task, metrics in doc["results"].items():
+        expect(metrics, "object", path, ["results", task], "an object of '<metric>,<filter>' → score")
+    optional(doc, "model_name", "text", path, [], "text (the model's name)")
+    config = optional(doc, "config", "object", path, [], "an object (model, model_args, ...)")
+    if config is not None and not isinstance(config.get("model_args"), (str, Mapping, type(None))):
+        raise UserError(f"{path}: {json_path(['config', 'model_args'])} must be text ('pretrained=...,dtype=...') "
+                        f"or an object, not {json_kind(config['model_args'])}")
+    hib = optional(doc, "higher_is_better", "object", path, [], "an object of task → {metric: true/false}")
+    for task, metrics in (hib or {}).items():
+        expect(metrics, "object", path, ["higher_is_better", task], "an object of metric → true/false")
+        for metric, flag in metrics.items():
+            if flag is not None:
+                expect(flag, "bool", path, ["higher_is_better", task, metric], "true/false (or null)")
+    for key, what in (("versions", "version"), ("n-shot", "number of shots")):
+        for task, value in (optional(doc, key, "object", path, [], f"an object of task → {what}") or {}).items():
+            if isinstance(value, (Mapping, list)):
+                raise UserError(f"{path}: {json_path([key, task])} must be a {what} (a number or text), "
+                                f"not {json_kind(value)}")
+    subtasks = optional(doc, "group_subtasks", "object", path, [], "an object of group → [subtask, ...]")
+    for group, subs in (subtasks or {}).items():
+        if subs is not None:
+            expect(subs, "list", path, ["group_subtasks", group], "a list of subtask names")
+            for i, sub in enumerate(subs):
+                expect(sub, "text", path, ["group_subtasks", group, i], "text (a task name)")
+    optional(doc, "groups", "object", path, [], "an object of group → scores")
+    return doc
+
+
 def model_of(doc: Mapping[str, Any], path: Path) -> str:
     """The model a results file is about: ``model_name``, else ``pretrained=`` of the model args, else the folder."""
     name = doc.get("model_name")
@@ -97,8 +142,11 @@ def model_of(doc: Mapping[str, Any], path: Path) -> str:
 
 def stamp_of(doc: Mapping[str, Any], path: Path) -> float:
     """When a results file was made: its ``date``, else the time stamp in its name, else its modification time."""
-    date = number(doc.get("date"))
-    if date is not None:
+    if doc.get("date") is not None:
+        date = number(doc["date"])
+        if date is None:
+            raise UserError(f"{path}: .date must be the run's time as a number (Unix seconds, as lm-eval writes it), "
+                            f"not {shown(doc['date'])}")
         return date
     match = STAMP.search(path.name)
     if match:
@@ -131,19 +179,46 @@ def subtask_roots(doc: Mapping[str, Any]) -> tuple[dict[str, str], set[str]]:
     return roots, groups
 
 
+@dataclass(frozen=True)
+class Run:
+    """One task of one model in one results file: its scores (column → (metric, score, standard error))."""
+
+    doc: Mapping[str, Any]
+    file: Path
+    group: str
+    scores: dict[str, tuple[str, float, float | None]]
+
+
+def task_scores(metrics: Mapping[str, Any], path: Path, model: str, task: str) -> dict[str, tuple[str, float, float | None]]:
+    """column → (metric, score, standard error or None) of one task's ``results`` entry; a score that is there but
+    is no finite number, or a key with an empty metric or filter name, is a one-line :class:`UserError`."""
+    out: dict[str, tuple[str, float, float | None]] = {}
+    for key, value in metrics.items():
+        metric, sep, filter_name = str(key).partition(",")
+        if not sep or metric.endswith("_stderr"):
+            continue
+        if not metric.strip() or not filter_name.strip():
+            raise UserError(f"{path}: {json_path(['results', task, key])}: a score key must be '<metric>,<filter>' "
+                            "with both names (such as 'acc,none'), not an empty one")
+        where = f"{path}: model {model!r}, task {task!r}, metric {key!r}"
+        value = score(value, where, missing=["N/A"], absent='null or "N/A"')
+        if value is None:
+            continue
+        se_key = f"{metric}_stderr,{filter_name}"
+        se = score(metrics.get(se_key), f"{path}: model {model!r}, task {task!r}, standard error {se_key!r}",
+                   missing=["N/A"], absent='null or "N/A"')
+        out[column_name(task, metric, filter_name)] = (metric, value, se if se is not None and se >= 0 else None)
+    return out
+
+
 def read(paths: Sequence[Path], options: Options) -> Any:
     """The score table of lm-eval output (module docstring)."""
-    from ranking.table import Criterion
-
     files = result_files(paths)
-    runs: dict[tuple[str, str], list[tuple[float, Path, tuple[Mapping[str, Any], Mapping[str, Any], str, Path]]]] = {}
+    runs: dict[tuple[str, str], list[tuple[float, Path, Run]]] = {}
     left_out_groups: set[str] = set()
     for f in files:
-        doc = read_json(f, "lm-eval results file")
-        if not isinstance(doc, Mapping) or not isinstance(doc.get("results"), Mapping):
-            raise UserError(f"{f} is not an lm-eval results file: it has no top-level 'results' mapping")
-        if doc["results"] and not any("," in str(k) for m in doc["results"].values() if isinstance(m, Mapping)
-                                      for k in m):
+        doc = checked(read_json(f, "lm-eval results file"), f)
+        if doc["results"] and not any("," in str(k) for m in doc["results"].values() for k in m):
             raise UserError(f"{f} has no '<metric>,<filter>' scores (lm-eval 0.3's format?): re-run with "
                             "lm-evaluation-harness >= 0.4, which writes keys such as 'acc,none'")
         model, stamp = model_of(doc, f), stamp_of(doc, f)
@@ -151,57 +226,87 @@ def read(paths: Sequence[Path], options: Options) -> Any:
         for task, metrics in doc["results"].items():
             if task in groups:
                 left_out_groups.add(task)
-            elif isinstance(metrics, Mapping):
-                group = roots.get(str(task), str(task))
-                runs.setdefault((model, str(task)), []).append((stamp, f, (doc, metrics, group, f)))
+            else:
+                run = Run(doc, f, roots.get(str(task), str(task)), task_scores(metrics, f, model, str(task)))
+                runs.setdefault((model, str(task)), []).append((stamp, f, run))
     scores: dict[str, dict[str, float]] = {}
     errors: dict[str, dict[str, float]] = {}
-    criteria: dict[str, Criterion] = {}
+    columns: dict[str, tuple[str, str]] = {}  # column → (task, metric)
+    # column → the files' higher_is_better (True / False) → the files that say so; None → every file with the column
+    said: dict[str, dict[bool | None, list[Path]]] = {}
+    groups_of: dict[str, set[str]] = {}  # task → its criterion group in each file
     shots: dict[str, dict[str, Any]] = {}
+    versions: dict[str, dict[str, Any]] = {}
     for (model, task), candidates in runs.items():
-        doc, metrics, group, chosen = pick_newest(candidates, f"lm-eval task {task!r} of model {model!r}", options)
-        shot = (doc.get("n-shot") or {}).get(task)
+        run = pick_newest(candidates, f"lm-eval task {task!r} of model {model!r}", options,
+                          same=lambda r: r.scores, stamp="date")
+        shot = (run.doc.get("n-shot") or {}).get(task)
+        version = (run.doc.get("versions") or {}).get(task)
         shots.setdefault(task, {})[model] = shot
+        versions.setdefault(task, {})[model] = version
+        groups_of.setdefault(task, set()).add(run.group)
         scores.setdefault(model, {})
-        for key, value in metrics.items():
-            metric, sep, filter_name = str(key).partition(",")
-            if not sep or metric.endswith("_stderr"):
-                continue
-            score = number(value)
-            if score is None:
-                continue
-            name = column_name(task, metric, filter_name)
-            if name not in criteria:
-                criteria[name] = _criterion(name, task, metric, group, doc, shot, options, where=str(chosen))
-            scores[model][name] = score
-            se = number(metrics.get(f"{metric}_stderr,{filter_name}"))
-            if se is not None and se >= 0:
+        for name, (metric, value, se) in run.scores.items():
+            columns[name] = (task, metric)
+            scores[model][name] = value
+            if se is not None:
                 errors.setdefault(model, {})[name] = se
+            flag = ((run.doc.get("higher_is_better") or {}).get(task) or {}).get(metric)
+            files = said.setdefault(name, {})
+            if isinstance(flag, bool):
+                files.setdefault(flag, []).append(run.file)
+            files.setdefault(None, []).append(run.file)
+    group_of = {task: _group(task, found) for task, found in groups_of.items()}
+    ordered = [_criterion(name, *columns[name], group_of[columns[name][0]], said[name],
+                          shots[columns[name][0]], versions[columns[name][0]], options) for name in sorted(columns)]
     if left_out_groups:
         options.note(f"lm-eval: left out the rows of groups {', '.join(sorted(left_out_groups))} (aggregates of their "
                      "subtasks, which are imported, each with its group as criterion group)")
-    for task, by_model in shots.items():
-        if len({str(s) for s in by_model.values()}) > 1:
-            options.note(f"lm-eval: task {task!r} was run with different n-shot settings: "
-                         + ", ".join(f"{m} {s}" for m, s in by_model.items()))
-    ordered = [criteria[n] for n in sorted(criteria)]
+    for what, by_task in (("n-shot settings", shots), ("versions", versions)):
+        for task, by_model in by_task.items():
+            if len({str(s) for s in by_model.values()}) > 1:
+                options.note(f"lm-eval: task {task!r} was run with different {what}: "
+                             + ", ".join(f"{m} {s}" for m, s in by_model.items()))
+    for task, found in groups_of.items():
+        if len(found) > 1:
+            options.note(f"lm-eval: task {task!r} is in different groups in different files "
+                         f"({', '.join(sorted(found))}): its criterion group is {group_of[task]!r}")
     return assemble(scores, ordered, f"lm-eval {describe_paths(paths)}", options, errors)
 
 
-def _criterion(name: str, task: str, metric: str, group: str, doc: Mapping[str, Any], shot: Any,
-               options: Options, where: str) -> Any:
-    """One column's criterion: direction stated by the caller, else the file, else :data:`KNOWN_METRICS`."""
+def _group(task: str, groups: set[str]) -> str:
+    """A task's criterion group when the files agree; else the first (by name) group of a hierarchy it is in.
+
+    >>> _group("mmlu_anatomy", {"mmlu_anatomy", "mmlu"}), _group("t", {"t"})
+    ('mmlu', 't')
+    """
+    return next(iter(groups)) if len(groups) == 1 else sorted(g for g in groups if g != task)[0]
+
+
+def _joined(values: Mapping[str, Any]) -> str | None:
+    """The distinct values of a setting over the models (``1.0/2.0``), or None when no file states one."""
+    distinct = sorted({str(v) for v in values.values() if v is not None})
+    return "/".join(distinct) if distinct else None
+
+
+def _criterion(name: str, task: str, metric: str, group: str, said: Mapping[bool | None, list[Path]],
+               shots: Mapping[str, Any], versions: Mapping[str, Any], options: Options) -> Any:
+    """One column's criterion: direction stated by the caller, else the files (which must agree), else
+    :data:`KNOWN_METRICS`."""
     from ranking.table import Criterion
 
     direction = options.stated(name, metric)
-    stated_by_file = ((doc.get("higher_is_better") or {}).get(task) or {}).get(metric)
-    if direction is None and isinstance(stated_by_file, bool):
-        direction = "higher" if stated_by_file else "lower"
+    if direction is None and True in said and False in said:
+        raise UserError(f"lm-eval files disagree on the direction of metric {metric!r} of task {task!r}: "
+                        f"{said[True][0]} says higher is better, {said[False][0]} lower: pass --higher {metric} "
+                        f"or --lower {metric} (Python: higher=[{metric!r}] / lower=[{metric!r}])")
+    if direction is None and (True in said or False in said):
+        direction = "higher" if True in said else "lower"
     known = KNOWN_METRICS.get(metric)
     if direction is None and known is not None:
         direction = known[0]
     if direction is None:
-        raise unknown_direction(metric, f"{where}, task {task!r}")
-    version = (doc.get("versions") or {}).get(task)
+        raise unknown_direction(metric, f"{sorted(said[None])[0]}, task {task!r}")
+    version, shot = _joined(versions), _joined(shots)
     source = f"lm-eval {task}" + (f" v{version}" if version is not None else "") + (f", {shot}-shot" if shot is not None else "")
     return Criterion(name, direction=direction, group=group, unit=known[1] if known else "as reported", source=source)
