@@ -183,6 +183,9 @@ def read_table(spec: str, root: Path | None, *, stated: Iterable[str] = ()) -> t
             return load_ranking_nlp(path), False
         if "instance_level" in path.parts:
             raise UserError(f"{spec} is an instance-level table: use `vnr analyze instance {spec}`")
+        if path.suffix.lower() in (".json", ".jsonl"):  # another tool's results, not a table
+            raise UserError(f"{spec} is JSON, not a score table: import another tool's results first "
+                            f"(`vnr import lm-eval|helm|mteb {spec} -o DIR`, then rank DIR)")
         return _read_csv(path, stated)
     from ranking.analysis.data import BENCHBENCH, load_benchbench
 

@@ -58,9 +58,10 @@ FILES = {
         "columns:\n  - {name: b, rule: borda, group: 3}\n"
     ),
     "holes.csv": "model,acc,f1\nA,1,\nB,,2\n",
-    "plain.csv": "model,a\nA,0\nB,1\n",
+    "plain.csv": "model,a\nA,0\nB,1\n",  # no sidecar: read with a note, which must not precede the error
     "semicolon.csv": "model;acc\nA;1\nB;2\n",
-    "short.csv": "model,acc,f1\nA,1\nB,2,3\n",  # no sidecar: read with a note, which must not precede the error
+    "short.csv": "model,acc,f1\nA,1\nB,2,3\n",
+    "results.json": '{"model": "A", "acc": 0.5}',  # another tool's results: imported, not ranked
     "holes.yaml": GOOD_SIDECAR,
     "method_number.csv": GOOD_CSV,
     "method_number.yaml": "criteria:\n  acc: {direction: higher, method: 3}\n  f1: {direction: higher}\n",
@@ -110,6 +111,7 @@ CASES = {
     "rank note then error": ["rank", "plain.csv", "--rule", "geometric_mean"],
     "rank semicolon-separated": ["rank", "semicolon.csv"],
     "rank short row": ["rank", "short.csv"],
+    "rank a JSON file": ["rank", "results.json"],
     "rank group weights miss a group": ["rank", "groups.csv", "--setting", "weighted", "--group-weights", "g=1"],
     # criteria init
     "criteria init not a csv": ["criteria", "init", "scenario.yaml"],
