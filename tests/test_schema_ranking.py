@@ -241,15 +241,16 @@ NAMES = st.text(
 def test_criteria_init_round_trips_any_column_name(names, extra):
     import csv
 
-    columns = list(dict.fromkeys([*names, *extra]))
+    raw = list({c.strip(): c for c in reversed([*names, *extra])}.values())[::-1]  # one per name as read
+    columns = [c.strip() for c in raw]  # names are read without their edge spaces (' 0 ' is '0')
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
         with open(folder / "t.csv", "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
-            writer.writerow(["model", *columns])
+            writer.writerow(["model", *raw])
             writer.writerow(["A", *range(len(columns))])
             writer.writerow(["B", *range(len(columns), 0, -1)])
-        stated = "," not in columns[0] and columns[0] == columns[0].strip()  # --lower takes COL,... stripped
+        stated = "," not in columns[0]  # --lower takes COL,...
         code, lines = run_cli(["criteria", "init", "t.csv", *([f"--lower={columns[0]}"] if stated else [])], folder)
         assert code == 0, lines
         written = (folder / "criteria.yaml").read_text(encoding="utf-8")
