@@ -404,6 +404,60 @@ def _resolve(name: str, args: tuple[tuple[str, Any], ...]) -> ModelInfo:
     return ModelInfo(name, name, family, lm_kind, local=local, mlm_head=mlm_head, model_args=args)
 
 
+def check_local_files(info: ModelInfo) -> None:
+    """A local model folder holds what loading it needs: weights (:func:`check_weight_files`) and its own
+    tokenizer files. Called before a run starts (and by the grid's config check), so a folder saved without
+    them is named up front, not by a run that fails to load it."""
+    if info.local:
+        check_weight_files(Path(info.name) / dict(info.model_args).get("subfolder", ""))
+        _check_tokenizer_files(info)
+
+
+def _is_weight_file(name: str) -> bool:
+    return name.endswith((".safetensors", ".safetensors.index.json", ".bin.index.json")) or (
+        name.startswith("pytorch_model") and name.endswith(".bin"))
+
+
+def check_weight_files(folder: Path) -> None:
+    """A local model folder holds weights, and each safetensors file is as long as its own header says.
+
+    A folder without any weight file, or a safetensors file cut short (a copy or download that stopped), is a
+    :class:`ModelError` naming the file, before any run starts. (A truncated ``.bin`` is found only when read.)
+    """
+    files = sorted(p for p in folder.iterdir() if p.is_file() and _is_weight_file(p.name))
+    if not files:
+        raise ModelError(f"model directory {folder} has no weight file (model.safetensors, pytorch_model.bin, or "
+                         "their shards): save the model with save_pretrained(DIR)")
+    for path in files:
+        if path.name.endswith(".safetensors"):
+            need, have = _safetensors_length(path), path.stat().st_size
+            if need is None or have < need:
+                raise ModelError(f"model weight file {path} is {'unreadable' if need is None else 'truncated'} "
+                                 f"({have} bytes{'' if need is None else f', its header says {need}'}): re-save "
+                                 "or re-download it")
+
+
+def _safetensors_length(path: Path) -> int | None:
+    """The byte length a safetensors file's header implies (8 + header + the end of the last tensor); None when
+    the header cannot be read."""
+    import json
+    import struct
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(8)
+            if len(raw) < 8:
+                return None
+            (size,) = struct.unpack("<Q", raw)
+            if size > 100_000_000:
+                return None
+            header = json.loads(fh.read(size))
+        ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    return 8 + size + max(ends, default=0)
+
+
 # ---------------------------------------------------------------------- offline
 HUB_PROBE_TIMEOUT_S = 3.0
 

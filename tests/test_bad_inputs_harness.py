@@ -73,6 +73,9 @@ CASES = [
     ("finetune-model-args-typo", None,
      "finetune --model tiny:bert --task rte --seed 0 --model-args revison=main --output out",
      "unknown model argument 'revison'"),
+    ("finetune-output-empty", None, "finetune --model tiny:bert --task rte --seed 0 --output=",
+     "--output: is empty: give a folder"),  # an unset shell variable wrote runs/ into the current folder
+    ("bias-output-empty", None, "bias --model tiny:bert --dataset winobias --output=", "--output: is empty"),
     ("bias-model-args-dtype", None, "bias --model tiny:bert --dataset winobias --model-args dtype=fp8 --output out",
      "dtype 'fp8'"),
     ("run-config-model-args-typo", GRID.replace("[tiny:bert]", "[{name: tiny:bert, model_args: {revison: main}}]"),

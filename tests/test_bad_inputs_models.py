@@ -85,6 +85,25 @@ def test_a_folder_without_tokenizer_files_is_refused_before_any_work(tmp_path, d
     assert nothing_recorded(out)
 
 
+def test_a_folder_without_weights_or_with_truncated_weights_is_refused_before_any_work(tmp_path, data_root, capsys):
+    # both used to pass `vnr run --dry-run`; the run then failed to load ("looks corrupted" even with no file)
+    folder = save(tmp_path / "model", "bert", "masked_lm", tokenizer="own")
+    weights = folder / "model.safetensors"
+    whole = weights.read_bytes()
+    out = tmp_path / "out"
+    weights.write_bytes(whole[: len(whole) - 100])  # a copy that stopped 100 bytes short
+    for argv in (finetune_argv(folder, out, data_root),
+                 ["bias", "--model", str(folder), "--dataset", "crows_pairs", "--output", str(out),
+                  "--data-root", str(data_root), "--limit", "2", "--no-progress"]):
+        err = exit_2_one_line(argv, capsys)
+        assert (f"model weight file {weights} is truncated ({len(whole) - 100} bytes, its header says {len(whole)}): "
+                "re-save or re-download it") in err
+    weights.unlink()
+    err = exit_2_one_line(finetune_argv(folder, out, data_root), capsys)
+    assert f"model directory {folder} has no weight file (model.safetensors, pytorch_model.bin" in err
+    assert nothing_recorded(out)
+
+
 def test_a_tokenizer_with_more_ids_than_the_embeddings_is_refused(tmp_path, data_root, capsys):
     bigger = train_tiny_tokenizer("bert", MORE_TEXTS, vocab_size=400)
     small = train_tiny_tokenizer("bert", TEXTS, vocab_size=200)

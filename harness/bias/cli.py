@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.bias.data import DATASETS, REGISTRY
 from harness.models import add_model_arguments
+from ranking.cli_types import folder
 from ranking.errors import UserError
 
 
@@ -29,7 +30,7 @@ def register(subparsers: Any) -> None:
     add_model_arguments(p)
     p.add_argument("--dataset", required=True, help=f"benchmark to score: {', '.join(DATASETS)}")
     p.add_argument("--data-root", help="data root with bias/<dataset>/ (default: $VNR_DATA_ROOT, else the public files)")
-    p.add_argument("--output", default="results/bias", help="result store (default: %(default)s)")
+    p.add_argument("--output", default="results/bias", type=folder, help="result store (default: %(default)s)")
     # values are read and checked by the spec's declared fields (harness.specs), as a config's are
     p.add_argument("--limit", help="first N examples only (per StereoSet section / WinoBias file)")
     p.add_argument("--batch-tokens", help="padded tokens per forward pass (default 4096 on CPU, 65536 on GPU)")

@@ -48,9 +48,10 @@ def evaluate(scorer: Any, dataset: str, examples: Any, scoring: str = "default")
 def validate_spec(spec: Any) -> None:
     """What the spec's declared fields cannot say (its values were checked when it was made): the model has
     the head the dataset's scorer needs."""
-    from harness.models import check_head, resolve_model, scoring_head
+    from harness.models import check_head, check_local_files, resolve_model, scoring_head
 
     info = resolve_model(spec.model, spec.model_args)
+    check_local_files(info)  # no weights / truncated weights / no tokenizer files: refused now
     check_head(info, scoring_head(info))  # no LM head / no trained MLM head / encoder-decoder: refused now
 
 

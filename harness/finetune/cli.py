@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.models import add_model_arguments
+from ranking.cli_types import folder
 from ranking.errors import UserError
 
 
@@ -31,7 +32,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--task", required=True, help="GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI")
     p.add_argument("--seed", required=True, help="random seed (the paper uses 0-4); part of the run id")
     p.add_argument("--data-root", help="data root with glue/<Task>/*.tsv (default: $VNR_DATA_ROOT, else the hub)")
-    p.add_argument("--output", default="results/finetune", help="result store (default: %(default)s)")
+    p.add_argument("--output", default="results/finetune", type=folder, help="result store (default: %(default)s)")
     # values are read and checked by the spec's declared fields (harness.specs), as a config's are
     p.add_argument("--epochs", help="training epochs (default 5)")
     p.add_argument("--batch-size", help="training batch size (default 16)")

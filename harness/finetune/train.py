@@ -210,13 +210,14 @@ def run_finetune(
         log.info("%s is done: %s", rid, store.result_path(rid))
         return stored
     # Bad input fails here, before anything is recorded.
-    from harness.models import check_head, resolve_model
+    from harness.models import check_head, check_local_files, resolve_model
     from ranking.paths import resolve_data_root
 
     task = get_task(spec.task)
     from harness.finetune.batching import choose_batching
 
     info = resolve_model(spec.model, spec.model_args)
+    check_local_files(info)
     check_head(info, "sequence_classification")
     choose_batching(info.family, spec.padding)  # padding: flatten where unsupported -> UserError now
     if spec.peft:
