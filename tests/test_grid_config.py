@@ -307,3 +307,33 @@ def test_schema_docstring_examples():
     import harness.schema
 
     assert doctest.testmod(harness.schema, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+_TWO = {"name": "b", "bias": {"models": ["tiny:bert", "tiny:gpt2"], "datasets": ["crows_pairs"]}}
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        ({"tiny:bert": "tiny:gpt2"}, "base.yaml: labels: 'tiny:bert': 'tiny:gpt2' is the name of another model of this "
+         "grid; matrix.csv would mix up their rows: give 'tiny:bert' another label"),
+        ({"tiny:bert": "tiny:gpt2", "tiny:gpt2": "tiny:bert"}, "base.yaml: labels: 'tiny:bert': 'tiny:gpt2' is the "
+         "name of another model of this grid; matrix.csv would mix up their rows: give 'tiny:bert' another label"),
+        ({"tiny:bert": "A", "tiny:gpt2": "A"}, "base.yaml: labels: 'tiny:bert' and 'tiny:gpt2' share the label 'A': "
+         "their rows in matrix.csv would merge; give each model its own label"),
+        ({"tiny:bert": ""}, "base.yaml: labels.tiny:bert is empty: give the model's row name in matrix.csv, or leave "
+         "the model out of labels:"),
+        ({"tiny:bert": " "}, "base.yaml: labels.tiny:bert is empty: give the model's row name in matrix.csv, or leave "
+         "the model out of labels:"),
+        ({"tiny:bert": "A "}, "base.yaml: labels.tiny:bert: 'A ' has spaces at its ends: write 'A'"),
+    ],
+)
+def test_labels_that_would_merge_or_blank_a_row_are_refused(labels, message):
+    with pytest.raises(UserError) as info:
+        parse_experiment({**_TWO, "labels": labels}, where="base.yaml")
+    assert str(info.value) == message
+
+
+def test_a_label_may_be_the_models_own_name():
+    exp = parse_experiment({**_TWO, "labels": {"tiny:bert": "tiny:bert", "tiny:gpt2": "gpt"}})
+    assert [exp.label(m) for m in exp.models] == ["tiny:bert", "gpt"]

@@ -198,6 +198,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
     unknown_labels = sorted(set(labels) - set(models))
     if unknown_labels:
         raise UserError(f"{where}: labels: {unknown_labels[0]!r} is not a model of this grid")
+    _check_labels(labels, models, where)
     return Experiment(
         name=name,
         source=where,
@@ -213,6 +214,20 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         run_options=run_options,
         local=_settings(LocalSettings, config.local, {}),
     )
+
+
+def _check_labels(labels: Mapping[str, str], models: Sequence[str], where: str) -> None:
+    """A label must not be another model's name (as written, or canonical: ``roberta-base`` for
+    ``FacebookAI/roberta-base``): ``collect`` would put both models in one row of matrix.csv."""
+    from harness.models import canonical_model
+
+    names = {name: model for model in models for name in (canonical_model(model), model)}
+    for model, label in labels.items():
+        other = names.get(label, model)
+        if other != model:
+            named = "" if other == label else f" ({other!r})"
+            raise UserError(f"{where}: labels: {model!r}: {label!r} is the name of another model of this grid"
+                            f"{named}; matrix.csv would mix up their rows: give {model!r} another label")
 
 
 def _given(section: Any) -> dict[str, Any]:
