@@ -446,3 +446,15 @@ def test_dry_run_with_runs_per_gpu_packs_the_array(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert "#SBATCH --array=0-3%2" in lines  # 14 specs, 4 per task: 4 tasks
     assert lines[0].startswith("# 4 array tasks") and "each task runs 4" in lines[0]
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--executor", "slurm", "--dry-run", "--mem-gb", "0.0001"],
+     "vnr run: error: --mem-gb: 0.0001 GB is below 1 MB, the least sbatch --mem takes (--mem=0 would mean all of a "
+     "node's memory): give at least 0.001"),
+])
+def test_bad_flags_are_one_line_naming_the_flag(tmp_path, capsys, flags, message):
+    assert cli.main(["run", SMOKE, "--output", str(tmp_path), *flags]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", message + "\n")
+    assert list(tmp_path.iterdir()) == []  # nothing written

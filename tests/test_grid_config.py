@@ -194,6 +194,8 @@ def test_every_hyperparameter_is_checked_at_load_naming_its_key(section, message
          "bias.overrides[0].set.limit: 0 is below 1"),
         ({"bias": {"models": ["tiny:bert"]}, "slurm": {"mem_gb": float("nan")}}, "slurm.mem_gb: nan is not a finite number"),
         ({"bias": {"models": ["tiny:bert"]}, "slurm": {"mem_gb": 0}}, "slurm.mem_gb: 0 must be above 0"),
+        ({"bias": {"models": ["tiny:bert"]}, "slurm": {"mem_gb": 0.0004}}, "bad.yaml: slurm.mem_gb: 0.0004 GB is below "
+         "1 MB, the least sbatch --mem takes (--mem=0 would mean all of a node's memory): give at least 0.001"),
         ({"bias": {"models": ["tiny:bert"]}, "slurm": {"cpus": -2}}, "slurm.cpus: -2 is below 1"),
         ({"bias": {"models": ["tiny:bert"]}, "slurm": {"gpus": -1}}, "slurm.gpus: -1 is below 0"),
         ({"bias": {"models": ["tiny:bert"]}, "slurm": {"array_parallelism": 0}}, "slurm.array_parallelism: 0"),

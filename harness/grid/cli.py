@@ -70,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     slurm.add_argument("--time", default=None, help="time limit per task: minutes or [D-]HH:MM:SS")
     slurm.add_argument("--gpus", default=None, metavar="N", help="GPUs per task (0 on a CPU cluster)")
     slurm.add_argument("--cpus", default=None, metavar="N", help="CPUs per task")
-    slurm.add_argument("--mem-gb", default=None, metavar="GB", help="memory per task in GB")
+    slurm.add_argument("--mem-gb", default=None, metavar="GB", help="memory per task in GB (at least 0.001: 1 MB)")
     slurm.add_argument("--array-parallelism", default=None, metavar="N", help="array tasks running at once")
     slurm.add_argument("--account", default=None, help="account to charge (sbatch --account)")
     slurm.add_argument("--qos", default=None, help="quality of service (sbatch --qos)")
