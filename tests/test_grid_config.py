@@ -142,6 +142,7 @@ def test_time_limits():
     assert parse_time_min("1-00:00:00") == 1440
     assert parse_time_min("90") == 90
     assert parse_time_min("30:30") == 31  # MM:SS, rounded up
+    assert parse_time_min("0:00:30") == 1  # seconds round up to a minute, as sbatch does (and the help says)
     assert parse_time_min(20) == 20
     with pytest.raises(UserError):
         parse_time_min(0)

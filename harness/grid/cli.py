@@ -67,7 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      "(bf16, else fp16, on a GPU; fp32 on CPU)")
     slurm = run.add_argument_group("SLURM (override the config's slurm: section; checked like it)")
     slurm.add_argument("--partition", default=None, help="partition (or comma-separated partitions) to submit to")
-    slurm.add_argument("--time", default=None, help="time limit per task: minutes or [D-]HH:MM:SS")
+    slurm.add_argument("--time", default=None, help="time limit per task: minutes or [D-]HH:MM:SS; seconds round "
+                       "up to the next minute, as sbatch does (0:00:30 is --time=1)")
     slurm.add_argument("--gpus", default=None, metavar="N", help="GPUs per task (0 on a CPU cluster)")
     slurm.add_argument("--cpus", default=None, metavar="N", help="CPUs per task")
     slurm.add_argument("--mem-gb", default=None, metavar="GB", help="memory per task in GB (at least 0.001: 1 MB)")
