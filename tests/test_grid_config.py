@@ -340,3 +340,38 @@ def test_labels_that_would_merge_or_blank_a_row_are_refused(labels, message):
 def test_a_label_may_be_the_models_own_name():
     exp = parse_experiment({**_TWO, "labels": {"tiny:bert": "tiny:bert", "tiny:gpt2": "gpt"}})
     assert [exp.label(m) for m in exp.models] == ["tiny:bert", "gpt"]
+
+
+_FT_ONE = {"models": ["tiny:bert"], "tasks": ["rte"], "seeds": [0]}
+_BIAS_ONE = {"models": ["tiny:bert"], "datasets": ["crows_pairs"]}
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"finetune": {**_FT_ONE, "overrides": [{"models": ["tiny:bret"], "set": {"epochs": 2}}]}},
+         "base.yaml: finetune.overrides[0].models: 'tiny:bret' matches no model of the fine-tuning runs (tiny:bert): "
+         "fix or remove it"),
+        ({"finetune": {**_FT_ONE, "overrides": [{"tasks": ["RTE"], "set": {"epochs": 2}}]}},
+         "base.yaml: finetune.overrides[0].tasks: 'RTE' matches no task of the fine-tuning runs (rte); globs are "
+         "case-sensitive: fix or remove it"),
+        ({"finetune": {**_FT_ONE, "overrides": [{"set": {"epochs": 2}}, {"seeds": [0, 7], "set": {"epochs": 3}}]}},
+         "base.yaml: finetune.overrides[1].seeds: '7' matches no seed of the fine-tuning runs (0): fix or remove it"),
+        ({"finetune": {**_FT_ONE, "overrides": [{"models": [], "set": {"epochs": 2}}]}},
+         "base.yaml: finetune.overrides[0].models: an empty list selects no run: list globs, or leave the key out to "
+         "select every run"),
+        ({"bias": {**_BIAS_ONE, "overrides": [{"models": ["nomatch*"], "set": {"limit": 2}}]}},
+         "base.yaml: bias.overrides[0].models: 'nomatch*' matches no model of the bias runs (tiny:bert): fix or "
+         "remove it"),
+        ({"bias": {**_BIAS_ONE, "overrides": [{"datasets": ["stereo*"], "set": {"limit": 2}}]}},
+         "base.yaml: bias.overrides[0].datasets: 'stereo*' matches no dataset of the bias runs (crows_pairs): fix or "
+         "remove it"),
+        ({"bias": {**_BIAS_ONE, "overrides": [{"datasets": [], "set": {"limit": 2}}]}},
+         "base.yaml: bias.overrides[0].datasets: an empty list selects no run: list globs, or leave the key out to "
+         "select every run"),
+    ],
+)
+def test_an_override_glob_that_matches_no_run_is_refused(section, message):
+    with pytest.raises(UserError) as info:
+        parse_experiment({"name": "b", **section}, where="base.yaml")
+    assert str(info.value) == message

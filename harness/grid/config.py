@@ -163,6 +163,8 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         tasks, seeds = tuple(ft.tasks), tuple(ft.seeds)
         base = _given(ft.hyperparameters)
         overrides = [(_selection(ov), _given(ov.set)) for ov in ft.overrides or ()]
+        _check_selections(overrides, {"models": [e.name for e in ft_models], "tasks": tasks,
+                                      "seeds": [str(s) for s in seeds]}, f"{where}: finetune", "fine-tuning")
         for entry in ft_models:
             for task in tasks:
                 for seed in seeds:
@@ -181,6 +183,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         datasets = tuple(bias.datasets)
         base = {"scoring": preset.bias_scoring, **_given(bias.options)}  # the preset's scoring unless given
         overrides = [(_selection(ov), _given(ov.set)) for ov in bias.overrides or ()]
+        _check_selections(overrides, {"models": [e.name for e in b_models], "datasets": datasets}, bwhere, "bias")
         for entry in b_models:
             for ds in datasets:
                 params = _apply(base, overrides, model=entry.name, dataset=ds)
@@ -238,6 +241,21 @@ def _given(section: Any) -> dict[str, Any]:
 def _selection(override: Any) -> dict[str, list[str]]:
     return {key: list(getattr(override, key)) for key in ("models", "tasks", "datasets", "seeds")
             if getattr(override, key, None) is not None}
+
+
+def _check_selections(overrides: Sequence[tuple[Mapping[str, Sequence[str]], Any]],
+                      values: Mapping[str, Sequence[str]], where: str, runs: str) -> None:
+    """Every glob of every override matches a model, task, seed or dataset of the grid: one that matches
+    nothing (a typo, ``RTE`` for ``rte``) would leave its runs at the defaults without a word."""
+    for i, (selection, _) in enumerate(overrides):
+        for key, patterns in selection.items():
+            for pattern in patterns:
+                if any(fnmatch.fnmatchcase(v, pattern) for v in values[key]):
+                    continue
+                case = any(fnmatch.fnmatchcase(v.lower(), pattern.lower()) for v in values[key])
+                shown = ", ".join(list(values[key])[:8]) + (", ..." if len(values[key]) > 8 else "")
+                raise UserError(f"{where}.overrides[{i}].{key}: {pattern!r} matches no {key[:-1]} of the {runs} runs "
+                                f"({shown}){'; globs are case-sensitive' if case else ''}: fix or remove it")
 
 
 def _apply(base: Mapping[str, Any], overrides: Sequence[tuple[Mapping[str, Sequence[str]], Mapping[str, Any]]],

@@ -64,7 +64,14 @@ def _known(allowed: tuple[str, ...], what: str, kind: str) -> Any:
     return check
 
 
-Patterns = Annotated[list[OneLine], BeforeValidator(_listed)]  # globs (fnmatch: *, ?, [...])
+def _selector(patterns: list[str]) -> list[str]:
+    if not patterns:
+        raise ValueError("an empty list selects no run: list globs, or leave the key out to select every run")
+    return patterns
+
+
+# globs (fnmatch: *, ?, [...]); each must match something in the grid (harness.grid.config checks it)
+Patterns = Annotated[list[OneLine], BeforeValidator(_listed), AfterValidator(_selector)]
 Task = Annotated[str, Text(), Check(_known(GLUE_TASKS, "task", "GLUE tasks")),
                  WithJsonSchema({"type": "string", "enum": list(GLUE_TASKS)})]
 Dataset = Annotated[str, Text(), Check(_known(BIAS_DATASETS, "dataset", "known")),
