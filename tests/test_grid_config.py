@@ -375,3 +375,31 @@ def test_an_override_glob_that_matches_no_run_is_refused(section, message):
     with pytest.raises(UserError) as info:
         parse_experiment({"name": "b", **section}, where="base.yaml")
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("finetune", "message"),
+    [
+        ({"run_options": {"optim": "sgdx"}}, "base.yaml: finetune.run_options.optim: 'sgdx' is not an optimizer "
+         "transformers knows: did you mean sgd? (all: transformers.training_args.OptimizerNames)"),
+        ({"run_options": {"optim": "nope"}}, "base.yaml: finetune.run_options.optim: 'nope' is not an optimizer "
+         "transformers knows: use e.g. adamw_torch, adamw_torch_fused, sgd or adafactor (all: "
+         "transformers.training_args.OptimizerNames)"),
+        ({"hyperparameters": {"padding": "flatten"}}, "base.yaml: finetune.hyperparameters.padding (tiny:bert): "
+         "padding flatten is not supported for model_type bert in sequence classification: "),
+        ({"overrides": [{"set": {"padding": "bucket"}}, {"models": ["*gpt2"], "set": {"padding": "flatten"}}]},
+         "base.yaml: finetune.overrides[1].set.padding (tiny:gpt2): padding flatten is not supported for model_type "
+         "gpt2 in sequence classification: "),
+    ],
+)
+def test_run_time_refusals_of_optim_and_padding_come_at_load(finetune, message):
+    """What each run would refuse once the grid has started (an unknown optimizer, a layout the family cannot
+    compute) is refused when the config is read, by the same checks."""
+    doc = {"name": "b", "finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"], **finetune}}
+    with pytest.raises(UserError) as info:
+        parse_experiment(doc, where="base.yaml")
+    assert str(info.value).startswith(message) and str(info.value).endswith("use padding: auto or bucket"
+                                                                          if "padding" in message else "")
+    ok = parse_experiment({"finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"],
+                                        "run_options": {"optim": "sgd"}, "hyperparameters": {"padding": "bucket"}}})
+    assert ok.run_options["finetune"] == {"optim": "sgd"} and {s.padding for s in ok.specs} == {"bucket"}

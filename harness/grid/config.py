@@ -170,7 +170,10 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
                 for seed in seeds:
                     params = _apply(base, overrides, model=entry.name, task=task, seed=str(seed))
                     data = {**params, "model": entry.name, "task": task, "seed": seed, **_model_args(entry)}
-                    specs.append(_spec(FinetuneSpec, data, f"{fwhere} ({entry.name}, {task}, seed {seed})"))
+                    spec = _spec(FinetuneSpec, data, f"{fwhere} ({entry.name}, {task}, seed {seed})")
+                    _check_batching(spec, _source("padding", base, overrides, fwhere, model=entry.name, task=task,
+                                                  seed=str(seed)))
+                    specs.append(spec)
         models.extend(e.name for e in ft_models)
         run_options["finetune"] = ft.run_options.given() if ft.run_options is not None else {}
 
@@ -268,6 +271,31 @@ def _apply(base: Mapping[str, Any], overrides: Sequence[tuple[Mapping[str, Seque
                for key, value in values.items()):
             params.update(changes)
     return params
+
+
+def _source(key: str, base: Mapping[str, Any], overrides: Sequence[tuple[Mapping[str, Sequence[str]], Mapping[str, Any]]],
+            where: str, **values: str) -> str:
+    """The config key that gave one spec its ``key`` option: the last matching override's ``set``, else the
+    section's options (``where.hyperparameters.padding``)."""
+    for i in reversed(range(len(overrides))):
+        if key in overrides[i][1] and _apply({}, [overrides[i]], **values):
+            return f"{where}.overrides[{i}].set.{key}"
+    return f"{where}.hyperparameters.{key}" if key in base else f"{where}: {key}"
+
+
+def _check_batching(spec: FinetuneSpec, where: str) -> None:
+    """``padding: flatten`` where the model's family cannot be flattened: refused at load, by the check
+    :func:`harness.finetune.run_finetune` makes before it starts (``vnr finetune --padding flatten``), not
+    by every run of the grid once it has started."""
+    if spec.padding != "flatten":
+        return
+    from harness.finetune.batching import choose_batching
+    from harness.models import resolve_model
+
+    try:
+        choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding)
+    except UserError as exc:
+        raise UserError(f"{where} ({spec.model}): {exc}") from None
 
 
 def _model_args(entry: Any) -> dict[str, Any]:
