@@ -374,6 +374,7 @@ def test_runs_per_gpu_and_gpus_reach_the_executors(tmp_path, capsys, monkeypatch
     assert cli.main(["run", str(config), "--no-progress", "--runs-per-gpu", "3"]) == 0
     assert calls[-1]["runs_per_gpu"] == 3
     config = _grid(tmp_path, local={"runs_per_gpu": 2, "gpus": [0, 1]})
+    monkeypatch.setattr(local_mod, "gpu_count", lambda: 2)  # a machine with two GPUs: the listed ones exist
     assert cli.main(["run", str(config), "--no-progress"]) == 0
     assert calls[-1]["runs_per_gpu"] == 2 and calls[-1]["gpus"] == [0, 1]
 
@@ -458,3 +459,27 @@ def test_bad_flags_are_one_line_naming_the_flag(tmp_path, capsys, flags, message
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", message + "\n")
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize(("gpus", "count", "message"), [
+    ([0], 0, "g.yaml: local.gpus: [0] but this machine has no GPU: remove local.gpus or run on a GPU node"),
+    ([99], 1, "g.yaml: local.gpus: GPU 99 is not on this machine, which has 1 GPU (0 to 0): list indices below 1, "
+              "or leave local.gpus out to use every GPU found"),
+    ([0, 2], 2, "g.yaml: local.gpus: GPU 2 is not on this machine, which has 2 GPUs (0 to 1): list indices below 2, "
+                "or leave local.gpus out to use every GPU found"),
+])
+def test_local_gpus_this_machine_lacks_are_refused_when_the_grid_runs(tmp_path, capsys, monkeypatch, data_on_disk,
+                                                                       gpus, count, message):
+    """An explicit local.gpus index this machine lacks ran its runs on the CPU without a word: refused at `vnr run`
+    (not at --dry-run or --list, which may run on a login node without a GPU)."""
+    ran = []
+    monkeypatch.setattr(local_mod, "execute", lambda specs, output, **kw: ran.append(specs) or [])
+    monkeypatch.setattr(local_mod, "gpu_count", lambda: count)
+    config = _grid(tmp_path, local={"gpus": gpus, "runs_per_gpu": 1})
+    assert cli.main(["run", str(config), "--dry-run"]) == 0 and cli.main(["run", str(config), "--list"]) == 0
+    capsys.readouterr()
+    assert cli.main(["run", str(config), "--no-progress"]) == 2
+    assert capsys.readouterr().err == f"vnr run: error: {config.parent / message}\n" and ran == []
+    # no list: no check, whatever the machine has (the executor uses what it finds: the CPU without a GPU)
+    monkeypatch.setattr(local_mod, "gpu_count", lambda: pytest.fail("counted GPUs without local.gpus"))
+    assert cli.main(["run", str(_grid(tmp_path)), "--no-progress"]) == 0 and len(ran) == 1
