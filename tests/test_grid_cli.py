@@ -453,6 +453,15 @@ def test_dry_run_with_runs_per_gpu_packs_the_array(tmp_path, capsys):
     (["--executor", "slurm", "--dry-run", "--mem-gb", "0.0001"],
      "vnr run: error: --mem-gb: 0.0001 GB is below 1 MB, the least sbatch --mem takes (--mem=0 would mean all of a "
      "node's memory): give at least 0.001"),
+    (["--count", "--only", ""], "vnr run: error: --only '': an empty pattern is no selection (an unset shell "
+     "variable?): give a run id, model, task or model/task glob, or leave --only out for every run"),
+    (["--list", "--only", ","], "vnr run: error: --only ',': an empty pattern is no selection (an unset shell "
+     "variable?): give a run id, model, task or model/task glob, or leave --only out for every run"),
+    (["--dry-run", "--only", "bias", "--only", "rte,"], "vnr run: error: --only 'rte,': an empty pattern is no "
+     "selection (an unset shell variable?): give a run id, model, task or model/task glob, or leave --only out for "
+     "every run"),
+    (["--count", "--only", "finetune,nomatch"], "vnr run: error: --only 'nomatch' matches no run of this grid, though "
+     "the other patterns do: fix or remove it (try a run id, model, task or model/task glob)"),
 ])
 def test_bad_flags_are_one_line_naming_the_flag(tmp_path, capsys, flags, message):
     assert cli.main(["run", SMOKE, "--output", str(tmp_path), *flags]) == 2
@@ -483,3 +492,14 @@ def test_local_gpus_this_machine_lacks_are_refused_when_the_grid_runs(tmp_path, 
     # no list: no check, whatever the machine has (the executor uses what it finds: the CPU without a GPU)
     monkeypatch.setattr(local_mod, "gpu_count", lambda: pytest.fail("counted GPUs without local.gpus"))
     assert cli.main(["run", str(_grid(tmp_path)), "--no-progress"]) == 0 and len(ran) == 1
+
+
+@pytest.mark.parametrize(("only", "message"), [
+    ("", "--only '': an empty pattern is no selection"),
+    ("bias,nomatch", "--only 'nomatch' matches no run of this grid, though the other patterns do"),
+])
+def test_status_and_the_array_entry_refuse_the_same_only_patterns(tmp_path, capsys, only, message):
+    assert cli.main(["status", SMOKE, "--output", str(tmp_path), "--only", only]) == 2
+    assert capsys.readouterr().err.startswith(f"vnr status: error: {message}")
+    assert entry.main([SMOKE, "--count", "--only", only]) == 2
+    assert capsys.readouterr().err.startswith(f"harness.grid.entry: error: {message}")

@@ -330,12 +330,25 @@ def spec_labels(spec: Spec) -> dict[str, str]:
 
 
 def only_patterns(patterns: Sequence[str] | None) -> list[str]:
-    """``--only`` values as single patterns (repeated flags and comma-separated lists alike).
+    """``--only`` values as single patterns (repeated flags and comma-separated lists alike). An empty pattern
+    (``--only ''``, ``--only ,``: an unset shell variable) is refused: it would otherwise select every run.
 
     >>> only_patterns(["bias, rte", "tiny:bert/*"]), only_patterns(None)
     (['bias', 'rte', 'tiny:bert/*'], [])
+    >>> only_patterns(["bias,"])
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: --only 'bias,': an empty pattern is no selection (an unset shell variable?): give a run id, model, task or model/task glob, or leave --only out for every run
     """
-    return [p.strip() for pattern in (patterns or ()) for p in str(pattern).split(",") if p.strip()]
+    out = []
+    for pattern in patterns or ():
+        for piece in str(pattern).split(","):
+            if not piece.strip():
+                raise UserError(f"--only {str(pattern)!r}: an empty pattern is no selection (an unset shell "
+                                "variable?): give a run id, model, task or model/task glob, or leave --only out for "
+                                "every run")
+            out.append(piece.strip())
+    return out
 
 
 def select_specs(specs: Iterable[Spec], patterns: Sequence[str] | None) -> list[Spec]:
@@ -349,7 +362,13 @@ def select_specs(specs: Iterable[Spec], patterns: Sequence[str] | None) -> list[
     pats = only_patterns(patterns)
     if not pats:
         return specs
-    chosen = [s for s in specs if any(fnmatch.fnmatchcase(v, p) for v in spec_labels(s).values() for p in pats)]
+    labels = [list(spec_labels(s).values()) for s in specs]
+    matched = {p: [any(fnmatch.fnmatchcase(v, p) for v in values) for values in labels] for p in pats}
+    chosen = [s for i, s in enumerate(specs) if any(hits[i] for hits in matched.values())]
     if not chosen:
         raise UserError(f"--only {','.join(pats)!r} matches no run of this grid (try a run id, model, task or model/task glob)")
+    unmatched = [p for p, hits in matched.items() if not any(hits)]
+    if unmatched:  # the runs it was meant to add would be left out without a word
+        raise UserError(f"--only {unmatched[0]!r} matches no run of this grid, though the other patterns do: fix or "
+                        "remove it (try a run id, model, task or model/task glob)")
     return chosen
