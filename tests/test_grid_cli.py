@@ -375,7 +375,8 @@ def test_runs_per_gpu_and_gpus_reach_the_executors(tmp_path, capsys, monkeypatch
     assert calls[-1]["runs_per_gpu"] == 3
     config = _grid(tmp_path, local={"runs_per_gpu": 2, "gpus": [0, 1]})
     monkeypatch.setattr(local_mod, "gpu_count", lambda: 2)  # a machine with two GPUs: the listed ones exist
-    assert cli.main(["run", str(config), "--no-progress"]) == 0
+    # --no-calibrate: no precision bursts for "GPU" 0 (on this CPU, ~50 s of real training for a check of kwargs)
+    assert cli.main(["run", str(config), "--no-progress", "--no-calibrate"]) == 0
     assert calls[-1]["runs_per_gpu"] == 2 and calls[-1]["gpus"] == [0, 1]
 
     submitted = []
