@@ -66,6 +66,25 @@ def _report_to(value: Any) -> Any:
     return None if value is None else parse_report_to(value, where=None)
 
 
+def _optimizer(name: str) -> str:
+    """An optimizer the Trainer knows (``transformers.training_args.OptimizerNames``): a typo fails every run
+    otherwise, after the grid has started. transformers is imported here, only where ``optim`` is given."""
+    import difflib
+
+    try:
+        from transformers.training_args import OptimizerNames
+    except ImportError:  # a ranking-only install: the run itself says what is missing
+        return name
+    known = [str(o.value) for o in OptimizerNames]
+    if name not in known:
+        close = [k for k in known if k.startswith(name)] or difflib.get_close_matches(name, known, n=3)
+        hint = (f"did you mean {' or '.join(close[:3])}?" if close else
+                "use e.g. adamw_torch, adamw_torch_fused, sgd or adafactor")
+        raise ValueError(f"{name!r} is not an optimizer transformers knows: {hint} (all: "
+                         "transformers.training_args.OptimizerNames)")
+    return name
+
+
 def _glue_task(name: str) -> str:
     """A GLUE task's canonical name ("RTE", "rte" are one run), or the error naming the known ones."""
     from harness.finetune.tasks import get_task
@@ -202,7 +221,9 @@ class FinetuneRunOptions:
     region: Annotated[OneLine | None, Help("region for the carbon intensity (USA/Canada), e.g. california")] = None
     track_efficiency: Annotated[bool | None, Flag(), Help("measure energy, time and carbon")] = None
     measure_power_secs: Annotated[PositiveFloat | None, Help("seconds between power readings")] = None
-    optim: Annotated[OneLine | None, Help("optimizer name for the Trainer (default: by device)")] = None
+    optim: Annotated[Annotated[OneLine, Check(_optimizer)] | None,
+                     Help("optimizer name for the Trainer, one of transformers' OptimizerNames (default: "
+                          "adamw_torch_fused on a GPU, adamw_torch on CPU)")] = None
     eval_batch_size: Annotated[Count | None, Help("evaluation batch size")] = None
     dataloader_num_workers: Annotated[int | None, Number(ge=0), Help("data loader worker processes")] = None
     allow_nonfinite: Annotated[bool | None, Flag(), Help("store a diverged (NaN/inf) run as ok")] = None

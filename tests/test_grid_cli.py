@@ -374,7 +374,9 @@ def test_runs_per_gpu_and_gpus_reach_the_executors(tmp_path, capsys, monkeypatch
     assert cli.main(["run", str(config), "--no-progress", "--runs-per-gpu", "3"]) == 0
     assert calls[-1]["runs_per_gpu"] == 3
     config = _grid(tmp_path, local={"runs_per_gpu": 2, "gpus": [0, 1]})
-    assert cli.main(["run", str(config), "--no-progress"]) == 0
+    monkeypatch.setattr(local_mod, "gpu_count", lambda: 2)  # a machine with two GPUs: the listed ones exist
+    # --no-calibrate: no precision bursts for "GPU" 0 (on this CPU, ~50 s of real training for a check of kwargs)
+    assert cli.main(["run", str(config), "--no-progress", "--no-calibrate"]) == 0
     assert calls[-1]["runs_per_gpu"] == 2 and calls[-1]["gpus"] == [0, 1]
 
     submitted = []
@@ -446,3 +448,77 @@ def test_dry_run_with_runs_per_gpu_packs_the_array(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert "#SBATCH --array=0-3%2" in lines  # 14 specs, 4 per task: 4 tasks
     assert lines[0].startswith("# 4 array tasks") and "each task runs 4" in lines[0]
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--executor", "slurm", "--dry-run", "--mem-gb", "0.0001"],
+     "vnr run: error: --mem-gb: 0.0001 GB is below 1 MB, the least sbatch --mem takes (--mem=0 would mean all of a "
+     "node's memory): give at least 0.001"),
+    (["--count", "--only", ""], "vnr run: error: --only '': an empty pattern is no selection (an unset shell "
+     "variable?): give a run id, model, task or model/task glob, or leave --only out for every run"),
+    (["--list", "--only", ","], "vnr run: error: --only ',': an empty pattern is no selection (an unset shell "
+     "variable?): give a run id, model, task or model/task glob, or leave --only out for every run"),
+    (["--dry-run", "--only", "bias", "--only", "rte,"], "vnr run: error: --only 'rte,': an empty pattern is no "
+     "selection (an unset shell variable?): give a run id, model, task or model/task glob, or leave --only out for "
+     "every run"),
+    (["--count", "--only", "finetune,nomatch"], "vnr run: error: --only 'nomatch' matches no run of this grid, though "
+     "the other patterns do: fix or remove it (try a run id, model, task or model/task glob)"),
+    # flags that contradict each other: refused, not one of them silently ignored
+    (["--list", "--count"], "vnr run: error: argument --count: not allowed with argument --list"),
+    (["--count", "--sbatch-args"], "vnr run: error: argument --sbatch-args: not allowed with argument --count"),
+    (["--dry-run", "--list"], "vnr run: error: argument --list: not allowed with argument --dry-run"),
+    (["--executor", "slurm", "--wait", "--dry-run"], "vnr run: error: --wait follows a submitted array, and --dry-run "
+     "submits nothing: leave one of them out"),
+    (["--wait"], "vnr run: error: --wait follows a submitted SLURM array: add --executor slurm (a local run already "
+     "waits), or leave --wait out"),
+    (["--executor", "local", "--partition", "gpu"], "vnr run: error: --partition applies to --executor slurm (or "
+     "--sbatch-args): add --executor slurm, or leave --partition out for a local run"),
+    (["--dry-run", "--sbatch-opt", "exclusive"], "vnr run: error: --sbatch-opt applies to --executor slurm (or "
+     "--sbatch-args): add --executor slurm, or leave --sbatch-opt out for a local run"),
+    (["--isolate", "--executor", "slurm", "--dry-run"], "vnr run: error: --isolate applies to the local executor (each "
+     "SLURM array task is already its own process): leave it out with --executor slurm"),
+])
+def test_bad_flags_are_one_line_naming_the_flag(tmp_path, capsys, flags, message):
+    try:
+        code = cli.main(["run", SMOKE, "--output", str(tmp_path), *flags])
+    except SystemExit as exc:  # the parser's own refusals (mutually exclusive flags) exit there
+        code = exc.code
+    assert code == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", message + "\n")
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize(("gpus", "count", "message"), [
+    ([0], 0, "g.yaml: local.gpus: [0] but this machine has no GPU: remove local.gpus or run on a GPU node"),
+    ([99], 1, "g.yaml: local.gpus: GPU 99 is not on this machine, which has 1 GPU (0 to 0): list indices below 1, "
+              "or leave local.gpus out to use every GPU found"),
+    ([0, 2], 2, "g.yaml: local.gpus: GPU 2 is not on this machine, which has 2 GPUs (0 to 1): list indices below 2, "
+                "or leave local.gpus out to use every GPU found"),
+])
+def test_local_gpus_this_machine_lacks_are_refused_when_the_grid_runs(tmp_path, capsys, monkeypatch, data_on_disk,
+                                                                       gpus, count, message):
+    """An explicit local.gpus index this machine lacks ran its runs on the CPU without a word: refused at `vnr run`
+    (not at --dry-run or --list, which may run on a login node without a GPU)."""
+    ran = []
+    monkeypatch.setattr(local_mod, "execute", lambda specs, output, **kw: ran.append(specs) or [])
+    monkeypatch.setattr(local_mod, "gpu_count", lambda: count)
+    config = _grid(tmp_path, local={"gpus": gpus, "runs_per_gpu": 1})
+    assert cli.main(["run", str(config), "--dry-run"]) == 0 and cli.main(["run", str(config), "--list"]) == 0
+    capsys.readouterr()
+    assert cli.main(["run", str(config), "--no-progress"]) == 2
+    assert capsys.readouterr().err == f"vnr run: error: {config.parent / message}\n" and ran == []
+    # no list: no check, whatever the machine has (the executor uses what it finds: the CPU without a GPU)
+    monkeypatch.setattr(local_mod, "gpu_count", lambda: pytest.fail("counted GPUs without local.gpus"))
+    assert cli.main(["run", str(_grid(tmp_path)), "--no-progress"]) == 0 and len(ran) == 1
+
+
+@pytest.mark.parametrize(("only", "message"), [
+    ("", "--only '': an empty pattern is no selection"),
+    ("bias,nomatch", "--only 'nomatch' matches no run of this grid, though the other patterns do"),
+])
+def test_status_and_the_array_entry_refuse_the_same_only_patterns(tmp_path, capsys, only, message):
+    assert cli.main(["status", SMOKE, "--output", str(tmp_path), "--only", only]) == 2
+    assert capsys.readouterr().err.startswith(f"vnr status: error: {message}")
+    assert entry.main([SMOKE, "--count", "--only", only]) == 2
+    assert capsys.readouterr().err.startswith(f"harness.grid.entry: error: {message}")

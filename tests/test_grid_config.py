@@ -142,6 +142,7 @@ def test_time_limits():
     assert parse_time_min("1-00:00:00") == 1440
     assert parse_time_min("90") == 90
     assert parse_time_min("30:30") == 31  # MM:SS, rounded up
+    assert parse_time_min("0:00:30") == 1  # seconds round up to a minute, as sbatch does (and the help says)
     assert parse_time_min(20) == 20
     with pytest.raises(UserError):
         parse_time_min(0)
@@ -194,6 +195,8 @@ def test_every_hyperparameter_is_checked_at_load_naming_its_key(section, message
          "bias.overrides[0].set.limit: 0 is below 1"),
         ({"bias": {"models": ["tiny:bert"]}, "slurm": {"mem_gb": float("nan")}}, "slurm.mem_gb: nan is not a finite number"),
         ({"bias": {"models": ["tiny:bert"]}, "slurm": {"mem_gb": 0}}, "slurm.mem_gb: 0 must be above 0"),
+        ({"bias": {"models": ["tiny:bert"]}, "slurm": {"mem_gb": 0.0004}}, "bad.yaml: slurm.mem_gb: 0.0004 GB is below "
+         "1 MB, the least sbatch --mem takes (--mem=0 would mean all of a node's memory): give at least 0.001"),
         ({"bias": {"models": ["tiny:bert"]}, "slurm": {"cpus": -2}}, "slurm.cpus: -2 is below 1"),
         ({"bias": {"models": ["tiny:bert"]}, "slurm": {"gpus": -1}}, "slurm.gpus: -1 is below 0"),
         ({"bias": {"models": ["tiny:bert"]}, "slurm": {"array_parallelism": 0}}, "slurm.array_parallelism: 0"),
@@ -307,3 +310,96 @@ def test_schema_docstring_examples():
     import harness.schema
 
     assert doctest.testmod(harness.schema, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+_TWO = {"name": "b", "bias": {"models": ["tiny:bert", "tiny:gpt2"], "datasets": ["crows_pairs"]}}
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        ({"tiny:bert": "tiny:gpt2"}, "base.yaml: labels: 'tiny:bert': 'tiny:gpt2' is the name of another model of this "
+         "grid; matrix.csv would mix up their rows: give 'tiny:bert' another label"),
+        ({"tiny:bert": "tiny:gpt2", "tiny:gpt2": "tiny:bert"}, "base.yaml: labels: 'tiny:bert': 'tiny:gpt2' is the "
+         "name of another model of this grid; matrix.csv would mix up their rows: give 'tiny:bert' another label"),
+        ({"tiny:bert": "A", "tiny:gpt2": "A"}, "base.yaml: labels: 'tiny:bert' and 'tiny:gpt2' share the label 'A': "
+         "their rows in matrix.csv would merge; give each model its own label"),
+        ({"tiny:bert": ""}, "base.yaml: labels.tiny:bert is empty: give the model's row name in matrix.csv, or leave "
+         "the model out of labels:"),
+        ({"tiny:bert": " "}, "base.yaml: labels.tiny:bert is empty: give the model's row name in matrix.csv, or leave "
+         "the model out of labels:"),
+        ({"tiny:bert": "A "}, "base.yaml: labels.tiny:bert: 'A ' has spaces at its ends: write 'A'"),
+    ],
+)
+def test_labels_that_would_merge_or_blank_a_row_are_refused(labels, message):
+    with pytest.raises(UserError) as info:
+        parse_experiment({**_TWO, "labels": labels}, where="base.yaml")
+    assert str(info.value) == message
+
+
+def test_a_label_may_be_the_models_own_name():
+    exp = parse_experiment({**_TWO, "labels": {"tiny:bert": "tiny:bert", "tiny:gpt2": "gpt"}})
+    assert [exp.label(m) for m in exp.models] == ["tiny:bert", "gpt"]
+
+
+_FT_ONE = {"models": ["tiny:bert"], "tasks": ["rte"], "seeds": [0]}
+_BIAS_ONE = {"models": ["tiny:bert"], "datasets": ["crows_pairs"]}
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"finetune": {**_FT_ONE, "overrides": [{"models": ["tiny:bret"], "set": {"epochs": 2}}]}},
+         "base.yaml: finetune.overrides[0].models: 'tiny:bret' matches no model of the fine-tuning runs (tiny:bert): "
+         "fix or remove it"),
+        ({"finetune": {**_FT_ONE, "overrides": [{"tasks": ["RTE"], "set": {"epochs": 2}}]}},
+         "base.yaml: finetune.overrides[0].tasks: 'RTE' matches no task of the fine-tuning runs (rte); globs are "
+         "case-sensitive: fix or remove it"),
+        ({"finetune": {**_FT_ONE, "overrides": [{"set": {"epochs": 2}}, {"seeds": [0, 7], "set": {"epochs": 3}}]}},
+         "base.yaml: finetune.overrides[1].seeds: '7' matches no seed of the fine-tuning runs (0): fix or remove it"),
+        ({"finetune": {**_FT_ONE, "overrides": [{"models": [], "set": {"epochs": 2}}]}},
+         "base.yaml: finetune.overrides[0].models: an empty list selects no run: list globs, or leave the key out to "
+         "select every run"),
+        ({"bias": {**_BIAS_ONE, "overrides": [{"models": ["nomatch*"], "set": {"limit": 2}}]}},
+         "base.yaml: bias.overrides[0].models: 'nomatch*' matches no model of the bias runs (tiny:bert): fix or "
+         "remove it"),
+        ({"bias": {**_BIAS_ONE, "overrides": [{"datasets": ["stereo*"], "set": {"limit": 2}}]}},
+         "base.yaml: bias.overrides[0].datasets: 'stereo*' matches no dataset of the bias runs (crows_pairs): fix or "
+         "remove it"),
+        ({"bias": {**_BIAS_ONE, "overrides": [{"datasets": [], "set": {"limit": 2}}]}},
+         "base.yaml: bias.overrides[0].datasets: an empty list selects no run: list globs, or leave the key out to "
+         "select every run"),
+    ],
+)
+def test_an_override_glob_that_matches_no_run_is_refused(section, message):
+    with pytest.raises(UserError) as info:
+        parse_experiment({"name": "b", **section}, where="base.yaml")
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("finetune", "message"),
+    [
+        ({"run_options": {"optim": "sgdx"}}, "base.yaml: finetune.run_options.optim: 'sgdx' is not an optimizer "
+         "transformers knows: did you mean sgd? (all: transformers.training_args.OptimizerNames)"),
+        ({"run_options": {"optim": "nope"}}, "base.yaml: finetune.run_options.optim: 'nope' is not an optimizer "
+         "transformers knows: use e.g. adamw_torch, adamw_torch_fused, sgd or adafactor (all: "
+         "transformers.training_args.OptimizerNames)"),
+        ({"hyperparameters": {"padding": "flatten"}}, "base.yaml: finetune.hyperparameters.padding (tiny:bert): "
+         "padding flatten is not supported for model_type bert in sequence classification: "),
+        ({"overrides": [{"set": {"padding": "bucket"}}, {"models": ["*gpt2"], "set": {"padding": "flatten"}}]},
+         "base.yaml: finetune.overrides[1].set.padding (tiny:gpt2): padding flatten is not supported for model_type "
+         "gpt2 in sequence classification: "),
+    ],
+)
+def test_run_time_refusals_of_optim_and_padding_come_at_load(finetune, message):
+    """What each run would refuse once the grid has started (an unknown optimizer, a layout the family cannot
+    compute) is refused when the config is read, by the same checks."""
+    doc = {"name": "b", "finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"], **finetune}}
+    with pytest.raises(UserError) as info:
+        parse_experiment(doc, where="base.yaml")
+    assert str(info.value).startswith(message) and str(info.value).endswith("use padding: auto or bucket"
+                                                                          if "padding" in message else "")
+    ok = parse_experiment({"finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"],
+                                        "run_options": {"optim": "sgd"}, "hyperparameters": {"padding": "bucket"}}})
+    assert ok.run_options["finetune"] == {"optim": "sgd"} and {s.padding for s in ok.specs} == {"bucket"}

@@ -62,7 +62,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.grid.local import cpu_cores, cpu_threads, visible_gpus
+from harness.grid.local import check_gpus, cpu_cores, cpu_threads, visible_gpus
 from harness.specs import FinetuneSpec
 from ranking.errors import UserError
 
@@ -818,6 +818,7 @@ def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, run
     """What the local executor runs a grid's ``pending`` specs with (``vnr run`` and :func:`harness.api.run_grid`):
     the :class:`Packing` (``runs_per_gpu`` given, else the config's ``local:``; calibrated where ``auto``) and
     :func:`harness.grid.local.execute`'s packing keywords (only those that differ from its defaults)."""
+    check_gpus(exp.local.gpus, exp.source)  # an index this machine lacks: refused, not run on the CPU
     per_gpu = runs_per_gpu if runs_per_gpu is not None else exp.local.runs_per_gpu
     plan = resolve_packing(pending, exp.output, runs_per_gpu=per_gpu, calibrate_runs=exp.local.calibrate and calibrate_runs,
                            data_root=data_root, gpus=exp.local.gpus,

@@ -45,18 +45,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--data-root", default=None, help="data root (default: $VNR_DATA_ROOT, else the public source)")
     run.add_argument("--output", default=None, help=OUTPUT_HELP)
     run.add_argument("--only", action="append", default=None, metavar="PATTERN", help=ONLY_HELP)
-    run.add_argument("--dry-run", action="store_true",
-                     help="check everything, print what would run (slurm: the sbatch script it would submit) and stop")
-    run.add_argument("--list", action="store_true", help="print every spec with its array index, run id and state")
-    run.add_argument("--count", action="store_true", help="print the number of specs (the lines --list prints)")
-    run.add_argument("--sbatch-args", action="store_true",
+    mode = run.add_mutually_exclusive_group()  # each prints something and stops: one at a time
+    mode.add_argument("--dry-run", action="store_true",
+                      help="check everything, print what would run (slurm: the sbatch script it would submit) and stop")
+    mode.add_argument("--list", action="store_true", help="print every spec with its array index, run id and state")
+    mode.add_argument("--count", action="store_true", help="print the number of specs (the lines --list prints)")
+    mode.add_argument("--sbatch-args", action="store_true",
                      help="print the sbatch options for slurm/grid-array.sbatch from the config's slurm: section "
                      "and the flags below, one per line (array size: one task per runs_per_gpu group, 16 specs for "
                      "auto; resources, --output=<output>/logs/sbatch/...), "
                      "creating that log folder: sbatch $(vnr run CONFIG --sbatch-args) slurm/grid-array.sbatch CONFIG")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.add_argument("--isolate", action="store_true",
-                     help="local: run each spec in a fresh Python process, so a crash (segfault, lost CUDA "
+                     help="local executor: run each spec in a fresh Python process, so a crash (segfault, lost CUDA "
                      "context, OOM kill) fails only that run (recommended for long grids on a GPU)")
     run.add_argument("--runs-per-gpu", default=None, metavar="N|auto",
                      help="runs side by side on one GPU, each its own process: N, or auto (measured by the grid's "
@@ -67,10 +68,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      "(bf16, else fp16, on a GPU; fp32 on CPU)")
     slurm = run.add_argument_group("SLURM (override the config's slurm: section; checked like it)")
     slurm.add_argument("--partition", default=None, help="partition (or comma-separated partitions) to submit to")
-    slurm.add_argument("--time", default=None, help="time limit per task: minutes or [D-]HH:MM:SS")
+    slurm.add_argument("--time", default=None, help="time limit per task: minutes or [D-]HH:MM:SS; seconds round "
+                       "up to the next minute, as sbatch does (0:00:30 is --time=1)")
     slurm.add_argument("--gpus", default=None, metavar="N", help="GPUs per task (0 on a CPU cluster)")
     slurm.add_argument("--cpus", default=None, metavar="N", help="CPUs per task")
-    slurm.add_argument("--mem-gb", default=None, metavar="GB", help="memory per task in GB")
+    slurm.add_argument("--mem-gb", default=None, metavar="GB", help="memory per task in GB (at least 0.001: 1 MB)")
     slurm.add_argument("--array-parallelism", default=None, metavar="N", help="array tasks running at once")
     slurm.add_argument("--account", default=None, help="account to charge (sbatch --account)")
     slurm.add_argument("--qos", default=None, help="quality of service (sbatch --qos)")
@@ -174,11 +176,40 @@ def runs_per_gpu_flag(args: argparse.Namespace) -> int | str | None:
     return validate(LocalSettings, {"runs_per_gpu": args.runs_per_gpu}, names=lambda _: "--runs-per-gpu").runs_per_gpu
 
 
+# the SLURM flags besides --wait: they size or configure a SLURM array (--executor slurm or --sbatch-args)
+SLURM_FLAGS = ("--partition", "--time", "--gpus", "--cpus", "--mem-gb", "--array-parallelism", "--account", "--qos",
+               "--constraint", "--job-name", "--setup", "--sbatch-opt")
+
+
+def check_flag_combinations(args: argparse.Namespace) -> None:
+    """Flags that contradict each other are refused, not silently ignored (--dry-run, --list, --count and
+    --sbatch-args already exclude each other in the parser)."""
+    from ranking.errors import UserError
+
+    slurm = args.executor == "slurm" or args.sbatch_args
+    given = next((flag for flag in SLURM_FLAGS if getattr(args, flag[2:].replace("-", "_"), None) is not None), None)
+    if given and not slurm:
+        raise UserError(f"{given} applies to --executor slurm (or --sbatch-args): add --executor slurm, or leave "
+                        f"{given} out for a local run")
+    if args.wait:
+        mode = next((f for f in ("--dry-run", "--list", "--count", "--sbatch-args")
+                     if getattr(args, f[2:].replace("-", "_"))), None)
+        if args.executor != "slurm":
+            raise UserError("--wait follows a submitted SLURM array: add --executor slurm (a local run already "
+                            "waits), or leave --wait out")
+        if mode:
+            raise UserError(f"--wait follows a submitted array, and {mode} submits nothing: leave one of them out")
+    if args.isolate and slurm:
+        raise UserError(f"--isolate applies to the local executor (each SLURM array task is already its own "
+                        f"process): leave it out with {'--executor slurm' if args.executor == 'slurm' else '--sbatch-args'}")
+
+
 def run_command(args: argparse.Namespace) -> int:
     from harness.grid.status import grid_status
     from harness.store import RunStore
     from ranking.paths import resolve_data_root
 
+    check_flag_combinations(args)
     exp, specs = _load(args)
     # every flag is checked before anything is printed or run, whatever the executor
     settings = slurm_settings(exp, args)

@@ -163,12 +163,17 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         tasks, seeds = tuple(ft.tasks), tuple(ft.seeds)
         base = _given(ft.hyperparameters)
         overrides = [(_selection(ov), _given(ov.set)) for ov in ft.overrides or ()]
+        _check_selections(overrides, {"models": [e.name for e in ft_models], "tasks": tasks,
+                                      "seeds": [str(s) for s in seeds]}, f"{where}: finetune", "fine-tuning")
         for entry in ft_models:
             for task in tasks:
                 for seed in seeds:
                     params = _apply(base, overrides, model=entry.name, task=task, seed=str(seed))
                     data = {**params, "model": entry.name, "task": task, "seed": seed, **_model_args(entry)}
-                    specs.append(_spec(FinetuneSpec, data, f"{fwhere} ({entry.name}, {task}, seed {seed})"))
+                    spec = _spec(FinetuneSpec, data, f"{fwhere} ({entry.name}, {task}, seed {seed})")
+                    _check_batching(spec, _source("padding", base, overrides, fwhere, model=entry.name, task=task,
+                                                  seed=str(seed)))
+                    specs.append(spec)
         models.extend(e.name for e in ft_models)
         run_options["finetune"] = ft.run_options.given() if ft.run_options is not None else {}
 
@@ -181,6 +186,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         datasets = tuple(bias.datasets)
         base = {"scoring": preset.bias_scoring, **_given(bias.options)}  # the preset's scoring unless given
         overrides = [(_selection(ov), _given(ov.set)) for ov in bias.overrides or ()]
+        _check_selections(overrides, {"models": [e.name for e in b_models], "datasets": datasets}, bwhere, "bias")
         for entry in b_models:
             for ds in datasets:
                 params = _apply(base, overrides, model=entry.name, dataset=ds)
@@ -198,6 +204,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
     unknown_labels = sorted(set(labels) - set(models))
     if unknown_labels:
         raise UserError(f"{where}: labels: {unknown_labels[0]!r} is not a model of this grid")
+    _check_labels(labels, models, where)
     return Experiment(
         name=name,
         source=where,
@@ -215,6 +222,20 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
     )
 
 
+def _check_labels(labels: Mapping[str, str], models: Sequence[str], where: str) -> None:
+    """A label must not be another model's name (as written, or canonical: ``roberta-base`` for
+    ``FacebookAI/roberta-base``): ``collect`` would put both models in one row of matrix.csv."""
+    from harness.models import canonical_model
+
+    names = {name: model for model in models for name in (canonical_model(model), model)}
+    for model, label in labels.items():
+        other = names.get(label, model)
+        if other != model:
+            named = "" if other == label else f" ({other!r})"
+            raise UserError(f"{where}: labels: {model!r}: {label!r} is the name of another model of this grid"
+                            f"{named}; matrix.csv would mix up their rows: give {model!r} another label")
+
+
 def _given(section: Any) -> dict[str, Any]:
     """The keys a validated options section sets (a key left out keeps the spec's default)."""
     return {} if section is None else {key: getattr(section, key) for key in section.model_fields_set}
@@ -223,6 +244,21 @@ def _given(section: Any) -> dict[str, Any]:
 def _selection(override: Any) -> dict[str, list[str]]:
     return {key: list(getattr(override, key)) for key in ("models", "tasks", "datasets", "seeds")
             if getattr(override, key, None) is not None}
+
+
+def _check_selections(overrides: Sequence[tuple[Mapping[str, Sequence[str]], Any]],
+                      values: Mapping[str, Sequence[str]], where: str, runs: str) -> None:
+    """Every glob of every override matches a model, task, seed or dataset of the grid: one that matches
+    nothing (a typo, ``RTE`` for ``rte``) would leave its runs at the defaults without a word."""
+    for i, (selection, _) in enumerate(overrides):
+        for key, patterns in selection.items():
+            for pattern in patterns:
+                if any(fnmatch.fnmatchcase(v, pattern) for v in values[key]):
+                    continue
+                case = any(fnmatch.fnmatchcase(v.lower(), pattern.lower()) for v in values[key])
+                shown = ", ".join(list(values[key])[:8]) + (", ..." if len(values[key]) > 8 else "")
+                raise UserError(f"{where}.overrides[{i}].{key}: {pattern!r} matches no {key[:-1]} of the {runs} runs "
+                                f"({shown}){'; globs are case-sensitive' if case else ''}: fix or remove it")
 
 
 def _apply(base: Mapping[str, Any], overrides: Sequence[tuple[Mapping[str, Sequence[str]], Mapping[str, Any]]],
@@ -235,6 +271,31 @@ def _apply(base: Mapping[str, Any], overrides: Sequence[tuple[Mapping[str, Seque
                for key, value in values.items()):
             params.update(changes)
     return params
+
+
+def _source(key: str, base: Mapping[str, Any], overrides: Sequence[tuple[Mapping[str, Sequence[str]], Mapping[str, Any]]],
+            where: str, **values: str) -> str:
+    """The config key that gave one spec its ``key`` option: the last matching override's ``set``, else the
+    section's options (``where.hyperparameters.padding``)."""
+    for i in reversed(range(len(overrides))):
+        if key in overrides[i][1] and _apply({}, [overrides[i]], **values):
+            return f"{where}.overrides[{i}].set.{key}"
+    return f"{where}.hyperparameters.{key}" if key in base else f"{where}: {key}"
+
+
+def _check_batching(spec: FinetuneSpec, where: str) -> None:
+    """``padding: flatten`` where the model's family cannot be flattened: refused at load, by the check
+    :func:`harness.finetune.run_finetune` makes before it starts (``vnr finetune --padding flatten``), not
+    by every run of the grid once it has started."""
+    if spec.padding != "flatten":
+        return
+    from harness.finetune.batching import choose_batching
+    from harness.models import resolve_model
+
+    try:
+        choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding)
+    except UserError as exc:
+        raise UserError(f"{where} ({spec.model}): {exc}") from None
 
 
 def _model_args(entry: Any) -> dict[str, Any]:
@@ -269,12 +330,25 @@ def spec_labels(spec: Spec) -> dict[str, str]:
 
 
 def only_patterns(patterns: Sequence[str] | None) -> list[str]:
-    """``--only`` values as single patterns (repeated flags and comma-separated lists alike).
+    """``--only`` values as single patterns (repeated flags and comma-separated lists alike). An empty pattern
+    (``--only ''``, ``--only ,``: an unset shell variable) is refused: it would otherwise select every run.
 
     >>> only_patterns(["bias, rte", "tiny:bert/*"]), only_patterns(None)
     (['bias', 'rte', 'tiny:bert/*'], [])
+    >>> only_patterns(["bias,"])
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: --only 'bias,': an empty pattern is no selection (an unset shell variable?): give a run id, model, task or model/task glob, or leave --only out for every run
     """
-    return [p.strip() for pattern in (patterns or ()) for p in str(pattern).split(",") if p.strip()]
+    out = []
+    for pattern in patterns or ():
+        for piece in str(pattern).split(","):
+            if not piece.strip():
+                raise UserError(f"--only {str(pattern)!r}: an empty pattern is no selection (an unset shell "
+                                "variable?): give a run id, model, task or model/task glob, or leave --only out for "
+                                "every run")
+            out.append(piece.strip())
+    return out
 
 
 def select_specs(specs: Iterable[Spec], patterns: Sequence[str] | None) -> list[Spec]:
@@ -288,7 +362,13 @@ def select_specs(specs: Iterable[Spec], patterns: Sequence[str] | None) -> list[
     pats = only_patterns(patterns)
     if not pats:
         return specs
-    chosen = [s for s in specs if any(fnmatch.fnmatchcase(v, p) for v in spec_labels(s).values() for p in pats)]
+    labels = [list(spec_labels(s).values()) for s in specs]
+    matched = {p: [any(fnmatch.fnmatchcase(v, p) for v in values) for values in labels] for p in pats}
+    chosen = [s for i, s in enumerate(specs) if any(hits[i] for hits in matched.values())]
     if not chosen:
         raise UserError(f"--only {','.join(pats)!r} matches no run of this grid (try a run id, model, task or model/task glob)")
+    unmatched = [p for p, hits in matched.items() if not any(hits)]
+    if unmatched:  # the runs it was meant to add would be left out without a word
+        raise UserError(f"--only {unmatched[0]!r} matches no run of this grid, though the other patterns do: fix or "
+                        "remove it (try a run id, model, task or model/task glob)")
     return chosen

@@ -245,6 +245,45 @@ def visible_gpus() -> list[str]:
         return []
 
 
+def gpu_count() -> int:
+    """GPUs on this machine, counted without a CUDA context where NVML answers (the executor's children use
+    them), else torch's count; 0 without a driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no NVML library or driver: ask torch (no context either)
+        pass
+    try:
+        import torch
+
+        return int(torch.cuda.device_count())
+    except Exception:
+        return 0
+
+
+def check_gpus(gpus: Sequence[int] | None, where: str) -> None:
+    """A config's explicit ``local.gpus`` exist on this machine: a missing index would give its worker a
+    ``CUDA_VISIBLE_DEVICES`` without a device, and its runs would train on the CPU without a word. Checked
+    when the grid runs, not at ``--dry-run`` (a login node may have no GPU); no list, no check (the
+    executor uses what it finds, the CPU without a GPU)."""
+    if gpus is None:
+        return
+    count = gpu_count()
+    if count == 0:
+        raise UserError(f"{where}: local.gpus: {list(gpus)} but this machine has no GPU: remove local.gpus or run "
+                        "on a GPU node")
+    absent = [g for g in gpus if int(g) >= count]
+    if absent:
+        raise UserError(f"{where}: local.gpus: GPU {absent[0]} is not on this machine, which has {count} "
+                        f"GPU{'s' if count > 1 else ''} (0 to {count - 1}): list indices below {count}, or leave "
+                        "local.gpus out to use every GPU found")
+
+
 def cpu_cores() -> int:
     """Cores this process may use."""
     with contextlib.suppress(AttributeError, OSError):

@@ -64,7 +64,14 @@ def _known(allowed: tuple[str, ...], what: str, kind: str) -> Any:
     return check
 
 
-Patterns = Annotated[list[OneLine], BeforeValidator(_listed)]  # globs (fnmatch: *, ?, [...])
+def _selector(patterns: list[str]) -> list[str]:
+    if not patterns:
+        raise ValueError("an empty list selects no run: list globs, or leave the key out to select every run")
+    return patterns
+
+
+# globs (fnmatch: *, ?, [...]); each must match something in the grid (harness.grid.config checks it)
+Patterns = Annotated[list[OneLine], BeforeValidator(_listed), AfterValidator(_selector)]
 Task = Annotated[str, Text(), Check(_known(GLUE_TASKS, "task", "GLUE tasks")),
                  WithJsonSchema({"type": "string", "enum": list(GLUE_TASKS)})]
 Dataset = Annotated[str, Text(), Check(_known(BIAS_DATASETS, "dataset", "known")),
@@ -193,10 +200,27 @@ class Bias(Section):
         None, description="keyword options of run_bias that do not change results")
 
 
+def _label(text: str) -> str:
+    """A row name in matrix.csv: not blank, no spaces at its ends (the ranking side reads names without them,
+    so ``'A '`` would become ``'A'`` there)."""
+    if not text.strip():
+        raise ValueError("is empty: give the model's row name in matrix.csv, or leave the model out of labels:")
+    if text != text.strip():
+        raise ValueError(f"{text!r} has spaces at its ends: write {text.strip()!r}")
+    return text
+
+
 def _distinct_labels(labels: dict[str, str]) -> dict[str, str]:
-    if len(set(labels.values())) != len(labels):
-        raise ValueError("two models share one label")
+    first: dict[str, str] = {}
+    for model, label in labels.items():
+        if label in first:
+            raise ValueError(f"{first[label]!r} and {model!r} share the label {label!r}: their rows in matrix.csv "
+                             "would merge; give each model its own label")
+        first[label] = model
     return labels
+
+
+Label = Annotated[str, Text(), Check(_label)]
 
 
 class ExperimentConfig(Section):
@@ -208,8 +232,9 @@ class ExperimentConfig(Section):
         None, description="the grid's name (default: the file's name); letters, digits, '_', '.', '-'")
     description: str | None = Field(None, description="free text")
     output: OneLine | None = Field(None, description="results folder (default results/<name>; --output overrides)")
-    labels: Annotated[dict[OneLine, OneLine], AfterValidator(_distinct_labels)] | None = Field(
-        None, description="row names in matrix.csv, e.g. {microsoft/deberta-base: deberta-base}")
+    labels: Annotated[dict[OneLine, Label], AfterValidator(_distinct_labels)] | None = Field(
+        None, description="row names in matrix.csv, e.g. {microsoft/deberta-base: deberta-base}: one per model, "
+        "none equal to another model's name")
     preset: PresetName = Field(
         "default", description="ranking preset whose conventions the grid follows (votenrank: bias scored as "
         "the Vote'n'Rank authors did)")

@@ -32,6 +32,7 @@ from harness.schema import (
     Text,
     check_fields,
     one_line,
+    show,
 )
 from ranking.errors import UserError
 
@@ -133,8 +134,21 @@ def setup_line(text: str) -> str:
     return text
 
 
+def at_least_one_mb(gb: float) -> float:
+    """``mem_gb``: at least 1 MB, the least sbatch's ``--mem`` (in whole MB) can say: below it the script would
+    say ``--mem=0``, which SLURM reads as all of a node's memory."""
+    if gb * 1024 < 1:
+        raise ValueError(f"{show(gb)} GB is below 1 MB, the least sbatch --mem takes (--mem=0 would mean all of a "
+                         "node's memory): give at least 0.001")
+    return gb
+
+
 def minutes(value: Any) -> int:
-    """Minutes from ``90``, ``"90"``, ``"01:30:00"``, ``"1-00:00:00"`` or ``"30:00"`` (MM:SS), 1 to a year."""
+    """Minutes from ``90``, ``"90"``, ``"01:30:00"``, ``"1-00:00:00"`` or ``"30:00"`` (MM:SS), 1 to a year.
+
+    SLURM's time limits are whole minutes: seconds round up to the next minute, as ``sbatch --time`` does
+    (``man sbatch``), so ``"0:00:30"`` is 1 and ``"30:30"`` is 31.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError(f"{value!r} is not a time: use minutes or [D-]HH:MM:SS")
     if isinstance(value, int):
@@ -251,10 +265,11 @@ class SlurmSettings:
 
     partition: Annotated[SlurmName, Check(slurm_name("partition")), Help("partition, or a comma-separated list")] | None = None
     time_min: Annotated[int, Before(minutes), Shown({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string"}],
-                        "description": "time limit per task: minutes or [D-]HH:MM:SS"})] = 240
+                        "description": "time limit per task: minutes or [D-]HH:MM:SS (seconds round up to the "
+                                       "next minute, as sbatch does)"})] = 240
     gpus: Annotated[int, Number(ge=0), Help("GPUs per task (0 on a CPU cluster)")] = 1
     cpus: Annotated[Count, Help("CPUs per task")] = 8
-    mem_gb: Annotated[PositiveFloat, Help("memory per task in GB")] = 32.0
+    mem_gb: Annotated[PositiveFloat, Check(at_least_one_mb), Help("memory per task in GB (at least 0.001: 1 MB)")] = 32.0
     array_parallelism: Annotated[Count, Help("array tasks running at once")] = 16
     account: Annotated[SlurmName, Check(slurm_name("account")), Help("account to charge")] | None = None
     qos: Annotated[SlurmName, Check(slurm_name("qos")), Help("quality of service")] | None = None
