@@ -403,3 +403,27 @@ def test_run_time_refusals_of_optim_and_padding_come_at_load(finetune, message):
     ok = parse_experiment({"finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"],
                                         "run_options": {"optim": "sgd"}, "hyperparameters": {"padding": "bucket"}}})
     assert ok.run_options["finetune"] == {"optim": "sgd"} and {s.padding for s in ok.specs} == {"bucket"}
+
+
+def test_a_local_checkpoint_without_weights_or_tokenizer_is_refused_at_load(tmp_path):
+    # passed --dry-run before; each run then failed to load it (and recorded nothing, so status said "missing")
+    from harness.models import _auto_class, tiny_config, train_tiny_tokenizer
+
+    tok = train_tiny_tokenizer("bert", ["the quick brown fox", "a man walks"] * 4, vocab_size=100)
+    folder = tmp_path / "ckpt"
+    _auto_class("masked_lm").from_config(tiny_config("bert", tok)).save_pretrained(folder)
+    doc = {"name": "x", "finetune": {"models": [str(folder)], "tasks": ["rte"], "seeds": [0]},
+           "bias": {"datasets": ["crows_pairs"]}}
+    with pytest.raises(UserError, match=re.escape(f"config: finetune.models ({folder}): model directory {folder} "
+                                                  "has no tokenizer files")):
+        parse_experiment(doc)
+    tok.save_pretrained(folder)
+    assert len(parse_experiment(doc).specs) == 2
+    (folder / "model.safetensors").unlink()
+    with pytest.raises(UserError, match=re.escape(f"config: finetune.models ({folder}): model directory {folder} "
+                                                  "has no weight file")):
+        parse_experiment(doc)
+    del doc["finetune"]
+    doc["bias"]["models"] = [str(folder)]
+    with pytest.raises(UserError, match=re.escape(f"config: bias.models ({folder}): model directory")):
+        parse_experiment(doc)

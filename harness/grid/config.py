@@ -157,6 +157,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
 
     ft = config.finetune
     ft_models: list[Any] = []
+    checked: set[tuple[str, Any]] = set()  # (model, model_args) whose local files were checked
     if ft is not None:
         fwhere = f"{where}: finetune"
         ft_models = list(ft.models)
@@ -171,6 +172,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
                     params = _apply(base, overrides, model=entry.name, task=task, seed=str(seed))
                     data = {**params, "model": entry.name, "task": task, "seed": seed, **_model_args(entry)}
                     spec = _spec(FinetuneSpec, data, f"{fwhere} ({entry.name}, {task}, seed {seed})")
+                    _check_model_files(spec, f"{fwhere}.models", checked)
                     _check_batching(spec, _source("padding", base, overrides, fwhere, model=entry.name, task=task,
                                                   seed=str(seed)))
                     specs.append(spec)
@@ -191,7 +193,9 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
             for ds in datasets:
                 params = _apply(base, overrides, model=entry.name, dataset=ds)
                 data = {**params, "model": entry.name, "dataset": ds, **_model_args(entry)}
-                specs.append(_spec(BiasSpec, data, f"{bwhere} ({entry.name}, {ds})"))
+                spec = _spec(BiasSpec, data, f"{bwhere} ({entry.name}, {ds})")
+                _check_model_files(spec, f"{bwhere}.models", checked)
+                specs.append(spec)
         models.extend(e.name for e in b_models if e.name not in models)
         run_options["bias"] = bias.run_options.given() if bias.run_options is not None else {}
 
@@ -281,6 +285,23 @@ def _source(key: str, base: Mapping[str, Any], overrides: Sequence[tuple[Mapping
         if key in overrides[i][1] and _apply({}, [overrides[i]], **values):
             return f"{where}.overrides[{i}].set.{key}"
     return f"{where}.hyperparameters.{key}" if key in base else f"{where}: {key}"
+
+
+def _check_model_files(spec: Spec, where: str, checked: set[tuple[str, Any]]) -> None:
+    """A local checkpoint folder without weights, with a truncated safetensors file or without tokenizer files:
+    refused at load (:func:`harness.models.check_local_files`, the check each run makes before it starts)."""
+    key = (spec.model, spec.model_args)
+    if key in checked:
+        return
+    checked.add(key)
+    from harness.models import check_local_files, is_local, resolve_model
+
+    if not is_local(spec.model):
+        return
+    try:
+        check_local_files(resolve_model(spec.model, spec.model_args))
+    except UserError as exc:
+        raise UserError(f"{where} ({spec.model}): {exc}") from None
 
 
 def _check_batching(spec: FinetuneSpec, where: str) -> None:
