@@ -208,13 +208,36 @@ def _nonfinite(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity")
 
 
-def record_problem(rec: Any, spec: Any = None, epoch: str = "final") -> str | None:
-    """Why ``rec`` is not a usable finished result (of ``spec``), or None when it is one.
+#: The range of each metric a run's spec names (``spec.metric_keys()``), where it is certain from the
+#: definition: GLUE accuracy and F1 are shares in [0, 1]; Matthews, Pearson and Spearman correlations lie
+#: in [-1, 1]; the bias sets' fairness metrics are percentages or ICAT, in [0, 100]. A value outside it
+#: cannot have come from a run (a record edited by hand, or a bug): the record is not usable.
+#: tests/test_store.py checks that every task's and bias set's metric has an entry.
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(("accuracy", "accuracy_mm", "f1", "f1_mm"), (0.0, 1.0)),
+    **dict.fromkeys(("matthews_correlation", "pearson", "spearman"), (-1.0, 1.0)),
+    **dict.fromkeys(("anti_stereo_score", "intrasentence_icat", "intersentence_icat", "parity_score"), (0.0, 100.0)),
+}
+_RANGE_SLACK = 1e-9  # rounding in a library's correlation may land a hair outside [-1, 1]
+#: the fields a record names its run by, and the spec attribute each must equal
+_OWN_FIELDS = (("run_id", None), ("kind", "kind"), ("model", "model"), ("task", "task"), ("dataset", "dataset"),
+               ("seed", "seed"))
 
-    Usable: a JSON object with ``status: ok`` whose metrics (``metrics_best`` for ``epoch="best"``, where
-    the record has them) hold at least one finite number, none of them non-finite, none of the spec's
-    own metrics (``spec.metric_keys()``) null, and whose ``efficiency`` (if any) has no non-finite value
-    and a positive integer ``packing``. Every "is this run done?" (the lifecycle's skip, ``vnr status``,
+
+def _same(stored: Any, expected: Any) -> bool:
+    """Equal and of the same type (a seed stored as ``true`` or ``"0"`` is not seed 0)."""
+    return type(stored) is type(expected) and stored == expected
+
+
+def record_problem(rec: Any, spec: Any = None, epoch: str = "final", run_id: str | None = None) -> str | None:
+    """Why ``rec`` is not a usable finished result (of ``spec``, or of the run ``run_id``), or None when it is one.
+
+    Usable: a JSON object with ``status: ok`` that names the run it is stored as (its ``run_id``, ``kind``,
+    ``model``, ``task``/``dataset`` and ``seed``, where it has them, equal the spec's), whose metrics
+    (``metrics_best`` for ``epoch="best"``, where the record has them) hold at least one finite number,
+    none of them non-finite, every one of the spec's own metrics (``spec.metric_keys()``) a number within
+    its range (:data:`METRIC_RANGES`), and whose ``efficiency`` (if any) has no non-finite value and a
+    positive integer ``packing``. Every "is this run done?" (the lifecycle's skip, ``vnr status``,
     ``vnr collect``) asks this one function.
 
     >>> record_problem({"status": "ok", "metrics": {"accuracy": 0.5}}) is None
@@ -225,23 +248,45 @@ def record_problem(rec: Any, spec: Any = None, epoch: str = "final") -> str | No
     'no numeric metrics'
     >>> record_problem({"status": "ok", "metrics": {"accuracy": float("nan")}})
     'metrics.accuracy is nan'
+    >>> record_problem({"run_id": "b", "status": "ok", "metrics": {"accuracy": 0.5}}, run_id="a")
+    "its run_id is 'b', not 'a' (the run it is stored as)"
     """
     if not isinstance(rec, dict):
         return "the record is not a JSON object"
     if rec.get("status") != STATUS_OK:
         return f"its status is {rec.get('status')!r}, not {STATUS_OK!r}"
-    metrics = rec.get("metrics_best") if epoch == "best" and rec.get("metrics_best") else rec.get("metrics")
+    for key, attr in _OWN_FIELDS:
+        if key not in rec:
+            continue
+        if attr is None:  # the run id the caller looked it up by, else the spec's
+            expected = run_id if run_id is not None or spec is None else spec.run_id()
+        else:
+            expected = getattr(spec, attr, None)
+        if expected is not None and not _same(rec[key], expected):
+            return f"its {key} is {rec[key]!r}, not {expected!r} (the run it is stored as)"
+    name = "metrics_best" if epoch == "best" and rec.get("metrics_best") else "metrics"
+    metrics = rec.get(name)
     if not isinstance(metrics, dict):
         return "no numeric metrics"
     for key, value in metrics.items():
         if _nonfinite(value):
-            return f"metrics.{key} is {value}"
+            return f"{name}.{key} is {value}"
     keys = spec.metric_keys() if hasattr(spec, "metric_keys") else ()
     for key in keys:
         if key in metrics and metrics[key] is None:
-            return f"metrics.{key} is null"
+            return f"{name}.{key} is null"
     if not any(_finite_number(v) for v in metrics.values()):
         return "no numeric metrics"
+    for key in keys:
+        value = metrics.get(key)
+        if key not in metrics:
+            held = ", ".join(sorted(metrics)[:8]) + (", ..." if len(metrics) > 8 else "")
+            return f"{name}.{key} is missing (it holds: {held or 'nothing'})"
+        if not _finite_number(value):
+            return f"{name}.{key} is {value!r}, not a number"
+        low, high = METRIC_RANGES.get(key, (-math.inf, math.inf))
+        if not low - _RANGE_SLACK <= value <= high + _RANGE_SLACK:
+            return f"{name}.{key} is {value}, outside its range [{low:g}, {high:g}]"
     efficiency = rec.get("efficiency")
     if efficiency is not None:
         if not isinstance(efficiency, dict):
@@ -300,13 +345,7 @@ class RunStore:
     # records
     def get(self, rid: str) -> dict[str, Any] | None:
         """The stored record, or None if there is none or it is unusable (not a JSON object): redone."""
-        try:
-            rec = json.loads(self.result_path(rid).read_text())
-        except (FileNotFoundError, NotADirectoryError):  # no record (an output under a file has none either)
-            return None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return None  # cannot happen with atomic writes; treat as missing so it is redone
-        return rec if isinstance(rec, dict) else None
+        return self._load(rid)[0]
 
     def unreadable(self, rid: str) -> str | None:
         """Why a result file that exists is not a record (:meth:`get` treats it as missing), else None.
@@ -318,13 +357,23 @@ class RunStore:
         >>> store.unreadable("r"), store.unreadable("absent")
         ('its result file is not a JSON object', None)
         """
+        return self._load(rid)[1]
+
+    def _load(self, rid: str) -> tuple[dict[str, Any] | None, str | None]:
+        """(the record, None), or (None, why the file that is there is not a record), or (None, None): no file."""
         try:
-            rec = json.loads(self.result_path(rid).read_text())
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return "its result file is not valid JSON"
-        return None if isinstance(rec, dict) else "its result file is not a JSON object"
+            text = self.result_path(rid).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):  # no record (an output under a file has none either)
+            return None, None
+        except OSError as exc:  # a folder in its place, no permission to read it
+            return None, f"its result file cannot be read ({exc.strerror or exc})"
+        if not text.strip():
+            return None, "its result file is empty"
+        try:
+            rec = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError):  # cut short (atomic writes never leave this)
+            return None, "its result file is not valid JSON (cut short or edited)"
+        return (rec, None) if isinstance(rec, dict) else (None, "its result file is not a JSON object")
 
     def is_done(self, run: Any) -> bool:
         """Whether ``run`` (a spec, or a run id) has a usable finished record (:func:`record_problem`)."""
@@ -338,8 +387,9 @@ class RunStore:
         redone by the next ``vnr run``.
         """
         spec = None if isinstance(run, str) else run
-        rec = self.get(run if spec is None else spec.run_id())
-        return rec if rec is not None and record_problem(rec, spec, epoch) is None else None
+        rid = run if spec is None else spec.run_id()
+        rec = self.get(rid)
+        return rec if rec is not None and record_problem(rec, spec, epoch, run_id=rid) is None else None
 
     def write(self, record: Mapping[str, Any]) -> Path:
         """Atomically store a record (low level: runs store theirs through :meth:`run`).
@@ -361,7 +411,7 @@ class RunStore:
         if not self.runs_dir.is_dir():
             return
         for path in sorted(self.runs_dir.glob("*.json")):
-            with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError, FileNotFoundError):
+            with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError, OSError):
                 rec = json.loads(path.read_text())
                 if isinstance(rec, dict):
                     yield rec

@@ -351,7 +351,7 @@ def test_plain_sbatch_auto_task_gets_the_submitit_packing(tmp_path, capsys, monk
     # a task whose specs are all done has nothing to run or calibrate
     for s in specs[16:20]:
         RunStore(exp.output).write({"run_id": s.run_id(), "kind": s.kind, "model": s.model, "status": "ok",
-                                    "metrics": {"eval_accuracy": 0.5}})
+                                    "metrics": {"accuracy": 0.5}})
     n_calls = len(calls)
     assert entry.main([str(config), "--index", "1"]) == 0 and len(calls) == n_calls
     # with those done, task 0's payload counts the training samples of the 16 runs left (as vnr run's todo)

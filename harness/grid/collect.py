@@ -38,8 +38,9 @@ an error naming it (its record and its runs disagree), never a silent drop.
 
 Only the runs of this config count (the run ids it expands to), so a stale
 result of an older hyper-parameter setting never leaks in. A run counts when
-its record is usable: status ``ok``, a JSON object, numeric metrics, finite
-values. Missing runs (no record, failed) and unusable ones are refused by name
+its record is usable (:func:`harness.store.record_problem`, what ``vnr run`` and
+``vnr status`` ask too): a JSON object with status ``ok`` naming this run, its
+task's or bias set's own metrics numeric and in range, finite values. Missing runs (no record, failed) and unusable ones are refused by name
 unless ``allow_missing``; then a seed-dependent cell with any seed missing is
 left EMPTY (never an average of the seeds that happen to be there, which would
 put a noisier number beside full means under the same "mean over seeds"), and
@@ -65,7 +66,7 @@ from harness.energy import basis
 from harness.finetune.tasks import get_task
 from harness.grid.config import Experiment
 from harness.specs import BiasSpec, FinetuneSpec
-from harness.store import STATUS_OK, RunStore, record_problem
+from harness.store import STATUS_FAILED, RunStore, record_problem
 from ranking.errors import UserError
 
 log = logging.getLogger("harness.grid")
@@ -163,7 +164,8 @@ def usable_problem(rec: Any, spec: FinetuneSpec | BiasSpec, epoch: str = "final"
 def classify_runs(
     exp: Experiment, store: RunStore | None = None, epoch: str = "final"
 ) -> tuple[dict[str, dict[str, Any]], list[str], dict[str, str]]:
-    """The grid's usable records (run id → record), missing run ids (no record, or not ``ok``) and unusable ones."""
+    """The grid's usable records (run id → record), missing run ids (no record, or a ``failed`` one) and
+    unusable ones (run id → why: a result file that is not a usable result, :func:`usable_problem`)."""
     store = store or RunStore(exp.output)
     usable: dict[str, dict[str, Any]] = {}
     missing: list[str] = []
@@ -171,10 +173,11 @@ def classify_runs(
     for spec in exp.specs:
         rid = spec.run_id()
         rec = store.get(rid)
-        if rec is None and store.unreadable(rid):
-            unusable[rid] = "the record is not a JSON object"
+        broken = store.unreadable(rid) if rec is None else None
+        if broken:
+            unusable[rid] = broken
             continue
-        if rec is None or rec.get("status") != STATUS_OK:
+        if rec is None or rec.get("status") == STATUS_FAILED:
             missing.append(rid)
             continue
         problem = usable_problem(rec, spec, epoch)
@@ -203,7 +206,8 @@ def refusal(exp: Experiment, missing: Sequence[str], unusable: dict[str, str]) -
     if unusable:
         shown = [f"{rid}: {why}" for rid, why in list(unusable.items())[:SHOWN]]
         more = f" and {len(unusable) - SHOWN} more" if len(unusable) > SHOWN else ""
-        parts.append(f"{len(unusable)} with an unusable record ({'; '.join(shown)}{more})")
+        parts.append(f"{len(unusable)} with an unusable record ({'; '.join(shown)}{more}) — records: "
+                     f"{RunStore(exp.output).runs_dir}/<run id>.json")
     n = len(missing) + len(unusable)
     return UserError(
         f"{n} of {len(exp.specs)} runs of {exp.source} have no usable result in {exp.output}: {', '.join(parts)}; "
