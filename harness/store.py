@@ -664,18 +664,64 @@ class Run:
 
     def fail(self, exc: BaseException, result: Mapping[str, Any] | None = None) -> None:
         """Store a ``failed`` record for ``exc`` (never raises: the original error matters more);
-        nothing for :class:`RunNotStarted`."""
+        nothing for :class:`RunNotStarted`.
+
+        The record's ``error`` is one short line (:func:`error_line`: the exception's type and message);
+        its ``traceback`` keeps the last 8000 characters, and the whole traceback is appended to the run's
+        log (``<output>/logs/<run_id>.log``). ``exc`` is marked (:func:`failure_of`), so a command that
+        catches it can report the failure in one line instead of a traceback.
+        """
         import logging
 
         if isinstance(exc, RunNotStarted):
             return  # the run never started: nothing to record
-        tb = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))[-8000:]
+        full = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))
+        log_path = self.store.log_dir() / f"{self.run_id}.log"
         try:
-            self.finish(result or {}, error=f"{type(exc).__name__}: {exc}", traceback=tb)
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_path, "a") as fh:
+                fh.write(f"--- {iso_time(time.time())} attempt {self.attempt} of {self.run_id} failed:\n{full}")
+        except OSError:  # a full disk: the record (below) still tries
+            log_path = None
+        try:
+            self.finish(result or {}, error=error_line(exc), traceback=full[-8000:])
         except OSError as again:  # e.g. the disk is full: the run is failed all the same; the caller reports exc
             logging.getLogger(__name__).debug("could not record the failure of %s: %s", self.run_id, again)
         except Exception:
             logging.getLogger(__name__).exception("could not record the failure of %s", self.run_id)
+        with contextlib.suppress(Exception):  # some exception types take no attributes: then no mark
+            exc._vnr_failed_run = (self.run_id, str(self.store.result_path(self.run_id)),  # type: ignore[union-attr]
+                                   str(log_path) if log_path else None)
+
+
+#: the longest ``error`` a failed record keeps (the whole traceback is in the run's log)
+ERROR_CHARS = 300
+
+
+def error_line(exc: BaseException, limit: int = ERROR_CHARS) -> str:
+    """``Type: message`` on one line (whitespace runs, newlines included, made one space), cut to ``limit``.
+
+    >>> error_line(RuntimeError("CUDA out of memory.\\n  Tried to allocate 4 GiB"))
+    'RuntimeError: CUDA out of memory. Tried to allocate 4 GiB'
+    >>> len(error_line(ValueError("x" * 1000)))
+    300
+    """
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def failure_of(exc: BaseException) -> str | None:
+    """For an exception a run's lifecycle recorded as its failure: one line saying so, the record's error,
+    and where the record and the whole traceback are; else None (the exception was not a run's failure).
+
+    ``vnr finetune`` and ``vnr bias`` print it instead of a traceback (exit 1).
+    """
+    found = getattr(exc, "_vnr_failed_run", None)
+    if not found:
+        return None
+    run_id, record, log_path = found
+    where = f"record: {record}" + (f"; traceback: {log_path}" if log_path else "")
+    return f"run {run_id} failed: {error_line(exc)} ({where})"
 
 
 def _flatten(rec: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -208,6 +208,25 @@ def test_every_metric_a_run_must_hold_has_a_known_range():
     assert keys - set(METRIC_RANGES) == set()
 
 
+def test_a_failed_run_keeps_a_short_reason_and_its_whole_traceback_in_its_log(tmp_path):
+    from harness.store import failure_of
+
+    store = RunStore(tmp_path)
+    message = "[enforce fail at alloc_cpu.cpp:127] can't allocate memory:\n  you tried to allocate " + "4" * 400
+    with pytest.raises(RuntimeError) as caught, store.run(RTE0):
+        raise RuntimeError(message)
+    rec = store.get(RTE0.run_id())
+    assert rec["status"] == "failed" and "\n" not in rec["error"] and len(rec["error"]) == 300
+    assert rec["error"].startswith("RuntimeError: [enforce fail at alloc_cpu.cpp:127] can't allocate memory: you "
+                                   "tried to allocate 444") and rec["error"].endswith("4…")
+    log = (tmp_path / "logs" / f"{RTE0.run_id()}.log").read_text()
+    assert "Traceback (most recent call last)" in log and message in log  # the whole message, not cut
+    assert failure_of(caught.value) == (f"run {RTE0.run_id()} failed: {rec['error']} (record: "
+                                        f"{store.result_path(RTE0.run_id())}; traceback: "
+                                        f"{tmp_path / 'logs' / (RTE0.run_id() + '.log')})")
+    assert failure_of(RuntimeError("not a run's")) is None
+
+
 # ---------------------------------------------------------------------- the lifecycle
 def test_one_record_schema_for_every_kind(tmp_path):
     store = RunStore(tmp_path)
