@@ -297,7 +297,8 @@ def test_frame_has_one_row_per_run_and_flat_columns(tmp_path):
     assert frame.loc["a", "history"] == [{"epoch": 1.0}]
 
 
-@pytest.mark.parametrize("module", ["harness.store", "harness.grid.local", "harness.grid.entry", "harness.environment"])
+@pytest.mark.parametrize("module", ["harness.store", "harness.grid.local", "harness.grid.entry", "harness.environment",
+                                    "harness.grid.calibrate"])
 def test_lifecycle_modules_doctests(module):
     import doctest
     import importlib
