@@ -110,7 +110,7 @@ def run_grid(
     from harness.store import RunStore
 
     store = RunStore(exp.output)
-    pending = [s for s in specs if not store.is_done(s.run_id())]
+    pending = [s for s in specs if not store.is_done(s)]
     per_gpu = None if runs_per_gpu is None else validate(LocalSettings, {"runs_per_gpu": runs_per_gpu},
                                                          names=lambda _: "runs_per_gpu").runs_per_gpu
     plan, packing = local_packing(exp, specs, pending, runs_per_gpu=per_gpu, calibrate_runs=calibrate, data_root=root)

@@ -208,13 +208,36 @@ def _nonfinite(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity")
 
 
-def record_problem(rec: Any, spec: Any = None, epoch: str = "final") -> str | None:
-    """Why ``rec`` is not a usable finished result (of ``spec``), or None when it is one.
+#: The range of each metric a run's spec names (``spec.metric_keys()``), where it is certain from the
+#: definition: GLUE accuracy and F1 are shares in [0, 1]; Matthews, Pearson and Spearman correlations lie
+#: in [-1, 1]; the bias sets' fairness metrics are percentages or ICAT, in [0, 100]. A value outside it
+#: cannot have come from a run (a record edited by hand, or a bug): the record is not usable.
+#: tests/test_store.py checks that every task's and bias set's metric has an entry.
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(("accuracy", "accuracy_mm", "f1", "f1_mm"), (0.0, 1.0)),
+    **dict.fromkeys(("matthews_correlation", "pearson", "spearman"), (-1.0, 1.0)),
+    **dict.fromkeys(("anti_stereo_score", "intrasentence_icat", "intersentence_icat", "parity_score"), (0.0, 100.0)),
+}
+_RANGE_SLACK = 1e-9  # rounding in a library's correlation may land a hair outside [-1, 1]
+#: the fields a record names its run by, and the spec attribute each must equal
+_OWN_FIELDS = (("run_id", None), ("kind", "kind"), ("model", "model"), ("task", "task"), ("dataset", "dataset"),
+               ("seed", "seed"))
 
-    Usable: a JSON object with ``status: ok`` whose metrics (``metrics_best`` for ``epoch="best"``, where
-    the record has them) hold at least one finite number, none of them non-finite, none of the spec's
-    own metrics (``spec.metric_keys()``) null, and whose ``efficiency`` (if any) has no non-finite value
-    and a positive integer ``packing``. Every "is this run done?" (the lifecycle's skip, ``vnr status``,
+
+def _same(stored: Any, expected: Any) -> bool:
+    """Equal and of the same type (a seed stored as ``true`` or ``"0"`` is not seed 0)."""
+    return type(stored) is type(expected) and stored == expected
+
+
+def record_problem(rec: Any, spec: Any = None, epoch: str = "final", run_id: str | None = None) -> str | None:
+    """Why ``rec`` is not a usable finished result (of ``spec``, or of the run ``run_id``), or None when it is one.
+
+    Usable: a JSON object with ``status: ok`` that names the run it is stored as (its ``run_id``, ``kind``,
+    ``model``, ``task``/``dataset`` and ``seed``, where it has them, equal the spec's), whose metrics
+    (``metrics_best`` for ``epoch="best"``, where the record has them) hold at least one finite number,
+    none of them non-finite, every one of the spec's own metrics (``spec.metric_keys()``) a number within
+    its range (:data:`METRIC_RANGES`), and whose ``efficiency`` (if any) has no non-finite value and a
+    positive integer ``packing``. Every "is this run done?" (the lifecycle's skip, ``vnr status``,
     ``vnr collect``) asks this one function.
 
     >>> record_problem({"status": "ok", "metrics": {"accuracy": 0.5}}) is None
@@ -225,23 +248,45 @@ def record_problem(rec: Any, spec: Any = None, epoch: str = "final") -> str | No
     'no numeric metrics'
     >>> record_problem({"status": "ok", "metrics": {"accuracy": float("nan")}})
     'metrics.accuracy is nan'
+    >>> record_problem({"run_id": "b", "status": "ok", "metrics": {"accuracy": 0.5}}, run_id="a")
+    "its run_id is 'b', not 'a' (the run it is stored as)"
     """
     if not isinstance(rec, dict):
         return "the record is not a JSON object"
     if rec.get("status") != STATUS_OK:
         return f"its status is {rec.get('status')!r}, not {STATUS_OK!r}"
-    metrics = rec.get("metrics_best") if epoch == "best" and rec.get("metrics_best") else rec.get("metrics")
+    for key, attr in _OWN_FIELDS:
+        if key not in rec:
+            continue
+        if attr is None:  # the run id the caller looked it up by, else the spec's
+            expected = run_id if run_id is not None or spec is None else spec.run_id()
+        else:
+            expected = getattr(spec, attr, None)
+        if expected is not None and not _same(rec[key], expected):
+            return f"its {key} is {rec[key]!r}, not {expected!r} (the run it is stored as)"
+    name = "metrics_best" if epoch == "best" and rec.get("metrics_best") else "metrics"
+    metrics = rec.get(name)
     if not isinstance(metrics, dict):
         return "no numeric metrics"
     for key, value in metrics.items():
         if _nonfinite(value):
-            return f"metrics.{key} is {value}"
+            return f"{name}.{key} is {value}"
     keys = spec.metric_keys() if hasattr(spec, "metric_keys") else ()
     for key in keys:
         if key in metrics and metrics[key] is None:
-            return f"metrics.{key} is null"
+            return f"{name}.{key} is null"
     if not any(_finite_number(v) for v in metrics.values()):
         return "no numeric metrics"
+    for key in keys:
+        value = metrics.get(key)
+        if key not in metrics:
+            held = ", ".join(sorted(metrics)[:8]) + (", ..." if len(metrics) > 8 else "")
+            return f"{name}.{key} is missing (it holds: {held or 'nothing'})"
+        if not _finite_number(value):
+            return f"{name}.{key} is {value!r}, not a number"
+        low, high = METRIC_RANGES.get(key, (-math.inf, math.inf))
+        if not low - _RANGE_SLACK <= value <= high + _RANGE_SLACK:
+            return f"{name}.{key} is {value}, outside its range [{low:g}, {high:g}]"
     efficiency = rec.get("efficiency")
     if efficiency is not None:
         if not isinstance(efficiency, dict):
@@ -300,13 +345,7 @@ class RunStore:
     # records
     def get(self, rid: str) -> dict[str, Any] | None:
         """The stored record, or None if there is none or it is unusable (not a JSON object): redone."""
-        try:
-            rec = json.loads(self.result_path(rid).read_text())
-        except (FileNotFoundError, NotADirectoryError):  # no record (an output under a file has none either)
-            return None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return None  # cannot happen with atomic writes; treat as missing so it is redone
-        return rec if isinstance(rec, dict) else None
+        return self._load(rid)[0]
 
     def unreadable(self, rid: str) -> str | None:
         """Why a result file that exists is not a record (:meth:`get` treats it as missing), else None.
@@ -318,13 +357,23 @@ class RunStore:
         >>> store.unreadable("r"), store.unreadable("absent")
         ('its result file is not a JSON object', None)
         """
+        return self._load(rid)[1]
+
+    def _load(self, rid: str) -> tuple[dict[str, Any] | None, str | None]:
+        """(the record, None), or (None, why the file that is there is not a record), or (None, None): no file."""
         try:
-            rec = json.loads(self.result_path(rid).read_text())
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return "its result file is not valid JSON"
-        return None if isinstance(rec, dict) else "its result file is not a JSON object"
+            text = self.result_path(rid).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):  # no record (an output under a file has none either)
+            return None, None
+        except OSError as exc:  # a folder in its place, no permission to read it
+            return None, f"its result file cannot be read ({exc.strerror or exc})"
+        if not text.strip():
+            return None, "its result file is empty"
+        try:
+            rec = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError):  # cut short (atomic writes never leave this)
+            return None, "its result file is not valid JSON (cut short or edited)"
+        return (rec, None) if isinstance(rec, dict) else (None, "its result file is not a JSON object")
 
     def is_done(self, run: Any) -> bool:
         """Whether ``run`` (a spec, or a run id) has a usable finished record (:func:`record_problem`)."""
@@ -338,8 +387,9 @@ class RunStore:
         redone by the next ``vnr run``.
         """
         spec = None if isinstance(run, str) else run
-        rec = self.get(run if spec is None else spec.run_id())
-        return rec if rec is not None and record_problem(rec, spec, epoch) is None else None
+        rid = run if spec is None else spec.run_id()
+        rec = self.get(rid)
+        return rec if rec is not None and record_problem(rec, spec, epoch, run_id=rid) is None else None
 
     def write(self, record: Mapping[str, Any]) -> Path:
         """Atomically store a record (low level: runs store theirs through :meth:`run`).
@@ -361,7 +411,7 @@ class RunStore:
         if not self.runs_dir.is_dir():
             return
         for path in sorted(self.runs_dir.glob("*.json")):
-            with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError, FileNotFoundError):
+            with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError, OSError):
                 rec = json.loads(path.read_text())
                 if isinstance(rec, dict):
                     yield rec
@@ -614,18 +664,64 @@ class Run:
 
     def fail(self, exc: BaseException, result: Mapping[str, Any] | None = None) -> None:
         """Store a ``failed`` record for ``exc`` (never raises: the original error matters more);
-        nothing for :class:`RunNotStarted`."""
+        nothing for :class:`RunNotStarted`.
+
+        The record's ``error`` is one short line (:func:`error_line`: the exception's type and message);
+        its ``traceback`` keeps the last 8000 characters, and the whole traceback is appended to the run's
+        log (``<output>/logs/<run_id>.log``). ``exc`` is marked (:func:`failure_of`), so a command that
+        catches it can report the failure in one line instead of a traceback.
+        """
         import logging
 
         if isinstance(exc, RunNotStarted):
             return  # the run never started: nothing to record
-        tb = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))[-8000:]
+        full = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))
+        log_path = self.store.log_dir() / f"{self.run_id}.log"
         try:
-            self.finish(result or {}, error=f"{type(exc).__name__}: {exc}", traceback=tb)
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_path, "a") as fh:
+                fh.write(f"--- {iso_time(time.time())} attempt {self.attempt} of {self.run_id} failed:\n{full}")
+        except OSError:  # a full disk: the record (below) still tries
+            log_path = None
+        try:
+            self.finish(result or {}, error=error_line(exc), traceback=full[-8000:])
         except OSError as again:  # e.g. the disk is full: the run is failed all the same; the caller reports exc
             logging.getLogger(__name__).debug("could not record the failure of %s: %s", self.run_id, again)
         except Exception:
             logging.getLogger(__name__).exception("could not record the failure of %s", self.run_id)
+        with contextlib.suppress(Exception):  # some exception types take no attributes: then no mark
+            exc._vnr_failed_run = (self.run_id, str(self.store.result_path(self.run_id)),  # type: ignore[union-attr]
+                                   str(log_path) if log_path else None)
+
+
+#: the longest ``error`` a failed record keeps (the whole traceback is in the run's log)
+ERROR_CHARS = 300
+
+
+def error_line(exc: BaseException, limit: int = ERROR_CHARS) -> str:
+    """``Type: message`` on one line (whitespace runs, newlines included, made one space), cut to ``limit``.
+
+    >>> error_line(RuntimeError("CUDA out of memory.\\n  Tried to allocate 4 GiB"))
+    'RuntimeError: CUDA out of memory. Tried to allocate 4 GiB'
+    >>> len(error_line(ValueError("x" * 1000)))
+    300
+    """
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def failure_of(exc: BaseException) -> str | None:
+    """For an exception a run's lifecycle recorded as its failure: one line saying so, the record's error,
+    and where the record and the whole traceback are; else None (the exception was not a run's failure).
+
+    ``vnr finetune`` and ``vnr bias`` print it instead of a traceback (exit 1).
+    """
+    found = getattr(exc, "_vnr_failed_run", None)
+    if not found:
+        return None
+    run_id, record, log_path = found
+    where = f"record: {record}" + (f"; traceback: {log_path}" if log_path else "")
+    return f"run {run_id} failed: {error_line(exc)} ({where})"
 
 
 def _flatten(rec: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

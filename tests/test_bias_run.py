@@ -67,6 +67,25 @@ def test_a_failure_is_recorded_and_raised(tmp_path, data_root, monkeypatch):
     assert not RunStore(tmp_path).is_done(spec.run_id())
 
 
+def test_a_crashed_run_is_one_line_on_the_command_line(tmp_path, data_root, monkeypatch, capsys):
+    """vnr bias (as vnr finetune): a run that crashes exits 1 with one line, the record's short error and where
+    the record and the whole traceback are; no traceback on the terminal."""
+    def broken(*args, **kwargs):
+        raise RuntimeError("scoring exploded:\n  you tried to allocate 4000000000000 bytes")
+
+    monkeypatch.setattr(bias_run, "evaluate", broken)
+    spec = BiasSpec("tiny:bert", "winobias", limit=1)
+    code = main(["bias", "--model", "tiny:bert", "--dataset", "winobias", "--limit", "1", "--data-root",
+                 str(data_root), "--output", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    rid, store = spec.run_id(), RunStore(tmp_path)
+    error = "RuntimeError: scoring exploded: you tried to allocate 4000000000000 bytes"
+    assert code == 1 and store.get(rid)["error"] == error
+    assert err.splitlines()[-1] == (f"vnr bias: run {rid} failed: {error} (record: {store.result_path(rid)}; "
+                                    f"traceback: {tmp_path / 'logs' / (rid + '.log')})")
+    assert "Traceback" not in err and "Traceback" in (tmp_path / "logs" / f"{rid}.log").read_text()
+
+
 def test_stereoset_causal_scores_both_sections(tmp_path, data_root):
     record = run_bias(BiasSpec("tiny:gpt2", "stereoset", limit=6), tmp_path, data_root=data_root, progress=False)
     m = record["metrics"]

@@ -20,6 +20,7 @@ import yaml
 from harness import cli
 from harness.grid.calibrate import (
     AUTO,
+    Device,
     Limits,
     calibration_path,
     detect_device,
@@ -150,6 +151,34 @@ def test_a_forced_value_skips_calibration(tmp_path):
     # the default (None) without a GPU: one run at a time, uncalibrated
     assert resolve_packing([SPEC], tmp_path, runs_per_gpu=None, gpus=[]).runs_per_gpu == 1
     assert not (tmp_path / "calibration").exists()
+
+
+def test_a_failing_burst_worker_is_one_line_and_its_output_is_kept(tmp_path, monkeypatch):
+    """A worker that dies with a traceback (here a stand-in for `python`, the allocation error a huge batch_size
+    gives) ends the calibration with one line: its exception, and where its whole output is kept."""
+    import re
+    import sys
+
+    from ranking.errors import UserError
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\n"
+                    "printf 'Traceback (most recent call last):\\n  File \"w.py\", line 9, in probe\\n    f()\\n' >&2\n"
+                    "printf 'RuntimeError: DefaultCPUAllocator: can'\"'\"'t allocate memory:\\n  4000000000000 bytes\\n' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    out = tmp_path / "out"
+    with pytest.raises(UserError) as err:
+        ensure_calibration(SPEC, out, limits=Limits(candidates=(1,), budget_cap_s=60),
+                           device=Device("cpu-test-2", "cpu", "test", 8 * 2**30, 2))  # torch is not imported
+    message = str(err.value)
+    kept = re.fullmatch(r"calibration: the grid's first fine-tuning spec does not train: a calibration worker "
+                        r"\(fp32, N=1\) exited: RuntimeError: DefaultCPUAllocator: can't allocate memory: "
+                        r"4000000000000 bytes \(its output: (.+)\)", message)
+    assert kept, message
+    assert Path(kept[1]).parent == out / "logs" / "calibration"
+    assert Path(kept[1]).read_text().startswith("Traceback (most recent call last):\n")
 
 
 @pytest.mark.slow

@@ -106,6 +106,30 @@ def test_failure_is_recorded_then_raised(tmp_path: Path, data_root: Path):
     assert not RunStore(tmp_path / "out").is_done(spec.run_id())
 
 
+def test_a_crashed_run_is_one_line_on_the_command_line(tmp_path: Path, data_root: Path, monkeypatch, capsys):
+    """vnr finetune: a crash in training (here the allocation error a batch_size of 10**12 gives) exits 1 with one
+    line: the record's short error, the record and the log that holds the whole traceback."""
+    from harness.finetune import train
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] can't allocate memory:\n you tried to allocate "
+                           "4000000000000 bytes")
+
+    monkeypatch.setattr(train, "_train", out_of_memory)
+    spec = FinetuneSpec("tiny:bert", "rte", 0, max_steps=1, max_train_samples=8, max_eval_samples=8, batch_size=8)
+    code = vnr(["finetune", "--model", "tiny:bert", "--task", "rte", "--seed", "0", "--data-root", str(data_root),
+                "--output", str(tmp_path), "--max-steps", "1", "--max-train-samples", "8", "--max-eval-samples", "8",
+                "--batch-size", "8", "--no-progress"])
+    err = capsys.readouterr().err
+    rid, store = spec.run_id(), RunStore(tmp_path)
+    error = ("RuntimeError: [enforce fail at alloc_cpu.cpp:127] can't allocate memory: you tried to allocate "
+             "4000000000000 bytes")
+    assert code == 1 and store.get(rid)["error"] == error
+    assert err.splitlines()[-1] == (f"vnr finetune: run {rid} failed: {error} (record: {store.result_path(rid)}; "
+                                    f"traceback: {tmp_path / 'logs' / (rid + '.log')})")
+    assert "Traceback" not in err and "Traceback" in (tmp_path / "logs" / f"{rid}.log").read_text()
+
+
 def test_only_complete_checkpoints_are_trusted(tmp_path: Path):
     run_dir = tmp_path / "ck"
     good = run_dir / "checkpoint-4"

@@ -153,6 +153,54 @@ def test_entry_point_runs_the_indexed_spec(tmp_path, capsys, monkeypatch):
     assert "outside the grid (0..13)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("args", "env", "message"), [
+    (["--index", "abc"], {}, "argument --index: 'abc' is not an array task index (a whole number, 0 or more)"),
+    (["--index", "1.0"], {}, "argument --index: '1.0' is not an array task index (a whole number, 0 or more)"),
+    (["--index", ""], {}, "argument --index: '' is not an array task index (a whole number, 0 or more)"),
+    ([], {"SLURM_ARRAY_TASK_ID": "x"}, "SLURM_ARRAY_TASK_ID is 'x', not an array task index (a whole number): "
+                                       "give --index N"),
+    ([], {}, "give --index N or run inside a SLURM array task (SLURM_ARRAY_TASK_ID)"),
+    (["--index", "0", "--output", "{file}"], {},
+     "cannot write results under {file}: Not a directory; choose another --output"),
+    (["--index", "0", "--output", "{file}", "--no-calibrate"], {},
+     "cannot write results under {file}: Not a directory; choose another --output"),
+    (["--index", "0", "--output", "{file}/under"], {},
+     "cannot write results under {file}/under: Not a directory; choose another --output"),
+])
+def test_entry_refuses_bad_input_in_one_line_and_runs_nothing(tmp_path, capsys, monkeypatch, args, env, message):
+    """The sbatch task entry answers a bad input as vnr does: one line, exit 2 (no usage text, no traceback)."""
+    config = _packing_grid(tmp_path, "g", 2, {"gpus": 1})  # runs_per_gpu auto: would calibrate first
+    file = tmp_path / "plain"
+    file.write_text("")
+    monkeypatch.delenv("SLURM_ARRAY_TASK_ID", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert entry.main([str(config), *(a.format(file=file) for a in args)]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"harness.grid.entry: error: {message.format(file=file)}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml", "plain"]
+
+
+def test_entry_task_with_a_failed_run_exits_1_naming_it_in_one_line(tmp_path, capsys, monkeypatch):
+    """A failed run ends its array task with exit 1 and one line: the run id, its error, where records and logs are;
+    the record keeps the error in one line and the run's log the whole traceback."""
+    def out_of_memory(spec, output, **kw):
+        raise RuntimeError("CUDA out of memory.\n  Tried to allocate 4.00 GiB")
+
+    monkeypatch.setattr(local_mod, "default_runner", out_of_memory)
+    config = _packing_grid(tmp_path, "g", 2, {"gpus": 0})  # one spec per task
+    out = tmp_path / "g"
+    (spec, _) = load_experiment(config).specs
+    assert entry.main([str(config), "--index", "0"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    error = "RuntimeError: CUDA out of memory. Tried to allocate 4.00 GiB"
+    assert err[-1] == (f"harness.grid.entry: 1 of 1 runs of this task failed: {spec.run_id()} ({error}); records: "
+                       f"{out}/runs/<run id>.json, tracebacks and output: {out}/logs/<run id>.log")
+    assert not any("Traceback" in line for line in err)
+    assert RunStore(out).get(spec.run_id())["error"] == error
+    assert "Traceback (most recent call last)" in (out / "logs" / f"{spec.run_id()}.log").read_text()
+
+
 @pytest.mark.parametrize("path", ["slurm/start-local-cluster.sh", "slurm/grid-array.sbatch", "scripts/smoke.sh"])
 def test_shell_scripts_parse(path):
     assert subprocess.run(["bash", "-n", str(REPO / path)], check=False).returncode == 0
@@ -351,7 +399,7 @@ def test_plain_sbatch_auto_task_gets_the_submitit_packing(tmp_path, capsys, monk
     # a task whose specs are all done has nothing to run or calibrate
     for s in specs[16:20]:
         RunStore(exp.output).write({"run_id": s.run_id(), "kind": s.kind, "model": s.model, "status": "ok",
-                                    "metrics": {"eval_accuracy": 0.5}})
+                                    "metrics": {"accuracy": 0.5}})
     n_calls = len(calls)
     assert entry.main([str(config), "--index", "1"]) == 0 and len(calls) == n_calls
     # with those done, task 0's payload counts the training samples of the 16 runs left (as vnr run's todo)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -100,7 +101,7 @@ def test_a_failure_between_the_renames_leaves_the_old_unit_whole(grid, monkeypat
     real = os.replace
 
     def replace_but_not_the_sidecar(src, dst):
-        if str(src).endswith(".tmp") and os.path.basename(dst) == "criteria.yaml":
+        if ".vnr-staging-" in str(src) and os.path.basename(dst) == "criteria.yaml":
             raise OSError(errno.EIO, "Input/output error", str(dst))
         return real(src, dst)
 
@@ -111,11 +112,28 @@ def test_a_failure_between_the_renames_leaves_the_old_unit_whole(grid, monkeypat
     after = _unit(grid.output)
     assert {k: v for k, v in after.items() if k in ("matrix.csv", "criteria.yaml", "seeds.csv", "seed_stats.csv")} \
         == {k: v for k, v in before.items() if k in ("matrix.csv", "criteria.yaml", "seeds.csv", "seed_stats.csv")}
-    assert not [p.name for p in grid.output.iterdir() if p.name.endswith((".tmp", ".old"))]
+    assert not [p.name for p in grid.output.iterdir() if p.name.startswith(".")]  # no staging folder left
     assert main(["rank", str(grid.output), "--rule", "borda"]) == 0  # the old pair still belongs together
     capsys.readouterr()
     collect(grid)  # and a clean run writes the new unit
     assert _unit(grid.output)["matrix.csv"] != before["matrix.csv"]
+
+
+def test_results_that_would_not_load_in_rank_replace_nothing(grid):
+    """The staged matrix is read back as `vnr rank` reads it before any file is replaced: a model with an empty
+    name (a label the config should have refused) fails there, and the previous four files stay byte for byte."""
+    collect(grid)
+    before = _unit(grid.output)
+    _refill(grid, bump=0.03)  # new results: every file would change
+    nameless = replace(grid, labels={**grid.labels, "tiny:roberta": ""})
+    with pytest.raises(UserError) as err:
+        collect(nameless)
+    assert str(err.value) == (
+        f"the results would not load in vnr rank: {grid.output / 'matrix.csv'}: line 3 has no model name in column "
+        "'model': name every model — nothing was changed, the previous files are as they were")
+    assert _unit(grid.output) == before
+    assert not [p.name for p in grid.output.iterdir() if p.name.startswith(".")]  # no staging folder left
+    assert load_table(grid.output).models == ("A", "B", "C")
 
 
 def test_a_full_disk_while_writing_aside_changes_nothing(grid, monkeypatch):

@@ -52,7 +52,7 @@ def record_runner(spec, output, *, data_root=None, progress=True, calls_file=Non
         with open(calls_file, "a") as fh:  # O_APPEND: one line per call, even across processes
             fh.write(spec.run_id() + "\n")
     with RunStore(output).run(spec) as run:
-        return run.finish({"metrics": {"accuracy": 0.5}, "payload": "x" * 20000})
+        return run.finish({"metrics": dict.fromkeys(spec.metric_keys(), 0.5), "payload": "x" * 20000})
 
 
 def test_execute_runs_then_skips_finished_runs(tmp_path):
@@ -274,14 +274,21 @@ def test_terminal_shows_one_line_per_finished_run_and_the_details_go_to_its_log(
     assert not (tmp_path / "logs" / f"{again[0].run_id()}.log").exists()
 
 
-@pytest.mark.parametrize("text", ["[]", "null", '"ok"'])
-def test_a_run_json_that_is_not_an_object_is_missing_and_redone(tmp_path, text):
+@pytest.mark.parametrize(("text", "why"), [
+    ("[]", "its result file is not a JSON object"),
+    ("null", "its result file is not a JSON object"),
+    ('"ok"', "its result file is not a JSON object"),
+    ("", "its result file is empty"),
+    ('{"status": "ok", "metr', "its result file is not valid JSON (cut short or edited)"),
+    ('{"status": "OK", "metrics": {"accuracy": 0.5}}', "its status is 'OK', not 'ok'"),
+])
+def test_a_run_json_that_is_no_usable_record_is_failed_with_its_reason_and_redone(tmp_path, text, why):
     exp = _grid().with_output(tmp_path)
     spec = exp.specs[0]
     store = RunStore(tmp_path)
     store.runs_dir.mkdir(parents=True)
     store.result_path(spec.run_id()).write_text(text)
-    states = {st.run_id: st.state for st in grid_status(exp, use_squeue=False)}
-    assert states[spec.run_id()] == "missing"
+    states = {st.run_id: (st.state, st.detail) for st in grid_status(exp, use_squeue=False)}
+    assert states[spec.run_id()] == ("failed", f"unusable record: {why}; `vnr run` redoes it")
     outcomes = execute(exp.specs[:2], tmp_path, runner=record_runner, progress=False, echo=False)
     assert [o.status for o in outcomes] == [RAN, RAN] and store.is_done(spec.run_id())

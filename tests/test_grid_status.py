@@ -70,7 +70,48 @@ def test_records_collect_cannot_use_are_shown_not_a_traceback(exp, monkeypatch):
     monkeypatch.setattr(status_mod, "squeue_states", lambda user_only=True: None)
     got = grid_status(exp)[:3]
     assert [(g.state, g.detail) for g in got] == [
-        ("missing", "its result file is not a JSON object"),
+        ("failed", "unusable record: its result file is not a JSON object; `vnr run` redoes it"),
         ("failed", "unusable record: metrics.accuracy is null; `vnr run` redoes it"),
         ("done", ""),
     ]
+
+
+@pytest.mark.parametrize(("damage", "why"), [
+    ({"metrics": {"acc": 0.5}}, "metrics.accuracy is missing (it holds: acc)"),
+    ({"metrics": {"accuracy": 7.5}}, "metrics.accuracy is 7.5, outside its range [0, 1]"),
+    ({"seed": 1}, "its seed is 1, not 0 (the run it is stored as)"),
+    ({"task": "sst2"}, "its task is 'sst2', not 'rte' (the run it is stored as)"),
+    ({"status": "OK"}, "its status is 'OK', not 'ok'"),
+])
+def test_a_hand_damaged_record_is_judged_alike_by_status_run_and_collect(exp, monkeypatch, damage, why):
+    """status shows it failed with the reason, run redoes it, collect refuses it by name: never done."""
+    from harness.grid.collect import collect
+    from harness.grid.local import RAN, SKIPPED, execute
+    from ranking.errors import UserError
+
+    monkeypatch.setattr(status_mod, "squeue_states", lambda user_only=True: None)
+    store = RunStore(exp.output)
+
+    def record(spec):
+        return {"run_id": spec.run_id(), "kind": "finetune", "model": spec.model, "task": spec.task,
+                "seed": spec.seed, "status": "ok", "metrics": dict.fromkeys(spec.metric_keys(), 0.5)}
+
+    for spec in exp.specs:
+        store.write(record(spec))
+    bad = exp.specs[0]  # rte, seed 0
+    store.write({**record(bad), **damage})
+    got = {g.run_id: (g.state, g.detail) for g in grid_status(exp)}
+    assert got[bad.run_id()] == ("failed", f"unusable record: {why}; `vnr run` redoes it")
+    assert totals(grid_status(exp)) == {"done": 5, "running": 0, "queued": 0, "failed": 1, "missing": 0}
+    with pytest.raises(UserError) as err:
+        collect(exp)
+    assert f"1 with an unusable record ({bad.run_id()}: {why}) — records: {exp.output / 'runs'}/<run id>.json" \
+        in str(err.value)
+
+    def runner(spec, output, **_):
+        with RunStore(output).run(spec) as run:
+            return run.finish({"metrics": dict.fromkeys(spec.metric_keys(), 0.5)})
+
+    outcomes = execute(exp.specs, exp.output, runner=runner, progress=False, echo=False)
+    assert [o.status for o in outcomes] == [RAN] + [SKIPPED] * 5
+    assert grid_status(exp)[0].state == "done" and collect(exp).models == ["tiny:bert"]

@@ -148,6 +148,85 @@ def test_a_record_that_is_not_an_object_is_unusable_and_redone(tmp_path, text):
     assert store.is_done(spec.run_id())
 
 
+RTE0 = FinetuneSpec("tiny:bert", "rte", 0)
+STSB0 = FinetuneSpec("tiny:bert", "stsb", 0)
+CROWS = BiasSpec("tiny:bert", "crows_pairs", limit=2)
+
+
+def _own(spec, **fields) -> dict:
+    """A usable record of ``spec`` as the lifecycle writes it, with ``fields`` changed by hand."""
+    naming = {"task": spec.task, "seed": spec.seed} if spec.kind == "finetune" else {"dataset": spec.dataset}
+    return {"run_id": spec.run_id(), "kind": spec.kind, "model": spec.model, **naming, "status": "ok",
+            "metrics": dict.fromkeys(spec.metric_keys(), 0.5), **fields}
+
+
+@pytest.mark.parametrize(("spec", "fields", "epoch", "why"), [
+    (RTE0, {}, "final", None),
+    (RTE0, {"metrics": {"acc": 0.5}}, "final", "metrics.accuracy is missing (it holds: acc)"),
+    (STSB0, {"metrics": {"pearson": 0.5, "loss": 0.1}}, "final", "metrics.spearman is missing (it holds: loss, pearson)"),
+    (CROWS, {"metrics": {"metric_score": 55.0}}, "final", "metrics.anti_stereo_score is missing (it holds: metric_score)"),
+    (RTE0, {"metrics": {"accuracy": "0.5", "loss": 0.1}}, "final", "metrics.accuracy is '0.5', not a number"),
+    (RTE0, {"run_id": "finetune-other"}, "final",
+     f"its run_id is 'finetune-other', not '{RTE0.run_id()}' (the run it is stored as)"),
+    (RTE0, {"seed": 1}, "final", "its seed is 1, not 0 (the run it is stored as)"),
+    (RTE0, {"seed": "0"}, "final", "its seed is '0', not 0 (the run it is stored as)"),
+    (RTE0, {"task": "sst2"}, "final", "its task is 'sst2', not 'rte' (the run it is stored as)"),
+    (RTE0, {"kind": "bias"}, "final", "its kind is 'bias', not 'finetune' (the run it is stored as)"),
+    (RTE0, {"model": "tiny:gpt2"}, "final", "its model is 'tiny:gpt2', not 'tiny:bert' (the run it is stored as)"),
+    (CROWS, {"dataset": "stereoset"}, "final", "its dataset is 'stereoset', not 'crows_pairs' (the run it is stored as)"),
+    (RTE0, {"metrics": {"accuracy": 7.5}}, "final", "metrics.accuracy is 7.5, outside its range [0, 1]"),
+    (RTE0, {"metrics": {"accuracy": -0.01}}, "final", "metrics.accuracy is -0.01, outside its range [0, 1]"),
+    (STSB0, {"metrics": {"pearson": -1.5, "spearman": 0.2}}, "final", "metrics.pearson is -1.5, outside its range [-1, 1]"),
+    (STSB0, {"metrics": {"pearson": -1.0, "spearman": 1.0}}, "final", None),  # the ends are in range
+    (CROWS, {"metrics": {"anti_stereo_score": 140.0}}, "final", "metrics.anti_stereo_score is 140.0, outside its range [0, 100]"),
+    (RTE0, {"metrics_best": {"accuracy": 1.5}}, "best", "metrics_best.accuracy is 1.5, outside its range [0, 1]"),
+    (RTE0, {"metrics_best": {"accuracy": 1.5}}, "final", None),  # the final epoch's metrics are fine
+    (RTE0, {"status": "OK"}, "final", "its status is 'OK', not 'ok'"),
+])
+def test_a_record_that_cannot_be_trusted_is_not_done(tmp_path, spec, fields, epoch, why):
+    """One predicate for every "done?": a record edited by hand (metrics renamed or out of range, fields naming
+    another run) is not done, with the reason; the lifecycle then runs it again."""
+    from harness.store import record_problem
+
+    rec = _own(spec, **fields)
+    assert record_problem(rec, spec, epoch) == why
+    store = RunStore(tmp_path)
+    store.write(rec)
+    assert store.is_done(spec) is (why is None or epoch == "best")
+    with store.run(spec) as run:
+        assert run.state == ("done" if store.is_done(spec) else "run")
+
+
+def test_every_metric_a_run_must_hold_has_a_known_range():
+    """record_problem checks the range of each task's and bias set's own metrics: adding one means stating it."""
+    from harness.bias.data import REGISTRY
+    from harness.finetune.tasks import TASKS
+    from harness.store import METRIC_RANGES
+
+    keys = {c.record_key for task in TASKS.values() for c in task.criteria}
+    keys |= {f.metric for record in REGISTRY.values() for f in record.fairness}
+    assert keys - set(METRIC_RANGES) == set()
+
+
+def test_a_failed_run_keeps_a_short_reason_and_its_whole_traceback_in_its_log(tmp_path):
+    from harness.store import failure_of
+
+    store = RunStore(tmp_path)
+    message = "[enforce fail at alloc_cpu.cpp:127] can't allocate memory:\n  you tried to allocate " + "4" * 400
+    with pytest.raises(RuntimeError) as caught, store.run(RTE0):
+        raise RuntimeError(message)
+    rec = store.get(RTE0.run_id())
+    assert rec["status"] == "failed" and "\n" not in rec["error"] and len(rec["error"]) == 300
+    assert rec["error"].startswith("RuntimeError: [enforce fail at alloc_cpu.cpp:127] can't allocate memory: you "
+                                   "tried to allocate 444") and rec["error"].endswith("4…")
+    log = (tmp_path / "logs" / f"{RTE0.run_id()}.log").read_text()
+    assert "Traceback (most recent call last)" in log and message in log  # the whole message, not cut
+    assert failure_of(caught.value) == (f"run {RTE0.run_id()} failed: {rec['error']} (record: "
+                                        f"{store.result_path(RTE0.run_id())}; traceback: "
+                                        f"{tmp_path / 'logs' / (RTE0.run_id() + '.log')})")
+    assert failure_of(RuntimeError("not a run's")) is None
+
+
 # ---------------------------------------------------------------------- the lifecycle
 def test_one_record_schema_for_every_kind(tmp_path):
     store = RunStore(tmp_path)
@@ -156,7 +235,7 @@ def test_one_record_schema_for_every_kind(tmp_path):
         with store.run(spec) as run:
             assert run.state == "run" and store.running_path(spec.run_id()).exists()
             assert store.is_locked(spec.run_id())
-            run.finish({"metrics": {"m": 1.0}})
+            run.finish({"metrics": dict.fromkeys(spec.metric_keys(), 1.0)})
         assert not store.running_path(spec.run_id()).exists() and not store.is_locked(spec.run_id())
     ft, bias = (store.get(s.run_id()) for s in specs)
     for rec, spec in ((ft, specs[0]), (bias, specs[1])):
@@ -218,7 +297,8 @@ def test_frame_has_one_row_per_run_and_flat_columns(tmp_path):
     assert frame.loc["a", "history"] == [{"epoch": 1.0}]
 
 
-@pytest.mark.parametrize("module", ["harness.store", "harness.grid.local", "harness.grid.entry", "harness.environment"])
+@pytest.mark.parametrize("module", ["harness.store", "harness.grid.local", "harness.grid.entry", "harness.environment",
+                                    "harness.grid.calibrate"])
 def test_lifecycle_modules_doctests(module):
     import doctest
     import importlib

@@ -10,6 +10,7 @@ imported until the command runs.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.api import score_bias
     from harness.schema import validate
     from harness.specs import BiasRunOptions, BiasSpec
-    from harness.store import RunStore
+    from harness.store import RunStore, failure_of
 
     def flag(field: str) -> str:
         return "--" + field.replace("_", "-")
@@ -69,8 +70,15 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     if output.exists() and not output.is_dir():
         raise UserError(f"--output {output} is a file; give a directory")
-    record = score_bias(spec, output=output, data_root=args.data_root, progress=not args.no_progress,
-                        **options.given())
+    try:
+        record = score_bias(spec, output=output, data_root=args.data_root, progress=not args.no_progress,
+                            **options.given())
+    except Exception as exc:  # a crash the lifecycle recorded: one line, the traceback is in the run's log
+        line = failure_of(exc)
+        if line is None or isinstance(exc, (UserError, OSError)):
+            raise
+        print(f"vnr bias: {line}", file=sys.stderr)
+        return 1
     print(f"{RunStore(output).result_path(record['run_id'])}")
     print(summary_line(record))
     details = details_line(record)

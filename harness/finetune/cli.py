@@ -175,13 +175,19 @@ def run(args: argparse.Namespace) -> int:
     store = RunStore(output)
     store.ensure_writable()
     already = store.is_done(spec)
-    from harness.store import RunFailed
+    from harness.store import RunFailed, failure_of
 
     try:
         record = finetune(
             spec, output=output, data_root=args.data_root, progress=not args.no_progress, **options.given())
     except RunFailed as exc:  # recorded as failed, with the reason
         print(f"vnr finetune: run failed: {exc}; record: {store.result_path(spec.run_id())}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a crash the lifecycle recorded: one line, the traceback is in the run's log
+        line = failure_of(exc)
+        if line is None or isinstance(exc, (UserError, OSError)):
+            raise
+        print(f"vnr finetune: {line}", file=sys.stderr)
         return 1
     settings = record.get("settings") or {}
     if settings.get("precision_source") and not already:  # what chose the precision of the run that just trained

@@ -51,6 +51,7 @@ import logging
 import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -399,13 +400,38 @@ class DeviceSampler:
             self._nvml = None
 
 
+def worker_error(text: str, returncode: int | None = None, limit: int = 300) -> str:
+    """One line for a burst worker that failed, from its stderr: the exception its traceback ends with (type and
+    message, whitespace made single spaces, cut to ``limit``), else its last line, else its exit status.
+
+    >>> worker_error('Traceback (most recent call last):\\n  File "x.py", line 1\\n    f()\\n'
+    ...              'RuntimeError: CUDA out of memory.\\n  Tried to allocate 4 GiB\\n', 1)
+    'RuntimeError: CUDA out of memory. Tried to allocate 4 GiB'
+    >>> worker_error("", -9)
+    'exited with status -9 and no output'
+    """
+    lines = text.splitlines()
+    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")),
+                default=None)
+    if start is not None:  # the frames are indented; the exception is the first line after them that is not
+        tail = next((lines[i:] for i in range(start + 1, len(lines)) if lines[i] and not lines[i][0].isspace()), [])
+    else:
+        tail = [line for line in lines if line.strip()][-1:]
+    found = " ".join(" ".join(tail).split())
+    if not found:
+        return f"exited with status {returncode} and no output"
+    return found if len(found) <= limit else found[: limit - 1] + "…"
+
+
 def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, warmup: int, steps: int,
               data_root: Path | None, work: Path, sampler: DeviceSampler | None = None,
-              cuda_device: str | None = None, windows: int = WINDOWS) -> dict[str, Any]:
+              cuda_device: str | None = None, windows: int = WINDOWS, log_dir: Path | None = None) -> dict[str, Any]:
     """N workers of ``spec`` at ``precision`` side by side; one row of the calibration table.
 
     ``cuda_device``: the GPU the workers see (``CUDA_VISIBLE_DEVICES``; default: as this process).
     The row's ``samples_s`` is the median of its ``window_samples_s`` (one aggregate throughput per window).
+    A worker that fails raises a ``RuntimeError`` of one line (:func:`worker_error`); its whole output is kept in
+    ``log_dir`` (the grid's ``logs/calibration/``) where one is given.
     """
     started = time.time()
     tag = f"{precision}-n{n}-{int(started * 1000)}"
@@ -430,7 +456,14 @@ def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, war
         outs.append(out)
 
     def error_of(i: int) -> str:
-        return (barrier / f"worker-{i}.err").read_text(errors="replace")[-1500:]
+        err = barrier / f"worker-{i}.err"
+        line = worker_error(err.read_text(errors="replace"), procs[i].poll())
+        if log_dir is not None:
+            with contextlib.suppress(OSError):
+                log_dir.mkdir(parents=True, exist_ok=True)
+                kept = shutil.copyfile(err, log_dir / f"{tag}-worker-{i}.err")
+                line += f" (its output: {kept})"
+        return line
 
     go: list[float] = []
     try:
@@ -586,10 +619,11 @@ def calibration_ref(cal: Calibration) -> dict[str, Any]:
 
 def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = None, grid_samples_total: int = 0,
               limits: Limits | None = None, fixed_n: int | None = None,
-              cuda_device: str | None = None) -> tuple[dict[str, Any], int]:
+              cuda_device: str | None = None, log_dir: Path | None = None) -> tuple[dict[str, Any], int]:
     """Run the bursts (see the module docstring); returns the table document and the number of bursts run.
 
-    ``fixed_n``: N is fixed (``runs_per_gpu: 4``), only the precision is measured.
+    ``fixed_n``: N is fixed (``runs_per_gpu: 4``), only the precision is measured. ``log_dir``: where a failed
+    worker's whole output is kept.
     """
     limits = limits or Limits()
     memory = int(limits.memory_bytes if limits.memory_bytes is not None else device.memory_bytes)
@@ -628,7 +662,7 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                     try:
                         row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
                                         data_root=data_root, work=Path(tmp), sampler=sampler, cuda_device=cuda_device,
-                                        windows=windows)
+                                        windows=windows, log_dir=log_dir)
                     except RuntimeError as exc:  # e.g. out of memory at this N: the sweep goes on without it
                         if not rows:
                             raise UserError(f"calibration: the grid's first fine-tuning spec does not train: {exc}"
@@ -663,7 +697,7 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                             continue
                         row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
                                         data_root=data_root, work=Path(tmp), sampler=sampler,
-                                        cuda_device=cuda_device, windows=windows)
+                                        cuda_device=cuda_device, windows=windows, log_dir=log_dir)
                         rows.append({**row, "confirmation": True})
     finally:
         sampler.close()
@@ -751,7 +785,8 @@ def ensure_calibration(spec: FinetuneSpec, output: str | Path, *, data_root: Pat
             notes.append(f"{path} has calibrations for {', '.join(sorted(doc['entries']))}; this grid's first spec "
                          f"has shape {key}: calibrating it")
         entry, bursts = calibrate(spec, device=device, data_root=data_root, grid_samples_total=grid_samples_total,
-                                  limits=limits, fixed_n=fixed_n, cuda_device=cuda_device)
+                                  limits=limits, fixed_n=fixed_n, cuda_device=cuda_device,
+                                  log_dir=Path(output) / "logs" / "calibration")
         doc = {"device_kind": device.kind, "entries": {**doc["entries"], key: entry}}
         atomic_write_json(path, doc)
     return Calibration(path, key, entry, bursts_run=bursts, notes=notes)

@@ -38,8 +38,9 @@ an error naming it (its record and its runs disagree), never a silent drop.
 
 Only the runs of this config count (the run ids it expands to), so a stale
 result of an older hyper-parameter setting never leaks in. A run counts when
-its record is usable: status ``ok``, a JSON object, numeric metrics, finite
-values. Missing runs (no record, failed) and unusable ones are refused by name
+its record is usable (:func:`harness.store.record_problem`, what ``vnr run`` and
+``vnr status`` ask too): a JSON object with status ``ok`` naming this run, its
+task's or bias set's own metrics numeric and in range, finite values. Missing runs (no record, failed) and unusable ones are refused by name
 unless ``allow_missing``; then a seed-dependent cell with any seed missing is
 left EMPTY (never an average of the seeds that happen to be there, which would
 put a noisier number beside full means under the same "mean over seeds"), and
@@ -55,7 +56,9 @@ import io
 import logging
 import math
 import os
-from collections.abc import Iterable, Sequence
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +68,7 @@ from harness.energy import basis
 from harness.finetune.tasks import get_task
 from harness.grid.config import Experiment
 from harness.specs import BiasSpec, FinetuneSpec
-from harness.store import STATUS_OK, RunStore, record_problem
+from harness.store import STATUS_FAILED, RunStore, record_problem
 from ranking.errors import UserError
 
 log = logging.getLogger("harness.grid")
@@ -163,7 +166,8 @@ def usable_problem(rec: Any, spec: FinetuneSpec | BiasSpec, epoch: str = "final"
 def classify_runs(
     exp: Experiment, store: RunStore | None = None, epoch: str = "final"
 ) -> tuple[dict[str, dict[str, Any]], list[str], dict[str, str]]:
-    """The grid's usable records (run id → record), missing run ids (no record, or not ``ok``) and unusable ones."""
+    """The grid's usable records (run id → record), missing run ids (no record, or a ``failed`` one) and
+    unusable ones (run id → why: a result file that is not a usable result, :func:`usable_problem`)."""
     store = store or RunStore(exp.output)
     usable: dict[str, dict[str, Any]] = {}
     missing: list[str] = []
@@ -171,10 +175,11 @@ def classify_runs(
     for spec in exp.specs:
         rid = spec.run_id()
         rec = store.get(rid)
-        if rec is None and store.unreadable(rid):
-            unusable[rid] = "the record is not a JSON object"
+        broken = store.unreadable(rid) if rec is None else None
+        if broken:
+            unusable[rid] = broken
             continue
-        if rec is None or rec.get("status") != STATUS_OK:
+        if rec is None or rec.get("status") == STATUS_FAILED:
             missing.append(rid)
             continue
         problem = usable_problem(rec, spec, epoch)
@@ -203,7 +208,8 @@ def refusal(exp: Experiment, missing: Sequence[str], unusable: dict[str, str]) -
     if unusable:
         shown = [f"{rid}: {why}" for rid, why in list(unusable.items())[:SHOWN]]
         more = f" and {len(unusable) - SHOWN} more" if len(unusable) > SHOWN else ""
-        parts.append(f"{len(unusable)} with an unusable record ({'; '.join(shown)}{more})")
+        parts.append(f"{len(unusable)} with an unusable record ({'; '.join(shown)}{more}) — records: "
+                     f"{RunStore(exp.output).runs_dir}/<run id>.json")
     n = len(missing) + len(unusable)
     return UserError(
         f"{n} of {len(exp.specs)} runs of {exp.source} have no usable result in {exp.output}: {', '.join(parts)}; "
@@ -531,11 +537,13 @@ def collect(
         side_bytes.append(buf.getvalue().encode())
     if not os.access(out, os.W_OK):  # refuse before writing any of the four files, not half-way
         raise UserError(f"cannot write the matrix into {out}: the directory is not writable")
+
+    def rankable(staged: dict[Path, Path]) -> None:  # what `vnr rank` reads must load, before anything is replaced
+        ScoreTable.from_csv(staged[matrix_path], staged[criteria_path])
+
     # one unit: the side tables, then the matrix, then its sidecar (which holds the matrix's hash) last
     write_together([(seeds_path, side_bytes[0]), (stats_path, side_bytes[1]), (matrix_path, matrix_bytes),
-                    (criteria_path, criteria_bytes)])
-
-    ScoreTable.load(matrix_path)  # what `vnr rank` reads must load; a failure here is a bug, not user input
+                    (criteria_path, criteria_bytes)], check=rankable)
     return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
                      [*missing, *unusable], dict(unusable), packing_by_task, preset=exp.preset,
                      energy_basis=basis_by_task)
@@ -564,51 +572,66 @@ def _csv_bytes(frame: Any) -> bytes:
     return buf.getvalue().encode()
 
 
-def write_together(files: Sequence[tuple[Path, bytes]]) -> None:
-    """Write ``files`` (path, content) as one unit: every file is first written aside (a temporary name in
-    its folder, permissions from the umask, synced), then each is renamed over its target in the given order.
+def write_together(files: Sequence[tuple[Path, bytes]],
+                   check: Callable[[dict[Path, Path]], None] | None = None) -> None:
+    """Write ``files`` (path, content) as one unit: every file is first written into a staging folder beside
+    its target (under its own name, with the umask's permissions, synced), ``check`` (given target → staged
+    path) reads the staged files back, and only then is each renamed over its target, in the given order.
 
-    A failure while writing aside (disk full, read-only folder) changes none of the targets; a failure
-    between the renames puts back the files already replaced (kept as hard links until the end). Either
-    way a one-line :class:`UserError`, and no temporary file is left.
+    A failure while staging (disk full, read-only folder) or a refusal by ``check`` changes none of the
+    targets; a failure between the renames puts back the files already replaced (kept as hard links until
+    the end). Either way a one-line :class:`UserError` that says nothing was changed, and no staging folder
+    is left.
     """
+    staging: dict[Path, Path] = {}  # target folder -> its staging folder
     staged: list[tuple[Path, Path]] = []
     backups: list[tuple[Path, Path | None, bool]] = []  # (target, its old version, whether it existed), in order
     try:
-        for path, content in files:
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            staged.append((tmp, path))
-            with open(tmp, "xb") as fh:
-                fh.write(content)
-                fh.flush()
-                os.fsync(fh.fileno())
-        for tmp, path in staged:
-            old: Path | None = path.with_name(f".{path.name}.{os.getpid()}.old")
-            existed = path.exists()
-            try:
-                os.link(path, old) if existed else None
-            except OSError:  # no hard links here: that file cannot be put back (the sidecar's hash still guards)
-                old = None
-            backups.append((path, old if existed else None, existed))
-            os.replace(tmp, path)
-    except OSError as exc:
-        for target, old, existed in reversed(backups):  # undo the renames done: the old unit stays whole
-            try:
-                if old is not None:
-                    os.replace(old, target)
-                elif not existed:
-                    target.unlink(missing_ok=True)
-            except OSError:
-                pass
-        where = getattr(exc, "filename", None) or (staged[-1][1] if staged else files[0][0])
-        raise UserError(f"cannot write {where}: {exc.strerror or exc} — nothing was changed; free space or "
-                        "fix the folder's permissions, then re-run vnr collect") from None
+        try:
+            for path, content in files:
+                if path.parent not in staging:
+                    staging[path.parent] = Path(tempfile.mkdtemp(prefix=".vnr-staging-", dir=path.parent))
+                tmp = staging[path.parent] / path.name
+                staged.append((tmp, path))
+                with open(tmp, "xb") as fh:  # the umask's mode, as open() gives
+                    fh.write(content)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            if check is not None:
+                try:
+                    check({path: tmp for tmp, path in staged})
+                except UserError as exc:  # name the files as they would be, not their staging copies
+                    text = str(exc)
+                    for folder, stage in staging.items():
+                        text = text.replace(str(stage), str(folder))
+                    raise UserError(f"the results would not load in vnr rank: {text} — nothing was changed, "
+                                    "the previous files are as they were") from None
+            for tmp, path in staged:
+                old: Path | None = staging[path.parent] / f".{path.name}.old"
+                existed = path.exists()
+                try:
+                    os.link(path, old) if existed else None
+                except OSError:  # no hard links here: that file cannot be put back (the sidecar's hash still guards)
+                    old = None
+                backups.append((path, old if existed else None, existed))
+                os.replace(tmp, path)
+        except OSError as exc:
+            for target, old, existed in reversed(backups):  # undo the renames done: the old unit stays whole
+                try:
+                    if old is not None:
+                        os.replace(old, target)
+                    elif not existed:
+                        target.unlink(missing_ok=True)
+                except OSError:
+                    pass
+            where = getattr(exc, "filename", None) or (staged[-1][1] if staged else files[0][0])
+            for folder, stage in staging.items():
+                where = str(where).replace(str(stage), str(folder))
+            raise UserError(f"cannot write {where}: {exc.strerror or exc} — nothing was changed; free space or "
+                            "fix the folder's permissions, then re-run vnr collect") from None
     finally:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
-        for _, old, _ in backups:
-            if old is not None:
-                old.unlink(missing_ok=True)
+        for stage in staging.values():
+            shutil.rmtree(stage, ignore_errors=True)
 
 
 def describe(result: Collected) -> str:

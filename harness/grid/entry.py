@@ -40,8 +40,10 @@ from typing import Any
 
 import submitit
 
-from harness.environment import array_task, pin_array_task_job_id
-from harness.grid.local import FAILED, Spec, execute, run_spec, summary_line
+from harness.environment import pin_array_task_job_id
+from harness.grid.local import FAILED, Outcome, Spec, execute, run_spec, summary_line
+from harness.store import RunFailed, RunStore, error_line
+from ranking.errors import EXIT_USAGE, UserError, describe_os_error
 
 log = logging.getLogger("harness.grid")
 
@@ -55,7 +57,9 @@ def run_task(
     options: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
     packing: Mapping[str, Any] | None = None,
 ) -> str:
-    """Run this task's spec (or its specs side by side); returns the outcome status, raises if a run failed.
+    """Run this task's spec (or its specs side by side); returns the outcome status, raises
+    :class:`~harness.store.RunFailed` (one line: the failed run ids, their errors, where their records and logs
+    are) if a run failed.
 
     ``packing`` (``runs_per_gpu: auto``, from :func:`harness.grid.slurm.submit`): the task's specs run N at a
     time, N and precision ``auto`` from this device kind's calibration (measured here if this is the first
@@ -71,17 +75,29 @@ def run_task(
     if packing is not None:
         return _run_calibrated(specs, opts, output, root, packing, progress=progress)
     if len(specs) == 1:
-        outcome = run_spec(specs[0], output, data_root=root, progress=progress, raise_errors=True, options=opts[0])
+        outcome = run_spec(specs[0], output, data_root=root, progress=progress, options=opts[0])
         log.info("%s: %s after %.1f s", outcome.run_id, outcome.status, outcome.seconds)
+        _raise_failed([outcome], output)
         return outcome.status
     by_id = {s.run_id(): dict(o or {}) for s, o in zip(specs, opts)}
     outcomes = execute(specs, output, data_root=root, progress=False, options=lambda s: by_id[s.run_id()],
                        runs_per_gpu=len(specs), verbose=progress)
     log.info("%s", summary_line(outcomes))
-    failed = [o for o in outcomes if o.status == FAILED]
-    if failed:
-        raise RuntimeError("; ".join(f"{o.run_id}: {o.error}" for o in failed))
+    _raise_failed(outcomes, output)
     return "ran"
+
+
+def _raise_failed(outcomes: Sequence[Outcome], output: str | Path) -> None:
+    """A :class:`~harness.store.RunFailed` with one line naming the task's failed runs, their errors and where their
+    records and logs are, if any failed (the array task then shows as failed)."""
+    failed = [o for o in outcomes if o.status == FAILED]
+    if not failed:
+        return
+    store = RunStore(output)
+    shown = "; ".join(f"{o.run_id} ({' '.join(str(o.error or 'failed').split())[:200]})" for o in failed[:5])
+    more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+    raise RunFailed(f"{len(failed)} of {len(outcomes)} runs of this task failed: {shown}{more}; records: "
+                    f"{store.runs_dir}/<run id>.json, tracebacks and output: {store.log_dir()}/<run id>.log")
 
 
 def _run_calibrated(specs: Sequence[Spec], opts: Sequence[Mapping[str, Any] | None], output: str | Path,
@@ -98,9 +114,7 @@ def _run_calibrated(specs: Sequence[Spec], opts: Sequence[Mapping[str, Any] | No
     outcomes = execute(specs, output, data_root=root, progress=False, options=lambda s: by_id[s.run_id()],
                        runs_per_gpu=plan.runs_per_gpu, verbose=progress)
     log.info("%s", summary_line(outcomes))
-    failed = [o for o in outcomes if o.status == FAILED]
-    if failed:
-        raise RuntimeError("; ".join(f"{o.run_id}: {o.error}" for o in failed))
+    _raise_failed(outcomes, output)
     return "ran"
 
 
@@ -125,7 +139,6 @@ class GridTask(submitit.helpers.Checkpointable):
 def _run_one_isolated(payload: str, output: Path, data_root: Path | None, progress: bool) -> int:
     """``--spec``: the child of an isolated run; its failure is recorded in this attempt, once."""
     from harness.grid.local import default_runner, spec_from_payload
-    from harness.store import RunStore
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     spec, options = spec_from_payload(payload)
@@ -136,24 +149,58 @@ def _run_one_isolated(payload: str, output: Path, data_root: Path | None, progre
             returned = default_runner(spec, output, data_root=data_root, progress=progress, **options)
             if not run.recorded and isinstance(returned, Mapping):
                 run.finish(returned)
-    except Exception as exc:  # recorded by the lifecycle (error and traceback)
-        print(f"run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    except Exception as exc:  # recorded by the lifecycle (error, traceback; the whole traceback in the run's log)
+        print(f"run failed: {error_line(exc)}", file=sys.stderr)
         return 1
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m harness.grid.entry CONFIG --index N``: run the N-th task of the grid (plain sbatch)."""
+    """``python -m harness.grid.entry CONFIG --index N``: run the N-th task of the grid (plain sbatch).
+
+    Like ``vnr``: a bad input (a :class:`~ranking.errors.UserError`, or an ``OSError`` such as an output under a
+    file) is one line on stderr and exit 2; a failed run is one line naming the failed runs and where their
+    records and logs are, exit 1.
+    """
+    try:
+        return _main(argv)
+    except RunFailed as exc:
+        print(f"{PROG}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    except UserError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:  # an output that is a file or cannot be created, a full disk: the path and the words
+        print(f"{PROG}: error: {describe_os_error(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+PROG = "harness.grid.entry"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (exit 2) named like this entry's other errors (as ``vnr``'s)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{PROG}: error: {message}\n")
+
+
+def _index(text: str) -> int:
+    """``--index``: a whole number (argparse names the flag when this refuses)."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not an array task index (a whole number, 0 or more)")
+    return int(text)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from harness.grid import arrays
     from harness.grid.config import load_experiment, only_patterns, select_specs, slurm_value
-    from harness.store import RunStore
-    from ranking.errors import UserError
     from ranking.paths import resolve_data_root
 
-    parser = argparse.ArgumentParser(prog="python -m harness.grid.entry", description=main.__doc__)
+    parser = _Parser(prog=f"python -m {PROG}", description=main.__doc__)
     parser.add_argument("config", nargs="?", help="experiment config YAML")
     parser.add_argument("--spec", default=None, help=argparse.SUPPRESS)  # JSON from local.isolated_runner
-    parser.add_argument("--index", type=int, default=None, help="array task index (default: $SLURM_ARRAY_TASK_ID)")
+    parser.add_argument("--index", type=_index, default=None, help="array task index (default: $SLURM_ARRAY_TASK_ID)")
     parser.add_argument("--runs-per-gpu", default=None, metavar="N|auto",
                         help="specs per task run side by side on its GPU: N (1 to 64), or auto (groups of 16, run N "
                         "at a time after the device kind's calibration); default: the config's slurm: section "
@@ -170,51 +217,50 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="what `vnr run CONFIG --sbatch-args` sized the array for (slurm/grid-array.sbatch passes "
                         "$VNR_ARRAY_FILE): its --only patterns, runs per task and run ids; flags that say otherwise "
                         "are refused")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error, already printed in one line (2)
+        return int(exc.code or 0)
     if args.spec is not None:  # one spec in a fresh process for the local executor (which holds its lock)
+        if args.output is None:
+            raise UserError("--spec needs --output")
         return _run_one_isolated(args.spec, Path(args.output), Path(args.data_root) if args.data_root else None,
                                  args.progress)
     if args.config is None:
-        parser.error("give CONFIG (or --spec)")
-    try:
-        flag = None if args.runs_per_gpu is None else slurm_value("runs_per_gpu", args.runs_per_gpu, "--runs-per-gpu")
-        exp = load_experiment(args.config, output=args.output)
-        settings = exp.slurm.updated(runs_per_gpu=flag)
-        calibrate_runs = not args.no_calibrate
-        per_task = arrays.runs_per_task(settings, calibrate_runs=calibrate_runs)
-        if args.array_file:  # the array's own plan decides; a script line that says otherwise is refused
-            plan = arrays.read_array_file(args.array_file)
-            if args.only is not None and only_patterns(args.only) != plan.only:
-                raise UserError(f"this array was sized for --only {','.join(plan.only) or '(none)'} ({args.array_file}); "
-                                f"the script line says --only {','.join(only_patterns(args.only))}: give both the "
-                                "same, or leave it off the script line")
-            if (flag is not None or args.no_calibrate) and per_task != plan.runs_per_gpu:
-                raise UserError(f"this array was sized for {plan.runs_per_gpu} runs per task ({args.array_file}); "
-                                f"the script line says {per_task}: give --sbatch-args the flag, not the script line")
-            per_task, calibrate_runs = plan.runs_per_gpu, plan.calibrate
-            settings = exp.slurm.updated(runs_per_gpu=per_task, gpus=plan.gpus)
-            specs = arrays.planned_specs(plan, select_specs(exp.specs, plan.only), args.array_file)
-        else:
-            specs = select_specs(exp.specs, args.only)
-        group = arrays.group_size(per_task)
-        size = arrays.array_size(len(specs), group)
-        if args.count:
-            print(size)
-            return 0
-        index = args.index
-        if index is None:
-            task = array_task()
-            if task is None:
-                raise UserError("give --index N or run inside a SLURM array task (SLURM_ARRAY_TASK_ID)")
-            index = task[1]
-        if not 0 <= index < size:
-            raise UserError(f"index {index} is outside the grid (0..{size - 1}): submit --array=0-{size - 1}")
-        data_root = resolve_data_root(args.data_root)
-    except UserError as exc:
-        print(f"harness.grid.entry: error: {exc}", file=sys.stderr)
-        return 2
-    mine = arrays.task_specs(specs, index, group)
+        raise UserError("give CONFIG (or --spec)")
+    flag = None if args.runs_per_gpu is None else slurm_value("runs_per_gpu", args.runs_per_gpu, "--runs-per-gpu")
+    exp = load_experiment(args.config, output=args.output)
+    settings = exp.slurm.updated(runs_per_gpu=flag)
+    calibrate_runs = not args.no_calibrate
+    per_task = arrays.runs_per_task(settings, calibrate_runs=calibrate_runs)
+    if args.array_file:  # the array's own plan decides; a script line that says otherwise is refused
+        plan = arrays.read_array_file(args.array_file)
+        if args.only is not None and only_patterns(args.only) != plan.only:
+            raise UserError(f"this array was sized for --only {','.join(plan.only) or '(none)'} ({args.array_file}); "
+                            f"the script line says --only {','.join(only_patterns(args.only))}: give both the "
+                            "same, or leave it off the script line")
+        if (flag is not None or args.no_calibrate) and per_task != plan.runs_per_gpu:
+            raise UserError(f"this array was sized for {plan.runs_per_gpu} runs per task ({args.array_file}); "
+                            f"the script line says {per_task}: give --sbatch-args the flag, not the script line")
+        per_task, calibrate_runs = plan.runs_per_gpu, plan.calibrate
+        settings = exp.slurm.updated(runs_per_gpu=per_task, gpus=plan.gpus)
+        specs = arrays.planned_specs(plan, select_specs(exp.specs, plan.only), args.array_file)
+    else:
+        specs = select_specs(exp.specs, args.only)
+    group = arrays.group_size(per_task)
+    size = arrays.array_size(len(specs), group)
+    if args.count:
+        print(size)
+        return 0
+    index = args.index
+    if index is None:
+        index = _task_index()
+    if not 0 <= index < size:
+        raise UserError(f"index {index} is outside the grid (0..{size - 1}): submit --array=0-{size - 1}")
+    data_root = resolve_data_root(args.data_root)
     store = RunStore(exp.output)
+    store.ensure_writable()  # an output that is a file, lies under one or cannot be created: one line, nothing run
+    mine = arrays.task_specs(specs, index, group)
     if all(store.is_done(s) for s in mine):  # a resubmitted array: nothing to run, nothing to calibrate
         logging.basicConfig(level=logging.INFO, format="%(message)s")
         log.info("task %d: its %d runs are done", index, len(mine))
@@ -225,6 +271,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = run_task(mine, exp.output, data_root, progress=args.progress,
                       options=[exp.options_for(s) for s in mine], packing=packing)
     return 0 if status != FAILED else 1
+
+
+def _task_index() -> int:
+    """This SLURM array task's index (``$SLURM_ARRAY_TASK_ID``), or a :class:`UserError` saying what is wrong."""
+    text = os.environ.get("SLURM_ARRAY_TASK_ID")
+    if text is None:
+        raise UserError("give --index N or run inside a SLURM array task (SLURM_ARRAY_TASK_ID)")
+    if not text.strip().isdigit():
+        raise UserError(f"SLURM_ARRAY_TASK_ID is {text!r}, not an array task index (a whole number): "
+                        "give --index N")
+    return int(text)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ unless ``verbose``.
 >>> spec = BiasSpec("tiny:bert", "crows_pairs", limit=2)
 >>> def fake(spec, output, **kw):
 ...     with RunStore(output).run(spec) as run:
-...         return run.finish({"metrics": {"metric_score": 55.0}})
+...         return run.finish({"metrics": {"anti_stereo_score": 45.0}})
 >>> [o.status for o in execute([spec, spec], out, runner=fake, progress=False, echo=False)]
 ['ran', 'skipped']
 """

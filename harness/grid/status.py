@@ -3,17 +3,18 @@
 Read from the run store, and from ``squeue`` where it answers:
 
 * **done** — a usable finished result (:func:`harness.store.record_problem`: ``status: ok``
-  with numeric metrics), exactly what ``vnr run`` skips and ``vnr collect`` reads;
+  with the spec's own metrics, numeric and within range), exactly what ``vnr run`` skips and ``vnr collect`` reads;
 * **running** — a running marker whose process is alive: its SLURM array task
   is RUNNING in squeue, or (no SLURM ids) its pid is alive on this host; a
   marker from another host without squeue is trusted;
 * **queued** — submitted (a submission manifest maps it to an array task)
   and that task is pending in squeue (also while it waits to be requeued);
 * **failed** — the last attempt stored ``status: failed`` (the error is shown), or a
-  record stored ``ok`` that is not usable (e.g. its metrics are not numbers; the
-  reason is shown); the next ``vnr run`` retries it;
-* **missing** — none of these (never run, a stale marker of a killed process, or
-  a result file that is not a JSON object).
+  result file that is not a usable result (:func:`~harness.store.record_problem`: cut short,
+  not a JSON object, another status than ``ok``, metrics that are not numbers, lack the
+  task's own or lie outside their range, fields naming another run; the reason is shown);
+  the next ``vnr run`` retries it;
+* **missing** — none of these (never run, or a stale marker of a killed process).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from harness.grid.config import Experiment
 from harness.grid.local import Spec
 from harness.grid.slurm import read_manifests, squeue_states
 from harness.specs import FinetuneSpec
-from harness.store import STATUS_FAILED, STATUS_OK, RunStore, record_problem
+from harness.store import STATUS_FAILED, RunStore, record_problem
 
 STATES = ("done", "running", "queued", "failed", "missing")
 _PENDING = {"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "CONFIGURING", "RESIZING", "SUSPENDED"}
@@ -86,9 +87,8 @@ def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squ
     for spec in specs if specs is not None else exp.specs:
         rid = spec.run_id()
         rec = store.get(rid)
-        broken = store.unreadable(rid) if rec is None else None
-        problem = record_problem(rec, spec) if rec is not None and rec.get("status") == STATUS_OK else None
-        if rec is not None and rec.get("status") == STATUS_OK and problem is None:
+        problem = record_problem(rec, spec) if rec is not None else store.unreadable(rid)
+        if rec is not None and problem is None:
             wall = rec.get("wall_time_s")
             detail = f"{wall:.0f} s" if isinstance(wall, int | float) and not isinstance(wall, bool) else ""
             out.append(SpecStatus(spec, rid, "done", detail))
@@ -114,16 +114,14 @@ def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squ
             if state in _PENDING:
                 out.append(SpecStatus(spec, rid, "queued", f"job {job} {state.lower()}"))
                 continue
-        if problem is not None:  # stored ok, but no usable result: the next `vnr run` redoes it
-            out.append(SpecStatus(spec, rid, "failed", f"unusable record: {problem}; `vnr run` redoes it"))
-            continue
         if rec is not None and rec.get("status") == STATUS_FAILED:
             error = str(rec.get("error") or "no error recorded").strip().splitlines()
             out.append(SpecStatus(spec, rid, "failed", error[-1][:200] if error else ""))
             continue
+        if problem is not None:  # a result file that is no usable result: the next `vnr run` redoes it
+            out.append(SpecStatus(spec, rid, "failed", f"unusable record: {problem}; `vnr run` redoes it"))
+            continue
         detail = "stale running marker (process gone)" if info is not None else ""
-        if broken:
-            detail = broken + (f"; {detail}" if detail else "")
         out.append(SpecStatus(spec, rid, "missing", detail))
     return out
 
