@@ -103,9 +103,13 @@ def test_auto_layout_gives_the_padded_batch_loss_and_gradients(family, rte):
     loss_b, grads_b = _loss_and_grads(model, bucketed)
     assert loss_b == pytest.approx(loss_p, rel=1e-5)
     assert grads_b.keys() == grads_p.keys() and len(grads_p) > 10
+    # The attention key biases' gradient is exactly zero in exact arithmetic (softmax ignores a shift shared by
+    # every key), so theirs is rounding alone (~1e-12, either sign): the floor is the float rounding of the
+    # whole gradient, not a fixed 1e-12.
+    floor = 1e-9 * float(torch.sqrt(sum(g.norm() ** 2 for g in grads_p.values())))
     for name, g in grads_p.items():
         scale = float(g.norm())
-        assert float((grads_b[name] - g).norm()) <= 1e-5 * scale + 1e-12, name
+        assert float((grads_b[name] - g).norm()) <= 1e-5 * scale + floor, name
 
 
 @pytest.mark.parametrize("family", FAMILIES)
