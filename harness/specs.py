@@ -129,9 +129,9 @@ class FinetuneSpec:
     # how a batch's examples become tensors (harness.finetune.batching). In the run id only when not auto: the
     # layouts compute the same function, but dropout draws its masks per computed token, so a different width is
     # a different dropout draw (statistically alike, numerically not)
-    padding: Annotated[Padding, Help("batch layout: auto (bucketed: padded to a multiple of 8; no family is "
-                                     "flattened correctly for classification in transformers 5.x), flatten "
-                                     "(refused where unsupported), bucket or pad (to the longest)")] = "auto"
+    padding: Annotated[Padding, Help("batch layout: auto (bucketed: padded to a multiple of 8), flatten (the "
+                                     "examples packed into rows; decoders only: gpt2, llama, mistral, qwen2), bucket or "
+                                     "pad (to the longest)")] = "auto"
     model_args: ModelArgs = ()  # stored as sorted (key, value) pairs
     # LoRA adapters (harness.finetune.adapters): sorted (key, value) pairs with the defaults filled in; () = full
     # fine-tuning. In the run id only when set, so runs without it keep their ids.

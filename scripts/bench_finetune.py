@@ -8,7 +8,9 @@ the same examples in the same order (so their training losses agree):
   ``padding="max_length"`` preprocessing);
 * ``padded``: ours (:func:`harness.finetune.train.runtime_settings`), each batch padded to its longest example;
 * ``ours``: what :func:`harness.finetune.train.run_finetune` uses: the batch layout ``padding: auto`` picks
-  (:mod:`harness.finetune.batching`; bucketed to a multiple of 8 for BERT) and the token accounting callback;
+  (:mod:`harness.finetune.batching`; bucketed to a multiple of 8) and the token accounting callback;
+* ``--family gpt2`` (a decoder) also ``flattened``: ``padding: flatten``, one row per batch without padding
+  (:mod:`harness.finetune.flat`), to decide whether ``auto`` should flatten decoders on this device;
 * on a GPU also ``ours in fp32`` where ours is not fp32.
 
 Trustworthy timing: ``--steps`` (default 100; ``--quick`` 12) timed steps per variant after
@@ -19,12 +21,14 @@ the rounds, the padding share, the training loss; and the load average before an
 tracker is not in the timed runs: its own cost is measured directly (``tracker cost``).
 
 ``--padding-report``: the padding share per GLUE task at batch 32 (max_length 128) under random order, random
-order bucketed to a multiple of 8, length grouping (transformers' ``LengthGroupedSampler``), and flattening
-(no padding in a flattened batch; packed into 128-token rows in order, and best-fit decreasing), with a BERT-style WordPiece
+order bucketed to a multiple of 8, length grouping (transformers' ``LengthGroupedSampler``), flattened (random
+order, each batch packed best-fit into rows of its longest example, as ``padding: flatten`` does), and the
+whole split packed into 128-token rows (in order, and best-fit decreasing), with a BERT-style WordPiece
 tokenizer of 30,522 pieces trained on each task's own texts (no download; close to bert-base-uncased's lengths).
 
     python scripts/bench_finetune.py                    # CPU small BERT (+ bert-base shape on a GPU when present)
     python scripts/bench_finetune.py --quick --json     # fewer steps, CPU only, one JSON document on stdout
+    python scripts/bench_finetune.py --family gpt2      # a GPT-2-shaped decoder: bucketed against flattened
     python scripts/bench_finetune.py --padding-report   # padding shares per GLUE task
 """
 
@@ -77,25 +81,37 @@ def _texts(task: str, data_root: Path | None, n: int) -> tuple[list[str], list[s
     return a, b, [rng.randint(0, 1) for _ in range(n)], f"synthetic pairs ({n})"
 
 
-def _config(shape: str, vocab: int, pad_id: int) -> Any:
-    """The benchmark's BERT config. Dropout off: a dropout mask is drawn per computed token, so batches of
-    different widths would draw different masks and the variants' losses could not be compared."""
-    from transformers import BertConfig
+def _config(shape: str, vocab: int, pad_id: int, family: str = "bert") -> Any:
+    """The benchmark's BERT or GPT-2 config. Dropout off: a dropout mask is drawn per computed token, so batches
+    of different widths would draw different masks and the variants' losses could not be compared."""
+    from transformers import BertConfig, GPT2Config
 
+    if family == "gpt2":
+        no_dropout = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0, "num_labels": 2,
+                      "pad_token_id": pad_id}
+        if shape == "base":  # gpt2's shape (124 M), randomly initialised (no download)
+            return GPT2Config(**no_dropout)
+        return GPT2Config(vocab_size=vocab, n_embd=128, n_layer=2, n_head=2, n_positions=512, **no_dropout)
     no_dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, "num_labels": 2,
                   "pad_token_id": pad_id}
-    if shape == "bert-base":  # bert-base-uncased's shape, randomly initialised (no download)
+    if shape == "base":  # bert-base-uncased's shape, randomly initialised (no download)
         return BertConfig(vocab_size=30522, **no_dropout)
     return BertConfig(vocab_size=vocab, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
                       intermediate_size=512, **no_dropout)
 
 
-def run_variant(v: Variant, *, shape: str, tokenizer: Any, pairs: Any, state: dict[str, Any], steps: int,
-                warmup: int, batch_size: int, max_length: int, device: str) -> dict[str, Any]:
+def _model(shape: str, tokenizer: Any, family: str) -> Any:
+    from transformers import AutoModelForSequenceClassification
+
+    return AutoModelForSequenceClassification.from_config(_config(shape, len(tokenizer), tokenizer.pad_token_id,
+                                                                  family))
+
+
+def run_variant(v: Variant, *, shape: str, family: str, tokenizer: Any, pairs: Any, state: dict[str, Any],
+                steps: int, warmup: int, batch_size: int, max_length: int, device: str) -> dict[str, Any]:
     """Train ``warmup + steps`` steps of variant ``v``; time the last ``steps``."""
     import torch
     from transformers import (
-        BertForSequenceClassification,
         PrinterCallback,
         Trainer,
         TrainerCallback,
@@ -112,15 +128,21 @@ def run_variant(v: Variant, *, shape: str, tokenizer: Any, pairs: Any, state: di
     set_seed(0)
     pad_to_max = v.padding == "max_length"
     ds = _tokenize(Split(*pairs), tokenizer, max_length, pad_to_max=pad_to_max)
-    model = BertForSequenceClassification(_config(shape, len(tokenizer), tokenizer.pad_token_id))
+    model = _model(shape, tokenizer, family)
     model.load_state_dict(state)
     batching = None if pad_to_max else choose_batching(model.config.model_type, v.padding)
     base = default_data_collator if pad_to_max else make_collator(tokenizer, batching)
+    if batching is not None and batching["mode"] == "flattened":
+        from harness.finetune.flat import enable_flat_forward
+
+        enable_flat_forward(model)
     counts: list[tuple[int, int]] = []  # per batch: (real tokens, computed tokens)
 
     def collate(features: list[dict[str, Any]]) -> Any:
         batch = base(features)
-        counts.append((int(batch["attention_mask"].sum()), int(batch["input_ids"].numel())))
+        computed = int(batch["input_ids"].numel())
+        real = batch.get("example_lengths", batch.get("attention_mask"))  # flattened: its examples' lengths
+        counts.append((int(real.sum()) if real is not None else computed, computed))
         return batch
 
     marks: dict[str, float] = {}
@@ -198,19 +220,20 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds: int, batch_size: int,
-          max_length: int, data_root: Path | None) -> dict[str, Any]:
+          max_length: int, data_root: Path | None, family: str = "bert") -> dict[str, Any]:
     """Every variant once per round, ``rounds`` rounds, the order rotated each round."""
     import torch
-    from transformers import BertForSequenceClassification, set_seed
+    from transformers import set_seed
 
+    from harness.finetune.batching import FLAT_DECODERS
     from harness.finetune.train import runtime_settings
     from harness.models import load_tokenizer
 
     n = (warmup + steps) * batch_size
     a, b, y, source = _texts(task, data_root, n)
-    tokenizer = load_tokenizer("tiny:bert", texts=a + (b or []))
+    tokenizer = load_tokenizer(f"tiny:{family}", texts=a + (b or []))
     set_seed(0)
-    state = BertForSequenceClassification(_config(shape, len(tokenizer), tokenizer.pad_token_id)).state_dict()
+    state = _model(shape, tokenizer, family).state_dict()
     state = {k: t.clone() for k, t in state.items()}
     ours = runtime_settings("auto")
     variants = [
@@ -218,14 +241,16 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
         Variant("padded (to the longest)", "pad", ours["precision"], ours["optim"], tf32=ours["tf32"]),
         Variant("ours", "auto", ours["precision"], ours["optim"], tf32=ours["tf32"]),
     ]
+    if family in FLAT_DECODERS:
+        variants.append(Variant("flattened", "flatten", ours["precision"], ours["optim"], tf32=ours["tf32"]))
     if device == "cuda" and ours["precision"] != "fp32":
         variants.append(Variant("ours in fp32 (no bf16/TF32)", "auto", "fp32", ours["optim"]))
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else "none"
     threads = torch.get_num_threads()
-    print(f"\n== {shape}-shaped BERT on {device} (GPU: {gpu}, {threads} CPU thread(s)); data: {source}; "
+    print(f"\n== {shape}-shaped {family} on {device} (GPU: {gpu}, {threads} CPU thread(s)); data: {source}; "
           f"batch {batch_size}, max_length {max_length}; {steps} timed steps per variant after {warmup} warm-up "
           f"steps; {rounds} interleaved rounds; ours = {ours['precision']}, tf32={ours['tf32']}, {ours['optim']}")
-    common = {"shape": shape, "tokenizer": tokenizer, "pairs": (a, b, y), "state": state, "steps": steps,
+    common = {"shape": shape, "family": family, "tokenizer": tokenizer, "pairs": (a, b, y), "state": state, "steps": steps,
               "warmup": warmup, "batch_size": batch_size, "max_length": max_length, "device": device}
     load_before = os.getloadavg()
     runs: dict[str, list[dict[str, Any]]] = {v.name: [] for v in variants}
@@ -241,6 +266,9 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
     plain, padded, mine = by["plain Trainer defaults"], by["padded (to the longest)"], by["ours"]
     ratios = {"ours_over_plain": mine["samples_s"]["median"] / plain["samples_s"]["median"],
               "ours_over_padded": mine["samples_s"]["median"] / padded["samples_s"]["median"]}
+    if "flattened" in by:
+        ratios["flattened_over_ours"] = by["flattened"]["samples_s"]["median"] / mine["samples_s"]["median"]
+        print(f"median samples/s: flattened / ours (bucketed) = {ratios['flattened_over_ours']:.2f}x")
     print(f"median samples/s: ours / plain = {ratios['ours_over_plain']:.2f}x, ours / padded = "
           f"{ratios['ours_over_padded']:.2f}x; load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
           f"(other processes share this machine: ratios within ~10 % are noise)")
@@ -252,7 +280,7 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
           f"{tol:g}): {'OK' if ok else 'MISMATCH'}")
     if not ok:
         raise SystemExit("the variants disagree on the training loss: they did not train on the same examples")
-    return {"shape": shape, "device": device, "gpu": gpu, "threads": threads, "data": source,
+    return {"shape": shape, "family": family, "device": device, "gpu": gpu, "threads": threads, "data": source,
             "batch_size": batch_size, "max_length": max_length, "steps": steps, "warmup": warmup, "rounds": rounds,
             "ours": ours, "rows": rows, "ratios": ratios, "loadavg_before": list(load_before),
             "loadavg_after": list(load_after),
@@ -303,7 +331,13 @@ def padding_report(data_root: Path, *, batch_size: int = 32, max_length: int = 1
     import torch
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
-    from harness.finetune.batching import PAD_MULTIPLE, best_fit_rows_share, packed_rows_share, padding_share
+    from harness.finetune.batching import (
+        PAD_MULTIPLE,
+        best_fit_rows_share,
+        flattened_share,
+        packed_rows_share,
+        padding_share,
+    )
     from harness.finetune.tasks import get_task, glue_dir, load_local, local_folder, read_glue_tsv
     from harness.models import train_tiny_tokenizer
 
@@ -329,7 +363,7 @@ def padding_report(data_root: Path, *, batch_size: int = 32, max_length: int = 1
                "random": padding_share(_batches(lengths, order, batch_size)),
                "random_bucketed": padding_share(_batches(lengths, order, batch_size), PAD_MULTIPLE),
                "length_grouped": padding_share(_batches(lengths, grouped, batch_size)),
-               "flattened": 0.0,
+               "flattened": flattened_share(_batches(lengths, order, batch_size), PAD_MULTIPLE),
                "packed_rows_in_order": packed_rows_share([lengths[i] for i in order], max_length),
                "packed_rows_best_fit": best_fit_rows_share(lengths, max_length)}
         rows.append(row)
@@ -347,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, help="timed optimizer steps per variant and round (default 100; quick 12)")
     p.add_argument("--warmup", type=int, help="untimed steps before them (default 5; quick 2)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default %(default)s, at least 3)")
+    p.add_argument("--family", choices=("bert", "gpt2"), default="bert",
+                   help="model family: bert (encoder), gpt2 (decoder: adds the flattened variant); default %(default)s")
     p.add_argument("--task", default="sst2", help="GLUE task whose train texts are used (default %(default)s)")
     p.add_argument("--data-root", help="data root with glue/ (default $VNR_DATA_ROOT or ../shared/data)")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU benchmark even where a GPU exists")
@@ -395,12 +431,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     steps = args.steps or (12 if args.quick else 100)
     warmup = args.warmup if args.warmup is not None else (2 if args.quick else 5)
     results = [bench("small", "cpu", task=args.task, steps=steps, warmup=warmup, rounds=args.rounds, batch_size=16,
-                     max_length=128, data_root=data_root)]
+                     max_length=128, data_root=data_root, family=args.family)]
     gpu = torch.cuda.is_available() and not args.quick and not args.no_gpu
     if gpu:
         for task in (args.task, "rte"):  # short single sentences, then long pairs
-            results.append(bench("bert-base", "cuda", task=task, steps=args.steps or 200, warmup=20,
-                                 rounds=args.rounds, batch_size=16, max_length=128, data_root=data_root))
+            results.append(bench("base", "cuda", task=task, steps=args.steps or 200, warmup=20, rounds=args.rounds,
+                                 batch_size=16, max_length=128, data_root=data_root, family=args.family))
     elif not torch.cuda.is_available():
         print("\n(no CUDA GPU here: GPU benchmark skipped)")
     return {"benchmarks": results, "tracker_cost": tracker_cost("cuda" if gpu else "cpu")}

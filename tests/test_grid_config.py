@@ -387,9 +387,9 @@ def test_an_override_glob_that_matches_no_run_is_refused(section, message):
          "transformers.training_args.OptimizerNames)"),
         ({"hyperparameters": {"padding": "flatten"}}, "base.yaml: finetune.hyperparameters.padding (tiny:bert): "
          "padding flatten is not supported for model_type bert in sequence classification: "),
-        ({"overrides": [{"set": {"padding": "bucket"}}, {"models": ["*gpt2"], "set": {"padding": "flatten"}}]},
-         "base.yaml: finetune.overrides[1].set.padding (tiny:gpt2): padding flatten is not supported for model_type "
-         "gpt2 in sequence classification: "),
+        ({"overrides": [{"set": {"padding": "bucket"}}, {"models": ["*bert"], "set": {"padding": "flatten"}}]},
+         "base.yaml: finetune.overrides[1].set.padding (tiny:bert): padding flatten is not supported for model_type "
+         "bert in sequence classification: "),
     ],
 )
 def test_run_time_refusals_of_optim_and_padding_come_at_load(finetune, message):
@@ -403,6 +403,9 @@ def test_run_time_refusals_of_optim_and_padding_come_at_load(finetune, message):
     ok = parse_experiment({"finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"],
                                         "run_options": {"optim": "sgd"}, "hyperparameters": {"padding": "bucket"}}})
     assert ok.run_options["finetune"] == {"optim": "sgd"} and {s.padding for s in ok.specs} == {"bucket"}
+    decoders_flat = parse_experiment({"finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"], "overrides": [
+        {"models": ["*gpt2"], "set": {"padding": "flatten"}}]}})  # a decoder flattens (harness.finetune.flat)
+    assert {(s.model, s.padding) for s in decoders_flat.specs} == {("tiny:bert", "auto"), ("tiny:gpt2", "flatten")}
 
 
 def test_a_local_checkpoint_without_weights_or_tokenizer_is_refused_at_load(tmp_path):

@@ -3,9 +3,12 @@
 * The layout ``auto`` picks (bucketed: padded to a multiple of 8) gives the same loss and gradients as the
   plainly padded batch (to the longest example), ≤ 1e-5 relative in fp32 with dropout off, for BERT,
   RoBERTa, DeBERTa-v2, DistilBERT, GPT-2 and Llama.
-* Why not flattened: the stock flattened batch (``DataCollatorWithFlattening``) gives one prediction per
-  flattened row, not one per example, in every family; and for the encoders the attention is not even
-  block-diagonal. If a transformers release fixes either, these tests fail: revisit ``FLATTENING``.
+* The stock flattened batch (``DataCollatorWithFlattening``) gives one prediction per flattened row, not one
+  per example, in every family; and for the encoders the attention is not even block-diagonal. If a
+  transformers release fixes either, these tests fail: revisit ``FLATTENING``.
+* For the decoders (GPT-2, Llama) our flattened batch (``harness.finetune.flat``: the examples packed into
+  rows as wide as the longest, the head on each example's last token) gives the padded batch's loss,
+  gradients and predictions, ≤ 1e-5 relative, also under LoRA and through the real Trainer.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from harness.finetune.batching import (  # noqa: E402
+    FLAT_DECODERS,
     FLATTENING,
     PAD_MULTIPLE,
     choose_batching,
@@ -30,6 +34,7 @@ from harness.specs import FinetuneSpec  # noqa: E402
 from ranking.errors import UserError  # noqa: E402
 
 FAMILIES = ("bert", "roberta", "deberta-v2", "distilbert", "gpt2", "llama")
+DECODERS = ("gpt2", "llama")
 N_EXAMPLES = 6
 
 
@@ -81,6 +86,16 @@ def _loss_and_grads(model, batch) -> tuple[float, dict[str, torch.Tensor]]:
     return float(out.loss.detach()), grads
 
 
+def _assert_same_gradients(grads, reference) -> None:
+    """Each parameter's gradient within 1e-5 of its norm, or within the rounding of the whole gradient (an
+    attention key bias's gradient is exactly zero in exact arithmetic: softmax ignores a shift shared by every
+    key, so what is left of it is rounding, ~1e-12 of either sign)."""
+    assert grads.keys() == reference.keys() and len(reference) > 2
+    floor = 1e-9 * float(torch.sqrt(sum(g.norm() ** 2 for g in reference.values())))
+    for name, g in reference.items():
+        assert float((grads[name] - g).norm()) <= 1e-5 * float(g.norm()) + floor, name
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_auto_layout_gives_the_padded_batch_loss_and_gradients(family, rte):
     model_type, model, tokenizer = _model(family, rte[3])
@@ -102,14 +117,67 @@ def test_auto_layout_gives_the_padded_batch_loss_and_gradients(family, rte):
     loss_p, grads_p = _loss_and_grads(model, padded)
     loss_b, grads_b = _loss_and_grads(model, bucketed)
     assert loss_b == pytest.approx(loss_p, rel=1e-5)
-    assert grads_b.keys() == grads_p.keys() and len(grads_p) > 10
-    # The attention key biases' gradient is exactly zero in exact arithmetic (softmax ignores a shift shared by
-    # every key), so theirs is rounding alone (~1e-12, either sign): the floor is the float rounding of the
-    # whole gradient, not a fixed 1e-12.
-    floor = 1e-9 * float(torch.sqrt(sum(g.norm() ** 2 for g in grads_p.values())))
-    for name, g in grads_p.items():
-        scale = float(g.norm())
-        assert float((grads_b[name] - g).norm()) <= 1e-5 * scale + floor, name
+    assert len(grads_p) > 10
+    _assert_same_gradients(grads_b, grads_p)
+
+
+@pytest.mark.parametrize("family", DECODERS)
+def test_flattened_decoders_give_the_padded_batch_loss_gradients_and_predictions(family, rte):
+    from harness.finetune.flat import enable_flat_forward
+
+    model_type, model, tokenizer = _model(family, rte[3])
+    features = _features(tokenizer, rte)
+    lengths = [len(f["input_ids"]) for f in features]
+    batching = choose_batching(model_type, "flatten")
+    assert batching == {"mode": "flattened", "pad_to_multiple_of": PAD_MULTIPLE, "requested": "flatten"}
+    padded = make_collator(tokenizer, choose_batching(model_type, "pad"))(features)
+    flat = make_collator(tokenizer, batching)(features)
+    width = padded_width(lengths, PAD_MULTIPLE)
+    rows = flat["input_ids"].shape[0]
+    assert flat["input_ids"].shape[1] == width and "attention_mask" not in flat
+    assert rows < N_EXAMPLES and rows * width < padded["input_ids"].numel()  # packed: fewer tokens than padded
+    # every example whole, at the place its end index says, its positions restarting at 0
+    cells = flat["input_ids"].reshape(-1).tolist()
+    positions = flat["position_ids"].reshape(-1).tolist()
+    for f, end, n in zip(features, flat["example_ends"].tolist(), flat["example_lengths"].tolist(), strict=True):
+        assert n == len(f["input_ids"]) and cells[end - n + 1:end + 1] == f["input_ids"]
+        assert positions[end - n + 1:end + 1] == list(range(n)) and end // width == (end - n + 1) // width
+    assert flat["labels"].tolist() == padded["labels"].tolist() == rte[2]
+
+    loss_p, grads_p = _loss_and_grads(model, padded)
+    with torch.no_grad():
+        logits_p = model(**padded).logits
+    enable_flat_forward(model)
+    loss_again, _ = _loss_and_grads(model, padded)  # a padded batch still takes the class's own forward
+    assert loss_again == loss_p
+    loss_f, grads_f = _loss_and_grads(model, flat)
+    assert loss_f == pytest.approx(loss_p, rel=1e-5)
+    _assert_same_gradients(grads_f, grads_p)
+    with torch.no_grad():
+        logits_f = model(**flat).logits
+    assert logits_f.shape == (N_EXAMPLES, 2)  # one prediction per example, several examples per row
+    assert torch.allclose(logits_f, logits_p, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("family", DECODERS)
+def test_flattened_lora_gives_the_padded_batch_adapter_gradients(family, rte):
+    """PEFT wraps the model after the flat forward is installed and calls it with the row's position_ids."""
+    from harness.finetune.adapters import apply_peft, parse_peft
+    from harness.finetune.flat import enable_flat_forward
+
+    model_type, model, tokenizer = _model(family, rte[3])
+    features = _features(tokenizer, rte)
+    padded = make_collator(tokenizer, choose_batching(model_type, "pad"))(features)
+    flat = make_collator(tokenizer, choose_batching(model_type, "flatten"))(features)
+    enable_flat_forward(model)
+    settings = dict(parse_peft({"method": "lora", "r": 4, "alpha": 8, "dropout": 0.0}))
+    wrapped, record = apply_peft(model, settings, model_type, f"tiny:{family}")
+    loss_p, grads_p = _loss_and_grads(wrapped, padded)
+    loss_f, grads_f = _loss_and_grads(wrapped, flat)
+    assert loss_f == pytest.approx(loss_p, rel=1e-5)
+    assert any("lora_" in name for name in grads_p)  # the adapters and the head, nothing else
+    assert sum(g.numel() for g in grads_p.values()) == record["trainable_parameters"]
+    _assert_same_gradients(grads_f, grads_p)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -123,6 +191,9 @@ def test_stock_flattening_gives_one_prediction_per_batch_not_per_example(family,
     with torch.no_grad():
         logits = model(**flat).logits
     assert logits.shape == (1, 2)  # N_EXAMPLES examples in, one prediction out
+    if model_type in FLAT_DECODERS:  # our own flattened batch scores each example (test above)
+        assert model_type not in FLATTENING and choose_batching(model_type, "flatten")["mode"] == "flattened"
+        return
     assert model_type in FLATTENING
     with pytest.raises(UserError, match=f"padding flatten is not supported for model_type {model_type}"):
         choose_batching(model_type, "flatten")
@@ -193,6 +264,26 @@ def test_record_counts_real_and_computed_tokens_exactly(tmp_path: Path, padding,
     assert rec["hyperparameters"]["padding"] == padding
 
 
+def test_a_flattened_run_computes_no_padding_and_counts_every_example(tmp_path: Path):
+    from harness.finetune import run_finetune
+
+    root = _hand_countable_root(tmp_path / "data")
+    records = {}
+    for padding in ("flatten", "bucket"):
+        spec = FinetuneSpec("tiny:gpt2", "sst2", 0, epochs=2, batch_size=2, padding=padding)
+        records[padding] = run_finetune(spec, tmp_path / "out", data_root=root, progress=False,
+                                        track_efficiency=False)
+    flat, bucketed = records["flatten"]["tokens"], records["bucket"]["tokens"]
+    assert records["flatten"]["settings"]["batching"] == {"mode": "flattened", "pad_to_multiple_of": 8,
+                                                         "requested": "flatten"}
+    assert flat["samples"] == bucketed["samples"] == 8  # 4 examples x 2 epochs, however they are packed
+    assert flat["real_tokens"] == bucketed["real_tokens"] > 0
+    # two examples of <= 8 tokens per batch: one row of 8 when they fit together, else two
+    assert flat["computed_tokens"] <= bucketed["computed_tokens"] == 2 * 2 * (2 * 8)
+    assert flat["padding_share"] == pytest.approx(1 - flat["real_tokens"] / flat["computed_tokens"])
+    assert records["flatten"]["metrics"]["accuracy"] in (0.0, 0.5, 1.0)  # one prediction per dev example (2)
+
+
 def test_flatten_is_refused_before_anything_is_recorded(tmp_path: Path, data_root: Path):
     from harness.finetune import run_finetune
     from harness.store import RunStore
@@ -234,5 +325,33 @@ def test_the_calibration_memory_probe_runs_a_full_batch_and_changes_nothing(fami
     model.train()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     memory_probe(model, FinetuneSpec("tiny:bert", "rte", 0, batch_size=3, max_length=128))  # only its shape is read
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
+
+
+@pytest.mark.parametrize("module", ["harness.finetune.batching"])
+def test_batching_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("family", DECODERS)
+def test_the_memory_probe_of_a_flattened_run_computes_one_full_row(family, rte):
+    """With padding: flatten the probe's batch is the flattened batch of the full shape (batch_size rows of one
+    max_length example each), through the flattened forward."""
+    from harness.finetune.flat import enable_flat_forward
+    from harness.grid.calibrate import memory_probe
+
+    _, model, _ = _model(family, rte[3])
+    enable_flat_forward(model).train()
+    seen = []
+    model.base_model.register_forward_pre_hook(lambda m, a, kw: seen.append(tuple(kw["input_ids"].shape)),
+                                               with_kwargs=True)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    memory_probe(model, FinetuneSpec("tiny:gpt2", "rte", 0, batch_size=3, max_length=128, padding="flatten"))  # shape only
+    assert seen == [(3, 128)]
     assert all(p.grad is None for p in model.parameters())
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())

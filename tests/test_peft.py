@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from harness.cli import main as vnr
+from harness.finetune import run_finetune
 from harness.finetune.adapters import TARGET_MODULES, apply_peft, head_modules, parse_peft
 from harness.finetune.tasks import get_task, load_task
 from harness.grid.config import load_experiment
@@ -152,6 +153,24 @@ def test_lora_trains_only_the_adapters_and_the_head(model, family, trainable, ll
 
 
 # ---------------------------------------------------------------------- end to end
+def test_lora_on_flattened_batches_trains_as_on_padded_ones(llama_dir, data_root, tmp_path):
+    """Through the real Trainer (training, evaluation, token accounting): with every dropout off, the flattened
+    run (one row per batch, no padding) follows the padded run's losses and metrics."""
+    runs = {}
+    for padding in ("flatten", "pad"):
+        spec = FinetuneSpec(str(llama_dir), "rte", 0, peft={"r": 4, "alpha": 8, "dropout": 0.0}, padding=padding,
+                            **SMALL)
+        runs[padding] = run_finetune(spec, tmp_path, data_root=data_root, progress=False, track_efficiency=False)
+    flat, padded = runs["flatten"], runs["pad"]
+    assert flat["settings"]["batching"]["mode"] == "flattened"
+    assert flat["tokens"]["real_tokens"] == padded["tokens"]["real_tokens"]
+    assert flat["tokens"]["padding_share"] < padded["tokens"]["padding_share"]  # RTE, batch 8: 16 % against 30 %
+    assert flat["train"]["train_loss"] == pytest.approx(padded["train"]["train_loss"], rel=1e-4)
+    for got, want in zip(flat["history"], padded["history"], strict=True):
+        assert got["eval_loss"] == pytest.approx(want["eval_loss"], rel=1e-4)
+    assert flat["metrics"] == pytest.approx(padded["metrics"], rel=1e-4)
+
+
 def test_vnr_finetune_lora_on_a_local_llama_with_tensorboard(llama_dir, data_root, tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["finetune", "--model", str(llama_dir), "--task", "rte", "--seed", "0", "--data-root", str(data_root),

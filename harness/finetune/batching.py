@@ -7,8 +7,8 @@ step; this module only chooses how those examples become tensors:
 * ``padded``: each batch padded to its longest example (``DataCollatorWithPadding``);
 * ``bucketed``: the same, rounded up to a multiple of :data:`PAD_MULTIPLE` (8), so that the tensor widths
   fall into few shape buckets (tensor-core-friendly widths on a GPU, few distinct shapes for kernels);
-* ``flattened``: the examples concatenated into one row with ``position_ids`` restarting at 0 per example
-  (``DataCollatorWithFlattening``), no padding at all.
+* ``flattened``: the examples packed into rows as wide as the longest, several per row, ``position_ids``
+  restarting at 0 per example (:class:`FlatCollator`); only the rows' tails are padding (decoders only, below).
 
 Padding never changes the function computed: every model here masks padded positions out of attention and
 pools a real token, so ``padded`` and ``bucketed`` give the same loss and gradients up to float rounding with
@@ -19,14 +19,24 @@ are statistically alike but not equal (tiny BERT, RTE, 30 steps: training loss 3
 ``auto`` is not, and what ``auto`` resolves to for a ``model_type`` is a result-changing choice: change it only
 with a bump of :data:`harness.specs.FINETUNE_CODE_VERSION`.
 
-Flattening is used only where transformers computes a sequence-classification model correctly on a
-flattened batch. In transformers 5.x (checked in the installed source and by tests/test_padding_free.py)
-that is no family this harness fine-tunes, so :data:`FLATTENING` holds, per ``model_type``, why not:
-the encoders' bidirectional mask ignores packed ``position_ids`` (examples would attend to each other
-outside flash-attention), DeBERTa builds its own relative-position attention from ``attention_mask``, and
-every classification head pools one token per *row* (the first for encoders, the last non-pad token for
-decoders), i.e. one prediction per flattened batch instead of one per example. ``padding: auto`` picks
-``bucketed`` for those; ``padding: flatten`` is refused for them with that reason.
+Flattening is offered only where the flattened row is computed as separate examples. For the decoders
+(:data:`FLAT_DECODERS`: GPT-2, Llama, Mistral, Qwen2) transformers does that in the body (the causal mask is
+block-diagonal along packed ``position_ids``, and flash-attention's varlen kernels read the same boundaries);
+their classification heads pool one token per *row*, so :mod:`harness.finetune.flat` scores each example's
+last token with the model's own head and loss (same loss, gradients and predictions as the padded batch:
+tests/test_padding_free.py). The encoders cannot be flattened: :data:`FLATTENING` holds, per ``model_type``,
+why (their bidirectional mask ignores packed ``position_ids``, so examples would attend to each other
+outside flash-attention; DeBERTa builds its relative positions from ``attention_mask``). ``padding: flatten``
+is refused for those with that reason.
+
+``padding: auto`` is ``bucketed`` for every family, decoders included, until flattening is measured on a
+GPU. A flattened batch computes fewer tokens (its rows are no wider than the padded batch and fewer), but
+outside a varlen kernel (sdpa, eager) each row's block-diagonal mask is dense, and a GPU's speed at these
+sizes is set by more than FLOPs. Measured on a CPU (``scripts/bench_finetune.py --family gpt2``: one thread,
+a small GPT-2, batch 16, 100 steps x 3 interleaved rounds): 2.27x bucketed's samples/s on SST-2 (10.5 %
+padding against 67 %), 1.09x on RTE (14 % against 30 %); one single row per batch instead was 0.64x on RTE.
+Making ``auto`` flatten a ``model_type`` changes its results (dropout draws per computed token): bump
+:data:`harness.specs.FINETUNE_CODE_VERSION` with it.
 
 >>> choose_batching("bert", "auto")["mode"]
 'bucketed'
@@ -50,18 +60,17 @@ _ENCODER = ("the bidirectional attention mask (masking_utils.create_bidirectiona
             "of each row: one prediction per flattened batch")
 _DEBERTA = ("its disentangled attention builds its mask and relative positions from attention_mask (no "
             "position_ids input), and the classifier pools token 0 of each row: one prediction per flattened batch")
-_DECODER = ("the causal mask does honour packed position_ids (masking_utils.find_packed_sequence_indices), but "
-            "the classification head pools the last non-pad token of each row: one prediction per flattened "
-            "batch, not per example")
+
+#: Decoder model_types whose flattened rows harness.finetune.flat scores per example (the body honours packed
+#: position_ids; the flat forward pools each example's last token with the model's own score head).
+FLAT_DECODERS = frozenset({"gpt2", "llama", "mistral", "qwen2"})
 
 #: model_type -> why a flattened batch is not computed correctly for sequence classification (transformers 5.x).
-#: A model_type absent here has no known flattening support either: ``auto`` gives it ``bucketed``.
-#: Making ``auto`` flatten a model_type changes its results: bump harness.specs.FINETUNE_CODE_VERSION with it.
+#: A model_type in neither this nor FLAT_DECODERS has no known flattening support: ``flatten`` is refused.
 FLATTENING: dict[str, str] = {
     "bert": _ENCODER, "roberta": _ENCODER, "xlm-roberta": _ENCODER, "distilbert": _ENCODER,
     "albert": _ENCODER, "electra": _ENCODER,
     "deberta": _DEBERTA, "deberta-v2": _DEBERTA,
-    "gpt2": _DECODER, "llama": _DECODER, "mistral": _DECODER, "qwen2": _DECODER,
 }
 
 
@@ -77,30 +86,95 @@ def choose_batching(model_type: str, padding: str = "auto") -> dict[str, Any]:
     >>> choose_batching("roberta", "bucket")
     {'mode': 'bucketed', 'pad_to_multiple_of': 8, 'requested': 'bucket'}
     >>> choose_batching("llama", "flatten")
+    {'mode': 'flattened', 'pad_to_multiple_of': 8, 'requested': 'flatten'}
+    >>> choose_batching("bert", "flatten")
     Traceback (most recent call last):
     ...
-    ranking.errors.UserError: padding flatten is not supported for model_type llama in sequence classification: the causal mask does honour packed position_ids (masking_utils.find_packed_sequence_indices), but the classification head pools the last non-pad token of each row: one prediction per flattened batch, not per example; use padding: auto or bucket
+    ranking.errors.UserError: padding flatten is not supported for model_type bert in sequence classification: the bidirectional attention mask (masking_utils.create_bidirectional_mask) ignores packed position_ids, so flattened examples would attend to each other, and the classifier pools token 0 of each row: one prediction per flattened batch; use padding: auto or bucket
     """
     check_padding(padding)
     if padding == "auto":
-        mode = "bucketed"  # FLATTENING lists no model_type transformers flattens correctly for classification
-    elif padding == "flatten":
+        mode = "bucketed"  # decoders too, until flattening is measured faster on the device (module docs)
+    elif padding == "flatten" and model_type not in FLAT_DECODERS:
         why = FLATTENING.get(model_type, "transformers has no known padding-free classification path for it")
         raise UserError(f"padding flatten is not supported for model_type {model_type} in sequence "
                         f"classification: {why}; use padding: auto or bucket")
     else:
         mode = _MODES[padding]
-    return {"mode": mode, "pad_to_multiple_of": PAD_MULTIPLE if mode == "bucketed" else None,
+    return {"mode": mode, "pad_to_multiple_of": PAD_MULTIPLE if mode != "padded" else None,
             "requested": padding}
 
 
 def make_collator(tokenizer: Any, batching: dict[str, Any]) -> Any:
-    """The data collator for a :func:`choose_batching` result (padded or bucketed; right padding)."""
+    """The data collator for a :func:`choose_batching` result (padded or bucketed: right padding; flattened:
+    :class:`FlatCollator`, whose batches need :func:`~harness.finetune.flat.enable_flat_forward`)."""
     from transformers import DataCollatorWithPadding
 
+    if batching["mode"] == "flattened":
+        return FlatCollator(getattr(tokenizer, "pad_token_id", None), batching["pad_to_multiple_of"])
     if batching["mode"] not in ("padded", "bucketed"):
         raise ValueError(f"no collator for batching mode {batching['mode']!r}")
     return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=batching["pad_to_multiple_of"])
+
+
+#: Per-token keys a flattened batch packs (the attention mask is dropped: position_ids mark the examples).
+_TOKEN_KEYS = ("input_ids", "token_type_ids")
+
+
+class FlatCollator:
+    """The collator of ``flattened`` batches (whose model needs :func:`harness.finetune.flat.enable_flat_forward`).
+
+    Packs a batch's examples into rows as wide as its longest example (rounded up to ``multiple``), best
+    fit longest first, ``position_ids`` restarting per example; ``example_ends`` (each example's
+    last token, in the rows laid end to end) and ``example_lengths`` in the batch's order, as its labels.
+
+    ``labels`` comes first in the batch because the Trainer's evaluation counts a batch's examples from its
+    first tensor.
+
+    >>> batch = FlatCollator(pad_token_id=0)([{"input_ids": [5, 6, 7], "labels": 1}, {"input_ids": [8, 9], "labels": 0},
+    ...                                       {"input_ids": [4, 4, 4, 4, 4, 4], "labels": 1}])
+    >>> batch["input_ids"].tolist()  # rows of 8 (the longest, 6, rounded up): [6 + 2], [3 + tail 5]
+    [[4, 4, 4, 4, 4, 4, 8, 9], [5, 6, 7, 0, 0, 0, 0, 0]]
+    >>> batch["position_ids"].tolist()
+    [[0, 1, 2, 3, 4, 5, 0, 1], [0, 1, 2, 0, 1, 2, 3, 4]]
+    >>> batch["example_ends"].tolist(), batch["example_lengths"].tolist(), batch["labels"].tolist()
+    ([10, 7, 5], [3, 2, 6], [1, 0, 1])
+    """
+
+    def __init__(self, pad_token_id: int | None = None, multiple: int = 8):
+        self.pad_token_id = pad_token_id or 0  # tail tokens: a block of their own, never read
+        self.multiple = multiple
+
+    def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        lengths = [len(f["input_ids"]) for f in features]
+        width = padded_width(lengths, self.multiple)
+        starts = best_fit_rows(lengths, width)  # per example: (row, column of its first token)
+        n_rows = 1 + max(row for row, _ in starts)
+        batch: dict[str, Any] = {}
+        key = next((k for k in ("labels", "label", "label_ids") if k in features[0]), None)
+        if key is not None:  # as DataCollatorWithPadding: a dataset's "label" column becomes "labels"
+            batch["labels"] = torch.tensor([f[key] for f in features])
+        for name in _TOKEN_KEYS:
+            if name in features[0]:
+                values = torch.full((n_rows, width), self.pad_token_id if name == "input_ids" else 0,
+                                    dtype=torch.long)
+                for f, (row, col) in zip(features, starts):
+                    values[row, col:col + len(f[name])] = torch.tensor(f[name], dtype=torch.long)
+                batch[name] = values
+        positions = torch.zeros((n_rows, width), dtype=torch.long)
+        ends = [0] * n_rows  # per row: the column after its last example
+        for n, (row, col) in zip(lengths, starts):
+            positions[row, col:col + n] = torch.arange(n)
+            ends[row] = max(ends[row], col + n)
+        for row, end in enumerate(ends):  # the tail restarts too: a block of its own
+            positions[row, end:] = torch.arange(width - end)
+        batch["position_ids"] = positions
+        batch["example_ends"] = torch.tensor([row * width + col + n - 1 for n, (row, col) in zip(lengths, starts)],
+                                             dtype=torch.long)
+        batch["example_lengths"] = torch.tensor(lengths, dtype=torch.long)
+        return batch
 
 
 # ---------------------------------------------------------------------- padding arithmetic (no torch)
@@ -140,20 +214,54 @@ def packed_rows_share(lengths: Sequence[int], row_length: int) -> float:
     return 1 - sum(lengths) / (rows * row_length)
 
 
+def best_fit_rows(lengths: Sequence[int], row_length: int) -> list[tuple[int, int]]:
+    """Where each example goes when packed into rows of ``row_length`` tokens best-fit decreasing (longest
+    first, each into the fullest row it still fits): ``(row, column of its first token)``, in the examples'
+    order. :class:`FlatCollator` lays out a flattened batch this way.
+
+    >>> best_fit_rows([3, 5, 3, 5], 8)  # rows [5, 3] and [5, 3]
+    [(1, 5), (0, 0), (0, 5), (1, 0)]
+    """
+    by_room: list[list[int]] = [[] for _ in range(row_length + 1)]  # by_room[c]: rows with c tokens of room
+    used: list[int] = []  # tokens placed per row
+    starts = [(0, 0)] * len(lengths)
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        n = lengths[i]
+        if not 0 < n <= row_length:
+            raise ValueError(f"an example of {n} tokens does not fit rows of {row_length}")
+        room = next((c for c in range(n, row_length + 1) if by_room[c]), None)
+        if room is None:
+            row, room = len(used), row_length
+            used.append(0)
+        else:
+            row = by_room[room].pop()
+        starts[i] = (row, used[row])
+        used[row] += n
+        by_room[room - n].append(row)
+    return starts
+
+
 def best_fit_rows_share(lengths: Sequence[int], row_length: int) -> float:
-    """Padding share when the examples are packed into rows of ``row_length`` tokens best-fit decreasing
-    (longest first, each into the fullest row it still fits): near the least padding rows can have.
+    """Padding share when the examples are packed into rows of ``row_length`` tokens by :func:`best_fit_rows`:
+    near the least padding rows can have.
 
     >>> best_fit_rows_share([5, 3, 3, 5], 8)  # rows [5, 3] and [5, 3]: no padding
     0.0
     """
-    free = [0] * (row_length + 1)  # free[c]: rows with c tokens of room left
-    rows = 0
-    for n in sorted(lengths, reverse=True):
-        room = next((c for c in range(n, row_length + 1) if free[c]), None)
-        if room is None:
-            rows, room = rows + 1, row_length
-        else:
-            free[room] -= 1
-        free[room - n] += 1
+    rows = 1 + max(row for row, _ in best_fit_rows(lengths, row_length))
     return 1 - sum(lengths) / (rows * row_length)
+
+
+def flattened_share(batches: Sequence[Sequence[int]], multiple: int | None = PAD_MULTIPLE) -> float:
+    """Padding share of flattened batches (:class:`FlatCollator`): each batch's
+    examples packed by :func:`best_fit_rows` into rows of its :func:`padded_width`.
+
+    >>> round(flattened_share([[6, 3, 2]]), 6)  # rows of 8: [6, 2] and [3]: 16 computed, 11 real
+    0.3125
+    """
+    real = computed = 0
+    for lengths in batches:
+        width = padded_width(lengths, multiple)
+        real += sum(lengths)
+        computed += width * (1 + max(row for row, _ in best_fit_rows(lengths, width)))
+    return 1 - real / computed

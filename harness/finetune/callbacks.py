@@ -81,7 +81,8 @@ class TokenAccountingCallback(TrainerCallback):
 
     The counts come from a forward pre-hook on the model (training mode only, so evaluation is not counted):
     a batch of ``b`` rows of width ``w`` computes ``b * w`` tokens, of which ``attention_mask.sum()`` are real
-    (all of them when there is no mask). Real-token sums stay on the device until read, so counting adds no
+    (a flattened batch's ``example_lengths.sum()``, whose samples are its examples, not its rows; all of them
+    when there is neither). Real-token sums stay on the device until read, so counting adds no
     GPU synchronisation per step. ``train_seconds`` sums the spans from ``on_step_begin`` to ``on_step_end``
     (forward, backward and optimizer; the batch is fetched before a step begins, and evaluation and
     checkpointing happen after it ends). Totals are saved in every checkpoint and restored on resume.
@@ -106,12 +107,15 @@ class TokenAccountingCallback(TrainerCallback):
         if ids is None:
             return
         mask = kwargs.get("attention_mask")
+        lengths = kwargs.get("example_lengths")  # a flattened batch (harness.finetune.flat): rows of examples
         self.totals["computed_tokens"] += ids.numel()
-        if mask is not None:
+        if lengths is not None:
+            self._real = self._real + lengths.sum()
+        elif mask is not None:
             self._real = self._real + mask.sum()
         else:
             self.totals["real_tokens"] += ids.numel()
-        self.totals["samples"] += ids.shape[0]
+        self.totals["samples"] += ids.shape[0] if lengths is None else lengths.numel()
 
     def _flush(self) -> None:
         if not isinstance(self._real, int):

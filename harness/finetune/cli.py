@@ -55,9 +55,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--report-to", metavar="TRACKER[,TRACKER]",
                    help="send the training logs to tensorboard, wandb and/or mlflow (offline, under OUTPUT; "
                    "default none); not part of the run id")
-    p.add_argument("--padding", help="batch layout: auto (default: bucketed, padded to a multiple of 8; no family "
-                   "is flattened correctly for classification in transformers 5.x), flatten (refused where "
-                   "unsupported), bucket or pad; an explicit value is part of the run id")
+    p.add_argument("--padding", help="batch layout: auto (default: bucketed, padded to a multiple of 8), flatten "
+                   "(the examples packed into rows; decoders only: gpt2, llama, mistral, qwen2), bucket or pad; an "
+                   "explicit value is part of the run id")
     p.add_argument("--save-steps", help="also checkpoint every N steps (always every epoch)")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints after the result is written")
     p.add_argument("--country", help="ISO alpha-3 country for the carbon intensity (default $VNR_COUNTRY_ISO_CODE or USA)")

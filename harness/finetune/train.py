@@ -357,6 +357,10 @@ def _train(
     if not task.is_regression:
         model.config.id2label = dict(enumerate(task.label_names))
         model.config.label2id = {n: i for i, n in enumerate(task.label_names)}
+    if batching["mode"] == "flattened":  # before PEFT wraps it: PEFT calls the inner model's forward
+        from harness.finetune.flat import enable_flat_forward
+
+        enable_flat_forward(model)
     peft_record = None
     if spec.peft:  # LoRA: only the adapters and the classifier head train
         from harness.finetune.adapters import apply_peft

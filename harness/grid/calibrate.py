@@ -242,16 +242,25 @@ def memory_probe(model: Any, spec: FinetuneSpec) -> None:
     position real), then the gradients are dropped: the peak memory a run of this shape can reach, whatever
     the lengths of the burst's own examples (a grid's first task may have short texts, the next long ones;
     N is bounded by this peak, so a longer task does not run out of memory at the calibrated N). Untimed:
-    it runs in the warm-up."""
+    it runs in the warm-up. With ``padding: flatten`` it is the flattened batch of that shape
+    (:mod:`harness.finetune.flat`: ``batch_size`` rows of one ``max_length`` example each), through the
+    flattened forward."""
     import torch
 
     device = next(model.parameters()).device
     vocab = int(getattr(model.config, "vocab_size", 0) or 2)
-    ids = torch.randint(0, vocab, (int(spec.batch_size), int(spec.max_length)), device=device)
+    rows, width = int(spec.batch_size), int(spec.max_length)
+    ids = torch.randint(0, vocab, (rows, width), device=device)
+    if spec.padding == "flatten":  # only decoders get here: run_finetune refuses flatten for the others
+        inputs = {"input_ids": ids, "position_ids": torch.arange(width, device=device).expand(rows, -1),
+                  "example_ends": torch.arange(1, rows + 1, device=device) * width - 1,
+                  "example_lengths": torch.full((rows,), width, device=device)}
+    else:
+        inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
     half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(spec.precision)
     with (torch.autocast(device.type, dtype=half) if half is not None and device.type == "cuda"
           else contextlib.nullcontext()):
-        out = model(input_ids=ids, attention_mask=torch.ones_like(ids))
+        out = model(**inputs)
     out.logits.float().sum().backward()
     model.zero_grad(set_to_none=True)
     if device.type == "cuda":
