@@ -42,6 +42,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -722,6 +723,16 @@ def failure_of(exc: BaseException) -> str | None:
     run_id, record, log_path = found
     where = f"record: {record}" + (f"; traceback: {log_path}" if log_path else "")
     return f"run {run_id} failed: {error_line(exc)} ({where})"
+
+
+def report_failed_run(exc: BaseException, prog: str) -> int:
+    """Exit status 1 after printing ``prog: <failure_of line>`` on stderr, for a run's recorded failure;
+    anything else (bad input and I/O errors, which the CLI edge reports in one line) is raised again."""
+    line = failure_of(exc)
+    if line is None or isinstance(exc, (UserError, OSError)):
+        raise exc
+    print(f"{prog}: {line}", file=sys.stderr)
+    return 1
 
 
 def _flatten(rec: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

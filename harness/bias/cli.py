@@ -10,7 +10,6 @@ imported until the command runs.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.api import score_bias
     from harness.schema import validate
     from harness.specs import BiasRunOptions, BiasSpec
-    from harness.store import RunStore, failure_of
+    from harness.store import RunStore, report_failed_run
 
     def flag(field: str) -> str:
         return "--" + field.replace("_", "-")
@@ -74,11 +73,7 @@ def run(args: argparse.Namespace) -> int:
         record = score_bias(spec, output=output, data_root=args.data_root, progress=not args.no_progress,
                             **options.given())
     except Exception as exc:  # a crash the lifecycle recorded: one line, the traceback is in the run's log
-        line = failure_of(exc)
-        if line is None or isinstance(exc, (UserError, OSError)):
-            raise
-        print(f"vnr bias: {line}", file=sys.stderr)
-        return 1
+        return report_failed_run(exc, "vnr bias")
     print(f"{RunStore(output).result_path(record['run_id'])}")
     print(summary_line(record))
     details = details_line(record)

@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     store = RunStore(output)
     store.ensure_writable()
     already = store.is_done(spec)
-    from harness.store import RunFailed, failure_of
+    from harness.store import RunFailed, report_failed_run
 
     try:
         record = finetune(
@@ -184,11 +184,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"vnr finetune: run failed: {exc}; record: {store.result_path(spec.run_id())}", file=sys.stderr)
         return 1
     except Exception as exc:  # a crash the lifecycle recorded: one line, the traceback is in the run's log
-        line = failure_of(exc)
-        if line is None or isinstance(exc, (UserError, OSError)):
-            raise
-        print(f"vnr finetune: {line}", file=sys.stderr)
-        return 1
+        return report_failed_run(exc, "vnr finetune")
     settings = record.get("settings") or {}
     if settings.get("precision_source") and not already:  # what chose the precision of the run that just trained
         print(f"precision {settings.get('precision')}, chosen by {settings['precision_source']}")
