@@ -21,6 +21,7 @@ the tiny BERT, to check the script itself; the CPU has no FLOP/s peak unless ``-
 
     python scripts/bench_gpu_grid.py                      # bert-base shape
     python scripts/bench_gpu_grid.py --shape gpt2 --json  # one JSON document on stdout
+    python scripts/bench_gpu_grid.py --shape gpt2 --padding flatten   # the same, flattened batches
 """
 
 from __future__ import annotations
@@ -218,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=None, help="untimed steps first (default: calibration's)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--padding", choices=("auto", "bucket", "pad", "flatten"), default="auto",
+                   help="batch layout of the bursts (default %(default)s; flatten: the gpt2 shape only)")
     p.add_argument("--peak-tflops", type=float, default=None, help="the device's peak TFLOP/s for the floor "
                    "(default: by GPU name from PEAK_TFLOPS)")
     p.add_argument("--output", default=None, help="keep <output>/calibration/<kind>.json here (default: a temp dir)")
@@ -226,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpu", action="store_true", help="run on the CPU (checks the script, measures nothing useful)")
     opts = p.parse_args(argv)
     opts.shape = opts.shape or ("small" if opts.cpu else "bert-base")
+    if opts.padding == "flatten" and opts.shape != "gpt2":
+        p.error("--padding flatten: only decoders flatten (use --shape gpt2)")
 
     import torch
 
@@ -254,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         model, parameters = build_shape(opts.shape, work / "model", data_root)
         spec = FinetuneSpec(model, get_task(opts.task).name, 0, batch_size=opts.batch_size,
-                            max_length=opts.max_length)
+                            max_length=opts.max_length, padding=opts.padding)
         paper = project_grid({"x": 1.0}, models={m: "x" for m in PAPER_MODELS})["total_samples"]
         cal = ensure_calibration(spec, Path(opts.output) if opts.output else work / "out", data_root=data_root,
                                  grid_samples_total=paper,
@@ -272,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parameters = parameters or int(next(r for r in cal.doc["rows"] if r["status"] == "measured")["model_parameters"])
     peak = opts.peak_tflops if opts.peak_tflops is not None else peak_tflops(device.name) if device.type == "cuda" else None
     report = summarise(cal, parameters=parameters, tokens=tokens, shape=opts.shape, peak=peak, device_name=device.name)
+    report["padding"] = opts.padding
     if opts.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -280,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     one = report["one_run_per_gpu"]
     print(f"paper grid ({len(PAPER_MODELS)} models x {len(GLUE_TRAIN_SIZES)} tasks x {PAPER_SEEDS} seeds x "
           f"{PAPER_EPOCHS} epochs = {proj['total_samples'] / 1e6:.0f} M training samples, every model at the "
-          f"{opts.shape} shape), device-hours of training on {device.name}:")
+          f"{opts.shape} shape, padding {opts.padding}), device-hours of training on {device.name}:")
     print(f"  calibrated (N={report['chosen']['runs_per_gpu']}, {report['chosen']['precision']}, "
           f"{report['chosen']['samples_s']:.0f} samples/s): {proj['calibrated_gpu_hours']:.1f}")
     print(f"  one run per device (N=1, {one['precision']}, {one['samples_s']:.0f} samples/s): "

@@ -100,6 +100,9 @@ def test_a_second_grid_start_reuses_the_file_and_runs_no_burst(calibrated, data_
     # the same shape with another seed or task is the same entry; another batch size is not (it would calibrate)
     assert shape_key(FinetuneSpec("tiny:bert", "stsb", 3, **HYPER)) == shape_key(SPEC)
     assert shape_key(FinetuneSpec("tiny:bert", "rte", 0, batch_size=16, max_length=64)) != shape_key(SPEC)
+    # nor is another batch layout or LoRA (another throughput and memory per run)
+    for other in ({"padding": "bucket"}, {"peft": "lora"}):
+        assert shape_key(FinetuneSpec("tiny:bert", "rte", 0, **{**HYPER, **other})) != shape_key(SPEC)
 
 
 @pytest.mark.slow

@@ -122,6 +122,13 @@ def test_padding_report_on_the_glue_data(data_root: Path):
         assert r["length_grouped"] < r["random"] <= r["random_bucketed"]
 
 
+def test_bench_gpu_grid_flattens_only_the_decoder_shape():
+    out = subprocess.run([sys.executable, str(GPU_GRID), "--padding", "flatten"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and out.stderr.splitlines()[-1].endswith(
+        "error: --padding flatten: only decoders flatten (use --shape gpt2)")
+
+
 def test_bench_gpu_grid_skips_in_one_line_without_a_gpu():
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     out = subprocess.run([sys.executable, str(GPU_GRID), "--json"], capture_output=True, text=True,
@@ -175,6 +182,7 @@ def test_bench_gpu_grid_calibrates_on_cpu_and_projects(data_root: Path, tmp_path
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     assert Path(report["calibration_file"]) == tmp_path / "calibration" / f"{report['device_kind']}.json"
+    assert report["padding"] == "auto"
     measured = [r for r in report["rows"] if r["status"] == "measured"]
     assert [r["n"] for r in measured][:1] == [1] and all(r["precision"] == "fp32" for r in measured)
     for r in measured:  # three timed windows of 4 steps per run at batch 16

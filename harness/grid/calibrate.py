@@ -180,14 +180,22 @@ def candidate_precisions(device: Device) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------------- the grid's size and shape
 def shape_key(spec: FinetuneSpec) -> str:
-    """What a calibration entry is for: the spec's model, max_length, batch_size and requested precision.
+    """What a calibration entry is for: the spec's model, max_length, batch_size and requested precision, and
+    where set, its model_args, an explicit batch layout and LoRA adapters (each changes the throughput and
+    memory a run has; a default spec's key is as before they were named).
 
     >>> shape_key(FinetuneSpec("tiny:bert", "rte", 0, batch_size=8))
     'model=tiny:bert,max_length=128,batch_size=8,precision=auto'
+    >>> shape_key(FinetuneSpec("tiny:gpt2", "rte", 0, padding="flatten", peft="lora"))
+    'model=tiny:gpt2,max_length=128,batch_size=16,precision=auto,padding=flatten,peft={"alpha": 16.0, "dropout": 0.1, "method": "lora", "r": 8}'
     """
     key = f"model={spec.model},max_length={spec.max_length},batch_size={spec.batch_size},precision={spec.precision}"
     if spec.model_args:
         key += ",model_args=" + json.dumps(dict(spec.model_args), sort_keys=True, default=str)
+    if spec.padding != "auto":
+        key += f",padding={spec.padding}"
+    if spec.peft:
+        key += ",peft=" + json.dumps(dict(spec.peft), sort_keys=True, default=str)
     return key
 
 
