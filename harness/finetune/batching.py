@@ -105,6 +105,22 @@ def choose_batching(model_type: str, padding: str = "auto") -> dict[str, Any]:
             "requested": padding}
 
 
+def check_devices(batching: dict[str, Any], n_gpu: int) -> None:
+    """A flattened batch is one unit: its ``example_ends`` index the rows laid end to end, so the Trainer's
+    DataParallel (one process over several visible GPUs), which cuts every tensor of a batch along its first
+    dimension, would pair rows with the wrong examples. Refused there.
+
+    >>> check_devices({"mode": "flattened"}, 2)
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: padding flatten needs one device per run, and this run sees 2 GPUs (the Trainer would split each flattened batch across them): make one GPU visible (CUDA_VISIBLE_DEVICES) or use padding: auto
+    """
+    if batching["mode"] == "flattened" and n_gpu > 1:
+        raise UserError(f"padding flatten needs one device per run, and this run sees {n_gpu} GPUs (the Trainer "
+                        "would split each flattened batch across them): make one GPU visible "
+                        "(CUDA_VISIBLE_DEVICES) or use padding: auto")
+
+
 def make_collator(tokenizer: Any, batching: dict[str, Any]) -> Any:
     """The data collator for a :func:`choose_batching` result (padded or bucketed: right padding; flattened:
     :class:`FlatCollator`, whose batches need :func:`~harness.finetune.flat.enable_flat_forward`)."""

@@ -316,7 +316,7 @@ def _train(
     from transformers import Trainer, TrainingArguments
 
     from harness.energy.tracker import EfficiencyTracker, read_checkpoint_efficiency
-    from harness.finetune.batching import choose_batching, make_collator
+    from harness.finetune.batching import check_devices, choose_batching, make_collator
     from harness.finetune.callbacks import (
         CheckpointCallback,
         EfficiencyCallback,
@@ -412,6 +412,7 @@ def _train(
         use_cpu=not cuda,
         full_determinism=not cuda,  # deterministic kernels on CPU (same seed, same result)
     )
+    check_devices(batching, args.n_gpu if cuda else 0)
     settings.update({
         "batching": batching,
         "group_by_length": spec.group_by_length,
