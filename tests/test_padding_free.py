@@ -355,3 +355,11 @@ def test_the_memory_probe_of_a_flattened_run_computes_one_full_row(family, rte):
     assert seen == [(3, 128)]
     assert all(p.grad is None for p in model.parameters())
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
+
+
+def test_the_flat_forward_needs_a_score_head_and_a_body(rte):
+    from harness.finetune.flat import enable_flat_forward
+
+    _, encoder, _ = _model("bert", rte[3])  # a classifier head, not score: never flattened (batching refuses it)
+    with pytest.raises(ValueError, match="BertForSequenceClassification has no score head and body"):
+        enable_flat_forward(encoder)

@@ -32,8 +32,9 @@ def flat_forward(self: Any, input_ids: torch.Tensor | None = None, attention_mas
                  position_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
                  token_type_ids: torch.Tensor | None = None, example_ends: torch.Tensor | None = None,
                  example_lengths: torch.Tensor | None = None, **kwargs: Any) -> Any:
-    """The forward :func:`enable_flat_forward` installs: a flattened row scored per example, anything else by
-    the class's own forward. (Its parameters are the columns the Trainer keeps in a dataset.)"""
+    """The forward :func:`enable_flat_forward` installs: a flattened batch scored per example, anything else by
+    the class's own forward. (Its parameters are the columns the Trainer keeps in a dataset;
+    ``example_lengths`` is read by the token accounting's hook, not here.)"""
     if token_type_ids is not None:
         kwargs["token_type_ids"] = token_type_ids
     if example_ends is None:
@@ -57,7 +58,8 @@ def enable_flat_forward(model: Any) -> Any:
     """Give this model instance (a transformers decoder ``…ForSequenceClassification``: ``score`` head, body
     at ``base_model_prefix``) the flattened-batch forward; its class, weights and checkpoints are unchanged.
     Call it before wrapping the model (PEFT calls the inner model's ``forward``)."""
-    if not hasattr(model, "score") or not hasattr(model, getattr(model, "base_model_prefix", "") or "\0"):
+    prefix = getattr(model, "base_model_prefix", "")
+    if not (hasattr(model, "score") and prefix and hasattr(model, prefix)):
         raise ValueError(f"{type(model).__name__} has no score head and body to score flattened examples with")
     model.forward = types.MethodType(flat_forward, model)
     return model
