@@ -9,8 +9,9 @@ the same examples in the same order (so their training losses agree):
 * ``padded``: ours (:func:`harness.finetune.train.runtime_settings`), each batch padded to its longest example;
 * ``ours``: what :func:`harness.finetune.train.run_finetune` uses: the batch layout ``padding: auto`` picks
   (:mod:`harness.finetune.batching`; bucketed to a multiple of 8) and the token accounting callback;
-* ``--family gpt2`` (a decoder) also ``flattened``: ``padding: flatten``, one row per batch without padding
-  (:mod:`harness.finetune.flat`), to decide whether ``auto`` should flatten decoders on this device;
+* ``--family gpt2`` (a decoder) also ``flattened``: ``padding: flatten``, each batch packed into rows as wide
+  as its longest example (:mod:`harness.finetune.flat`), to decide whether ``auto`` should flatten decoders
+  on this device;
 * on a GPU also ``ours in fp32`` where ours is not fp32.
 
 Trustworthy timing: ``--steps`` (default 100; ``--quick`` 12) timed steps per variant after

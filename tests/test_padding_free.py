@@ -314,6 +314,18 @@ def test_vnr_finetune_refuses_an_unknown_padding_in_one_line_and_writes_nothing(
     assert not out.exists()
 
 
+def test_vnr_finetune_refuses_flatten_for_an_encoder_in_one_line_and_writes_nothing(tmp_path, capsys, data_root):
+    from harness.cli import main
+
+    out = tmp_path / "out"
+    code = main(["finetune", "--model", "tiny:bert", "--task", "rte", "--seed", "0", "--padding", "flatten",
+                 "--output", str(out), "--data-root", str(data_root), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("vnr finetune: error: padding flatten is not supported for model_type bert")
+    assert not (out / "runs").exists() or not any((out / "runs").iterdir())  # no record (as the other refusals)
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_calibration_memory_probe_runs_a_full_batch_and_changes_nothing(family, rte):
     """The calibration's memory probe (one full batch_size x max_length forward and backward in each burst
