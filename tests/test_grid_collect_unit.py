@@ -78,9 +78,8 @@ def test_a_task_with_two_metrics_counts_once_under_weighted(grid):
     #   B: 1 + 1 + 1 + 1 + 0 = 4 → 0.8;   C: 0 + 0 + 2 + 2 + 2 = 6 → 1.2
     assert {m: got.score_of(m) for m in "ABC"} == pytest.approx({"A": 1.0, "B": 0.8, "C": 1.2})
     assert list(got.winners) == ["C"]
-    # with weight 1 per metric (what collect wrote before) A would have won: 9 points against C's 6
-    flat = perf.with_weights({c: 1.0 for c in perf.names})
-    assert list(rank(flat, "borda", setting="weighted").results["borda"].winners) == ["A"]
+    # one vote per metric (--vote column) A wins: 9 points against C's 6
+    assert list(rank(perf, "borda", setting="weighted", vote="column").results["borda"].winners) == ["A"]
 
 
 def test_the_sidecar_names_and_hashes_the_matrix_and_rank_refuses_a_changed_matrix(grid, capsys):
