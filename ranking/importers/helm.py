@@ -566,7 +566,7 @@ def board_scores(table: Any, *, ties: str | None = None) -> Any:
 
     voting = [(j, c) for j, c in enumerate(table.criteria) if not getattr(c, "detail", False)]
     if ties is None:
-        old = any((getattr(c, "settings", None) or {}).get("helm_version") == "<0.5.4" for _, c in voting)
+        old = any(dict(getattr(c, "settings", None) or ()).get("helm_version") == "<0.5.4" for _, c in voting)
         ties = "order" if old else "half"
     per_model: list[list[float]] = [[] for _ in table.models]
     for j, c in voting:
