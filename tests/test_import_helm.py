@@ -65,15 +65,16 @@ def model(m: str, runs: list[str] | None = None) -> dict:
 
 
 def table(title: str, name: str, heads: list[dict], rows: list[list], win_rates: list | None = None,
-          links: list[str] | None = None) -> dict:
-    """A HELM table; ``win_rates`` (the file's own Mean win rate) puts HELM's column after the model column."""
+          links: list[str] | None = None, runs: bool = True) -> dict:
+    """A HELM table; ``win_rates`` (the file's own Mean win rate) puts HELM's column after the model column;
+    ``runs=False``: cells as HELM before 0.5 wrote them (no ``run_spec_names``)."""
     header = [MODEL_HEAD, *([WIN_RATE] if win_rates is not None else []), *heads]
     body = []
     for k, (m, *values) in enumerate(rows):
         wr = [] if win_rates is None else [{"markdown": False} if win_rates[k] is None else
                                            {"value": win_rates[k], "markdown": False}]
         body.append([model(m, [f"{name}:model={m}"] if links else None), *wr,
-                     *[cell(v, [f"run:{m}"]) for v in values]])
+                     *[cell(v, [f"run:{m}"] if runs else None) for v in values]])
     return {"title": title, "header": header, "rows": body, "links": [], "name": name}
 
 
@@ -323,7 +324,7 @@ def test_board_parity_one_model_has_no_win_rate(tmp_path):
     """HELM 0.4 (a one-model suite of 2023-11): the Mean win rate cell is empty, and so is the board's."""
     path = write(tmp_path / "core_scenarios.json", [
         table("Accuracy", "accuracy", [head("MMLU - EM", False, "EM", "MMLU"), head("BoolQ - EM", False, "EM", "BoolQ")],
-              [["huggingface/gpt2", 0.1111111111111111, None]], win_rates=[None])])
+              [["huggingface/gpt2", 0.1111111111111111, None]], win_rates=[None], runs=False)])
     t, _ = imported([path])
     assert t.names == ("MMLU - EM",) and np.isnan(board_scores(t)).all()
 
