@@ -406,9 +406,11 @@ def test_helm_round_trips(tmp_path, capsys):
     assert "left out 2 win-rate column(s)" in err and "MMLU - # eval" in err
     doc = sidecar(res)
     assert doc["criteria"]["MMLU - EM"] == {"direction": "higher", "weight": 1.0, "group": "Accuracy", "unit": "EM",
-                                            "source": "HELM core_scenarios"}
+                                            "source": "HELM core_scenarios", "benchmark": "MMLU", "task": "MMLU",
+                                            "metric": "EM", "range": [0.0, 1.0]}
     eff = doc["criteria"]["MMLU - Observed inference time (s)"]
-    assert eff["direction"] == "lower" and eff["group"] == "Efficiency"
+    # MMLU votes once, through its Accuracy-table column: its inference time is detail
+    assert eff["direction"] == "lower" and eff["group"] == "Efficiency" and eff["detail"] is True
     table = ranking.load_table(res)
     assert np.isnan(table.values[table.model_index("Small Z (7B)"), table.names.index("NarrativeQA - F1")])
     assert borda_order(capsys, res)[0] == "GPT-X (0613)"  # best accuracy on both (inference time: the slowest)
@@ -511,9 +513,9 @@ def test_helm_table_given_twice(tmp_path):
         (tmp_path / name).write_text(json.dumps(helm_tables()[:1]))
     notes = []
     table = ranking.load_table([tmp_path / "a.json", tmp_path / "b.json"], format="helm", note=notes.append)
-    assert "Accuracy / MMLU - EM" in table.names  # a name two tables share carries the table's title
-    assert any("appears twice: kept the one of" in n for n in notes)
-    with pytest.raises(UserError, match="appears twice"):
+    assert table.names == ("MMLU - EM", "NarrativeQA - F1")  # the same measure twice is one column
+    assert any(n.startswith("helm: 2 column(s) repeat a measure already imported") for n in notes)
+    with pytest.raises(UserError, match="'MMLU - EM' appears 2 times"):
         ranking.load_table([tmp_path / "a.json", tmp_path / "b.json"], format="helm", on_duplicate="error")
 
 

@@ -277,15 +277,19 @@ def test_helm_a_model_twice_in_one_table(capsys):
         "--on-duplicate newest (which keeps one when their scores agree)")
 
 
-def test_helm_a_column_given_twice_keeps_all_of_the_last_files_scores(capsys):
-    """The column of the file given last replaces the other's entirely: no model keeps a score of the other file."""
+def test_helm_a_column_given_twice_with_other_scores_keeps_both_apart(capsys):
+    """Two files' copies of a column that differ are other runs: each is its own column (named by its file), neither
+    file's scores are dropped, and they share the benchmark's vote."""
     helm('[{"value": "M"}, {"value": 0.9}]', '[{"value": "N"}, {"value": 0.5}]')
     Path("core.json").rename("a.json")
     helm('[{"value": "N"}, {"value": 0.6}]', '[{"value": "O"}, {"value": 0.4}]')
     table, notes = imported(capsys, "helm", "a.json", "core.json")
-    assert table.models == ("N", "O") and table.values.tolist() == [[0.6], [0.4]]
-    assert "helm: column 'Acc / X - EM' appears twice: kept the one of core.json (given last)" in notes
-    assert "helm a.json, core.json: left out 1 model(s) without any score (M)" in notes
+    assert table.names == ("X - EM [a.json]", "X - EM [core.json]")
+    assert table.models == ("M", "N", "O")
+    np.testing.assert_array_equal(table.values, [[0.9, np.nan], [0.5, 0.6], [np.nan, 0.4]])
+    assert [c.benchmark for c in table.criteria] == ["X", "X"] and not any(c.detail for c in table.criteria)
+    assert ("helm: X 'EM' is given 2 times with different scores (a.json .[0].header[1]; core.json .[0].header[1]): "
+            "other runs, kept as separate columns that share X's vote") in notes
 
 
 # ---------------------------------------------------------------------- MTEB
