@@ -361,18 +361,19 @@ def test_open_llm_leaderboard_round_trips(tmp_path, capsys):
     path = write_open_llm(tmp_path / "contents.csv", [
         ("org/big", "bfloat16", 40.0, 70.0, 30.0, "2024-06-12"),
         ("org/mid", "bfloat16", 30.0, 7.0, 3.0, "2024-06-12"),
-        ("org/small", "float16", 10.0, 0.5, 0.2, "2024-06-10"),
-        ("org/small", "bfloat16", 12.0, 0.5, 0.25, "2024-07-01"),  # the same model again, submitted later
+        ("org/small", "bfloat16", 10.0, 0.5, 0.2, "2024-06-10"),
+        ("org/small", "bfloat16", 12.0, 0.5, 0.25, "2024-07-01"),  # the same model and precision, submitted later
     ])
     res = tmp_path / "res"
     code, _, err = vnr(capsys, "import", "open-llm-leaderboard", path, "-o", res)
     assert code == 0, err
-    assert "left out the 'Average ⬆️' column" in err and "'org/small' of the leaderboard appears 2 times" in err
+    assert "'Average ⬆️' left out" in err and "'org/small' of the leaderboard appears 2 times" in err
     doc = sidecar(res)
-    assert list(doc["criteria"]) == ["#Params (B)", "CO₂ cost (kg)", "IFEval", "BBH", "MATH Lvl 5", "GPQA", "MUSR",
-                                     "MMLU-PRO"]
-    assert doc["criteria"]["CO₂ cost (kg)"] | {} == {"direction": "lower", "weight": 1.0, "group": "efficiency",
-                                                     "unit": "kg CO2eq", "source": "Open LLM Leaderboard"}
+    assert list(doc["criteria"]) == ["#Params (B)", "CO₂ cost (kg)", "IFEval Raw", "IFEval", "BBH Raw", "BBH",
+                                     "MATH Lvl 5 Raw", "MATH Lvl 5", "GPQA Raw", "GPQA", "MUSR Raw", "MUSR",
+                                     "MMLU-PRO Raw", "MMLU-PRO"]
+    assert {k: doc["criteria"]["CO₂ cost (kg)"][k] for k in ("direction", "weight", "group", "unit", "source")} == {
+        "direction": "lower", "weight": 1.0, "group": "efficiency", "unit": "kg CO2eq", "source": "Open LLM Leaderboard"}
     assert doc["criteria"]["#Params (B)"]["unit"] == "billion parameters"
     assert doc["criteria"]["BBH"]["direction"] == "higher" and doc["criteria"]["BBH"]["group"] == "performance"
     table = ranking.load_table(res)

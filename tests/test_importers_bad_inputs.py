@@ -426,13 +426,13 @@ def test_open_llm_empty_cells_are_missing(capsys):
     (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/b,bf16,41,31"],
      "contents.csv: line 3 has 4 field(s), the header 10: give every row one value per column (an empty value for a "
      "missing one)"),
-    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,yesterday"],
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,bf16,41,31,11,6,8,21,19.7,yesterday"],
      "contents.csv: line 3: model 'org/a' is listed more than once and this row's 'Submission Date' is 'yesterday', "
      "not a date (YYYY-MM-DD or ISO 8601), so the newest row cannot be told: give its date, or keep one row"),
-    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,"],
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,bf16,41,31,11,6,8,21,19.7,"],
      "contents.csv: line 3: model 'org/a' is listed more than once and this row's 'Submission Date' is empty, "
      "not a date (YYYY-MM-DD or ISO 8601), so the newest row cannot be told: give its date, or keep one row"),
-    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,2024-06-12"],
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,bf16,41,31,11,6,8,21,19.7,2024-06-12"],
      "model 'org/a' of the leaderboard appears 2 times with the same Submission Date but different scores "
      "(contents.csv line 2, contents.csv line 3), so none is the newest: keep one of them"),
 ])
@@ -443,7 +443,7 @@ def test_open_llm_rows_that_cannot_be_read_or_chosen(rows, message, capsys):
 
 def test_open_llm_dates_are_compared_as_dates(capsys):
     """`2024-06-12T09:00:00Z` is newer than `2024-06-12`; the date of a model listed once is not needed."""
-    leaderboard("org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12T09:00:00Z", "org/a,f16,41,31,11,6,8,21,19.7,2024-06-12",
+    leaderboard("org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12T09:00:00Z", "org/a,bf16,41,31,11,6,8,21,19.7,2024-06-12",
                 "org/b,bf16,41,31,11,6,8,21,19.7,yesterday")  # one row: its date is not needed
     table, notes = imported(capsys, "open-llm-leaderboard", "contents.csv")
     assert table.values[table.model_index("org/a"), table.names.index("IFEval")] == 40.0
