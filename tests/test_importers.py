@@ -442,18 +442,13 @@ def test_mteb_round_trips(tmp_path, capsys):
 
 
 def test_mteb_duplicate_revisions_and_bad_files(tmp_path, capsys):
+    """Two revisions of a model are two rows (identity is model + revision; file times never decide)."""
     root = tmp_path / "results"
-    old = write_mteb(root, "org__m", "rev1", "Banking77Classification", [0.5])
+    write_mteb(root, "org__m", "rev1", "Banking77Classification", [0.5])
     new = write_mteb(root, "org__m", "rev2", "Banking77Classification", [0.6])
-    import os
-
-    os.utime(old, (1_700_000_000, 1_700_000_000))
-    os.utime(new, (1_800_000_000, 1_800_000_000))
     notes = []
     table = ranking.load_table(root, format="mteb", note=notes.append)
-    assert table.values[0, 0] == 0.6 and any("kept the newest" in n for n in notes)
-    with pytest.raises(UserError, match="appears 2 times"):
-        ranking.load_table(root, format="mteb", on_duplicate="error")
+    assert table.models == ("org/m (rev1)", "org/m (rev2)") and table.values[:, 0].tolist() == [0.5, 0.6]
     new.write_text("{not json")
     code, _, err = vnr(capsys, "import", "mteb", root, "-o", tmp_path / "res")
     assert code == 2 and err.count("\n") == 1 and "Banking77Classification.json is not valid JSON" in err
