@@ -19,6 +19,7 @@ import pytest
 
 import ranking
 from harness.cli import main
+from ranking.boards import board_scores
 from ranking.errors import UserError
 from ranking.importers import mteb
 from ranking.importers.common import Options
@@ -66,14 +67,8 @@ def old_flat(task: str, value: float | None, *, main: bool = True) -> dict:
             "validation": dict(metrics)}
 
 
-def collect(notes: list[str]):
-    def note(message: str, **kind: object) -> None:
-        notes.append(message)
-    return note
-
-
 def read(paths: list[Path], notes: list[str] | None = None, **options: object):
-    return mteb.read(paths, Options(note=collect(notes if notes is not None else []), **options))
+    return mteb.read(paths, Options(sink=(notes if notes is not None else []).append, **options))
 
 
 def test_files_before_1_11_are_read_as_mteb_reads_them(tmp_path):
@@ -184,7 +179,7 @@ def test_each_task_is_one_benchmark_voting_once(tmp_path):
     root = tmp_path / "m"
     write(root, "A", "r", "T", new_file("T", {"eng": 0.5, "deu": 0.7}))
     crit = read([root]).criteria[0]
-    assert (crit.benchmark, crit.task, crit.metric, crit.settings, tuple(crit.range), crit.detail) == (
+    assert (crit.benchmark, crit.task, crit.metric, dict(crit.settings), crit.range, crit.detail) == (
         "T", "T", "main_score", {"split": "test", "subsets": 2}, (-1.0, 1.0), False)
 
 
@@ -211,8 +206,10 @@ def test_the_readme_example_imports_the_shipped_sample_and_ranks(tmp_path, capsy
     _, err = capsys.readouterr()
     assert code == 0, err
     table = ranking.load_table(out)
-    assert table.models == ("demo-org/mini-embed", "demo-org/old-embed")
-    assert main(["rank", str(out)]) == 0
+    assert table.models == ("demo-org/mini-embed", "demo-org/old-embed") and table.board == "mteb"
+    np.testing.assert_allclose(board_scores(table), [(0.80 + (0.76 + 0.47) / 2 + 0.55) / 3,
+                                                     (0.73 + (0.70 + 0.41) / 2 + 0.52) / 3])
+    assert main(["rank", str(out), "--board"]) == 0
     assert "demo-org/mini-embed" in capsys.readouterr().out
 
 

@@ -18,6 +18,7 @@ import pytest
 
 import ranking
 from harness.cli import main
+from ranking.boards import board_scores
 from ranking.errors import UserError
 from ranking.importers import open_llm
 from ranking.importers.common import Options
@@ -83,14 +84,8 @@ def v2_table(tmp_path) -> Path:
     ])
 
 
-def collect(notes: list[str]):
-    def note(message: str, **kind: object) -> None:
-        notes.append(message)
-    return note
-
-
 def read(paths: list[Path], notes: list[str] | None = None, **options: object):
-    return open_llm.read(paths, Options(note=collect(notes if notes is not None else []), **options))
+    return open_llm.read(paths, Options(sink=(notes if notes is not None else []).append, **options))
 
 
 def test_v2_identity_is_fullname_and_precision(v2_table):
@@ -118,10 +113,10 @@ def test_each_benchmark_is_one_criterion_with_its_raw_score_as_detail(v2_table):
     table = read([v2_table])
     by_name = {c.name: c for c in table.criteria}
     bbh, raw, co2 = by_name["BBH"], by_name["BBH Raw"], by_name["CO₂ cost (kg)"]
-    assert (bbh.benchmark, bbh.task, bbh.metric, bbh.settings, tuple(bbh.range), bbh.detail) == (
+    assert (bbh.benchmark, bbh.task, bbh.metric, dict(bbh.settings), bbh.range, bbh.detail) == (
         "BBH", "BBH", "normalized score", {"n_shot": 3, "leaderboard": "v2"}, (0.0, 100.0), False)
-    assert (raw.benchmark, raw.metric, tuple(raw.range), raw.detail) == ("BBH", "raw score", (0.0, 1.0), True)
-    assert (co2.benchmark, co2.direction, co2.group, tuple(co2.range)) == ("CO₂ cost (kg)", "lower", "efficiency",
+    assert (raw.benchmark, raw.metric, raw.range, raw.detail) == ("BBH", "raw score", (0.0, 1.0), True)
+    assert (co2.benchmark, co2.direction, co2.group, co2.range) == ("CO₂ cost (kg)", "lower", "efficiency",
                                                                           (0.0, None))
     voting = [c.name for c in table.criteria if not c.detail]
     assert voting == ["#Params (B)", "CO₂ cost (kg)", "IFEval", "BBH", "MATH Lvl 5", "GPQA", "MUSR", "MMLU-PRO"]
@@ -143,7 +138,7 @@ def test_a_row_whose_average_is_not_the_mean_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("column, value, shown", [
-    ("BBH", 150.0, "150.0"), ("GPQA Raw", 1.2, "1.2"), ("CO₂ cost (kg)", -0.5, "-0.5"), ("#Params (B)", -7.0, "-7.0"),
+    ("BBH", 150.0, "150"), ("GPQA Raw", 1.2, "1.2"), ("CO₂ cost (kg)", -0.5, "-0.5"), ("#Params (B)", -7.0, "-7"),
 ])
 def test_impossible_values_are_refused_or_missing(tmp_path, column, value, shown):
     row = v2_row(0, "org/a", "bfloat16", [0.5] * 6, 7.0, 1.0)
@@ -181,7 +176,7 @@ def test_v1_export_reads_with_its_date_column_and_parity(tmp_path):
     assert table.values[0, table.names.index("ARC")] == 39.7  # the newest `date`
     assert any("appears 2 times: kept the newest (" in n for n in notes)
     arc = table.criteria[table.names.index("ARC")]
-    assert (arc.benchmark, arc.metric, arc.settings, arc.unit) == ("ARC", "acc_norm", {"n_shot": 25, "leaderboard": "v1"},
+    assert (arc.benchmark, arc.metric, dict(arc.settings), arc.unit) == ("ARC", "acc_norm", {"n_shot": 25, "leaderboard": "v1"},
                                                                   "score (0-100)")
     np.testing.assert_allclose(open_llm.board_scores(table), [sum([39.7, 68.8, 26.8, 31.8, 64.2, 1.7]) / 6,
                                                               sum([47.9, 78.1, 27.8, 34.3, 72.4, 4.6]) / 6])
@@ -204,6 +199,14 @@ def test_the_readme_example_imports_the_shipped_sample_and_ranks(tmp_path, capsy
     assert code == 0, err
     table = ranking.load_table(out)
     assert "demo-org/tiny-chat (bfloat16)" in table.models and "demo-org/tiny-chat (float16)" in table.models
-    assert main(["rank", str(out)]) == 0
+    assert table.board == "open-llm-leaderboard"
+    with open(SAMPLES / "contents_v2.csv", encoding="utf-8") as fh:
+        published = {(r["fullname"], r["Precision"]): float(r["Average ⬆️"]) for r in csv.DictReader(fh)}
+    expected = [published["demo-org/base-7b", "bfloat16"], published["demo-org/tiny-chat", "bfloat16"],
+                published["demo-org/tiny-chat", "float16"], published["demo-org/mystery-3b", "bfloat16"]]
+    assert table.models == ("demo-org/base-7b", "demo-org/tiny-chat (bfloat16)", "demo-org/tiny-chat (float16)",
+                            "demo-org/mystery-3b")
+    np.testing.assert_allclose(board_scores(table), expected, rtol=0, atol=1e-9)  # the board's own Average, rounded
+    assert main(["rank", str(out), "--board"]) == 0
     printed = capsys.readouterr().out
-    assert "demo-org/tiny-chat (bfloat16)" in printed
+    assert "demo-org/tiny-chat (bfloat16)" in printed and "votes: one per benchmark (8 benchmarks from 14 columns" in printed
