@@ -469,7 +469,8 @@ def test_codecarbon_joins_lm_eval_as_efficiency(lm_eval_out, tmp_path, capsys):
     assert "no emissions for org/C" in notes
     doc = sidecar(res)
     assert doc["criteria"]["energy_kwh"] == {"direction": "lower", "weight": 1.0, "group": "efficiency", "unit": "kWh",
-                                             "source": "codecarbon energy_consumed"}
+                                             "source": "codecarbon energy_consumed", "benchmark": "energy_kwh",
+                                             "metric": "energy_consumed", "range": [0.0, None]}
     assert doc["criteria"]["emissions_kg"]["unit"] == "kg CO2eq" and doc["criteria"]["duration_s"]["unit"] == "s"
     table = ranking.load_table(res)
     np.testing.assert_allclose(table.values[:, table.names.index("energy_kwh")], [1.5, 0.2, np.nan])

@@ -366,10 +366,13 @@ CODECARBON_BAD = {
     ("t,,x,10,0.1,1.0\n", None): "e.csv: line 2 has an empty project_name: name every run's project "
                                  "(or pass --by experiment_id)",
     ("t,a,x,10,0.1\n", None): "e.csv: line 2 has 5 field(s), the header 6: give every row one value per column "
-                              "(an empty value for a missing one)",
-    ("t,a,x,10,0.1,inf\n", None): "e.csv: line 2, project_name 'a', energy_consumed is 'inf', not a finite number",
+                              "(an empty value for a missing one), or pass --skip-bad-rows to skip codecarbon's "
+                              "corrupt rows",
+    ("t,a,x,10,0.1,inf\n", None): "e.csv: line 2, project_name 'a', energy_consumed is 'inf', not a finite number; or "
+                                  "pass --skip-bad-rows to skip codecarbon's corrupt rows",
     ("t,a,x,10,0.1,1 kWh\n", None): "e.csv: line 2, project_name 'a', energy_consumed is '1 kWh', not a number "
-                                    "(leave it empty for a missing score)",
+                                    "(leave it empty for a missing score); or pass --skip-bad-rows to skip "
+                                    "codecarbon's corrupt rows",
     ("t,a,x,10,0.1,1\n", "a: null"): "codecarbon model map map.yaml: project 'a' maps to null, not a model name: "
                                      "write `a: ORG/MODEL` (a model name as text)",
     ("t,a,x,10,0.1,1\n", "a: {x: 1}"): 'codecarbon model map map.yaml: project \'a\' maps to {"x": 1}, not a model '
