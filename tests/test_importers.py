@@ -361,18 +361,19 @@ def test_open_llm_leaderboard_round_trips(tmp_path, capsys):
     path = write_open_llm(tmp_path / "contents.csv", [
         ("org/big", "bfloat16", 40.0, 70.0, 30.0, "2024-06-12"),
         ("org/mid", "bfloat16", 30.0, 7.0, 3.0, "2024-06-12"),
-        ("org/small", "float16", 10.0, 0.5, 0.2, "2024-06-10"),
-        ("org/small", "bfloat16", 12.0, 0.5, 0.25, "2024-07-01"),  # the same model again, submitted later
+        ("org/small", "bfloat16", 10.0, 0.5, 0.2, "2024-06-10"),
+        ("org/small", "bfloat16", 12.0, 0.5, 0.25, "2024-07-01"),  # the same model and precision, submitted later
     ])
     res = tmp_path / "res"
     code, _, err = vnr(capsys, "import", "open-llm-leaderboard", path, "-o", res)
     assert code == 0, err
-    assert "left out the 'Average ⬆️' column" in err and "'org/small' of the leaderboard appears 2 times" in err
+    assert "'Average ⬆️' left out" in err and "'org/small' of the leaderboard appears 2 times" in err
     doc = sidecar(res)
-    assert list(doc["criteria"]) == ["#Params (B)", "CO₂ cost (kg)", "IFEval", "BBH", "MATH Lvl 5", "GPQA", "MUSR",
-                                     "MMLU-PRO"]
-    assert doc["criteria"]["CO₂ cost (kg)"] | {} == {"direction": "lower", "weight": 1.0, "group": "efficiency",
-                                                     "unit": "kg CO2eq", "source": "Open LLM Leaderboard"}
+    assert list(doc["criteria"]) == ["#Params (B)", "CO₂ cost (kg)", "IFEval Raw", "IFEval", "BBH Raw", "BBH",
+                                     "MATH Lvl 5 Raw", "MATH Lvl 5", "GPQA Raw", "GPQA", "MUSR Raw", "MUSR",
+                                     "MMLU-PRO Raw", "MMLU-PRO"]
+    assert {k: doc["criteria"]["CO₂ cost (kg)"][k] for k in ("direction", "weight", "group", "unit", "source")} == {
+        "direction": "lower", "weight": 1.0, "group": "efficiency", "unit": "kg CO2eq", "source": "Open LLM Leaderboard"}
     assert doc["criteria"]["#Params (B)"]["unit"] == "billion parameters"
     assert doc["criteria"]["BBH"]["direction"] == "higher" and doc["criteria"]["BBH"]["group"] == "performance"
     table = ranking.load_table(res)
@@ -443,18 +444,13 @@ def test_mteb_round_trips(tmp_path, capsys):
 
 
 def test_mteb_duplicate_revisions_and_bad_files(tmp_path, capsys):
+    """Two revisions of a model are two rows (identity is model + revision; file times never decide)."""
     root = tmp_path / "results"
-    old = write_mteb(root, "org__m", "rev1", "Banking77Classification", [0.5])
+    write_mteb(root, "org__m", "rev1", "Banking77Classification", [0.5])
     new = write_mteb(root, "org__m", "rev2", "Banking77Classification", [0.6])
-    import os
-
-    os.utime(old, (1_700_000_000, 1_700_000_000))
-    os.utime(new, (1_800_000_000, 1_800_000_000))
     notes = []
     table = ranking.load_table(root, format="mteb", note=notes.append)
-    assert table.values[0, 0] == 0.6 and any("kept the newest" in n for n in notes)
-    with pytest.raises(UserError, match="appears 2 times"):
-        ranking.load_table(root, format="mteb", on_duplicate="error")
+    assert table.models == ("org/m (rev1)", "org/m (rev2)") and table.values[:, 0].tolist() == [0.5, 0.6]
     new.write_text("{not json")
     code, _, err = vnr(capsys, "import", "mteb", root, "-o", tmp_path / "res")
     assert code == 2 and err.count("\n") == 1 and "Banking77Classification.json is not valid JSON" in err
@@ -475,7 +471,8 @@ def test_codecarbon_joins_lm_eval_as_efficiency(lm_eval_out, tmp_path, capsys):
     assert "no emissions for org/C" in notes
     doc = sidecar(res)
     assert doc["criteria"]["energy_kwh"] == {"direction": "lower", "weight": 1.0, "group": "efficiency", "unit": "kWh",
-                                             "source": "codecarbon energy_consumed"}
+                                             "source": "codecarbon energy_consumed", "benchmark": "energy_kwh",
+                                             "metric": "energy_consumed", "range": [0.0, None]}
     assert doc["criteria"]["emissions_kg"]["unit"] == "kg CO2eq" and doc["criteria"]["duration_s"]["unit"] == "s"
     table = ranking.load_table(res)
     np.testing.assert_allclose(table.values[:, table.names.index("energy_kwh")], [1.5, 0.2, np.nan])

@@ -370,10 +370,13 @@ CODECARBON_BAD = {
     ("t,,x,10,0.1,1.0\n", None): "e.csv: line 2 has an empty project_name: name every run's project "
                                  "(or pass --by experiment_id)",
     ("t,a,x,10,0.1\n", None): "e.csv: line 2 has 5 field(s), the header 6: give every row one value per column "
-                              "(an empty value for a missing one)",
-    ("t,a,x,10,0.1,inf\n", None): "e.csv: line 2, project_name 'a', energy_consumed is 'inf', not a finite number",
+                              "(an empty value for a missing one), or pass --skip-bad-rows to skip codecarbon's "
+                              "corrupt rows",
+    ("t,a,x,10,0.1,inf\n", None): "e.csv: line 2, project_name 'a', energy_consumed is 'inf', not a finite number; or "
+                                  "pass --skip-bad-rows to skip codecarbon's corrupt rows",
     ("t,a,x,10,0.1,1 kWh\n", None): "e.csv: line 2, project_name 'a', energy_consumed is '1 kWh', not a number "
-                                    "(leave it empty for a missing score)",
+                                    "(leave it empty for a missing score); or pass --skip-bad-rows to skip "
+                                    "codecarbon's corrupt rows",
     ("t,a,x,10,0.1,1\n", "a: null"): "codecarbon model map map.yaml: project 'a' maps to null, not a model name: "
                                      "write `a: ORG/MODEL` (a model name as text)",
     ("t,a,x,10,0.1,1\n", "a: {x: 1}"): 'codecarbon model map map.yaml: project \'a\' maps to {"x": 1}, not a model '
@@ -434,13 +437,13 @@ def test_open_llm_empty_cells_are_missing(capsys):
     (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/b,bf16,41,31"],
      "contents.csv: line 3 has 4 field(s), the header 10: give every row one value per column (an empty value for a "
      "missing one)"),
-    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,yesterday"],
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,bf16,41,31,11,6,8,21,19.7,yesterday"],
      "contents.csv: line 3: model 'org/a' is listed more than once and this row's 'Submission Date' is 'yesterday', "
      "not a date (YYYY-MM-DD or ISO 8601), so the newest row cannot be told: give its date, or keep one row"),
-    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,"],
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,bf16,41,31,11,6,8,21,19.7,"],
      "contents.csv: line 3: model 'org/a' is listed more than once and this row's 'Submission Date' is empty, "
      "not a date (YYYY-MM-DD or ISO 8601), so the newest row cannot be told: give its date, or keep one row"),
-    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,2024-06-12"],
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,bf16,41,31,11,6,8,21,19.7,2024-06-12"],
      "model 'org/a' of the leaderboard appears 2 times with the same Submission Date but different scores "
      "(contents.csv line 2, contents.csv line 3), so none is the newest: keep one of them"),
 ])
@@ -451,7 +454,7 @@ def test_open_llm_rows_that_cannot_be_read_or_chosen(rows, message, capsys):
 
 def test_open_llm_dates_are_compared_as_dates(capsys):
     """`2024-06-12T09:00:00Z` is newer than `2024-06-12`; the date of a model listed once is not needed."""
-    leaderboard("org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12T09:00:00Z", "org/a,f16,41,31,11,6,8,21,19.7,2024-06-12",
+    leaderboard("org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12T09:00:00Z", "org/a,bf16,41,31,11,6,8,21,19.7,2024-06-12",
                 "org/b,bf16,41,31,11,6,8,21,19.7,yesterday")  # one row: its date is not needed
     table, notes = imported(capsys, "open-llm-leaderboard", "contents.csv")
     assert table.values[table.model_index("org/a"), table.names.index("IFEval")] == 40.0
