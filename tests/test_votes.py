@@ -236,3 +236,26 @@ def test_import_notes_are_summarised_and_kept_in_full(tmp_path, capsys):
     assert err[-1] == f"vnr import: every note ({len(notes)}) is in {tmp_path / 'out' / 'import-notes.txt'}"
     assert len(err) < len(notes) + 2 and all(line.startswith("vnr import: ") for line in err)
     assert any("left missing energy_kwh of q" in n for n in notes)
+
+
+def test_readme_import_block_runs_top_to_bottom_as_written(tmp_path, monkeypatch, capsys):
+    """README's "Already have results?" block, line by line, on the samples that ship in configs/import_samples."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    text = (repo / "README.md").read_text()
+    section = text[text.index("### Already have results?"):]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    lines = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+    assert len(lines) >= 7 and all(line.startswith("vnr ") for line in lines)
+    (tmp_path / "configs").symlink_to(repo / "configs")  # relative paths as written, outputs kept out of the repo
+    monkeypatch.chdir(tmp_path)
+    for line in lines:
+        assert main(shlex.split(line)[1:]) == 0, line
+        out = capsys.readouterr().out
+    assert "votes: one per column" in out
+    for fmt in ("lm-eval", "helm", "open-llm-leaderboard", "mteb", "codecarbon"):
+        table = ranking.load_table(tmp_path / "results" / "imported" / fmt)
+        assert table.n_models >= 2
