@@ -105,6 +105,8 @@ def used_settings(
         "preset": conv.name,
         "ties": conv.ties if ties is None else ties,
         "directions": {c.name: c.direction for c in table.criteria},
+        **({"targets": {c.name: c.target for c in table.criteria if c.direction == "target"}}
+           if any(c.direction == "target" for c in table.criteria) else {}),
         "criterion_weights": {c.name: c.weight for c in table.criteria},
         "groups": {c.name: c.group for c in table.criteria},
         "group_weights": None,
@@ -130,6 +132,8 @@ def rank(
     preset: str | None = None,
     og_gamma: float | None = None,
     drop_incomplete: bool | None = None,
+    vote: str | None = None,
+    board: bool = False,
     **params: Any,
 ) -> RankResult:
     """Rank ``table`` with one rule, several, or ``"all"`` under ``setting`` and ``preset``.
@@ -141,6 +145,10 @@ def rank(
     ``drop_incomplete`` (default: the preset's; ``votenrank``: yes, as the authors ranked
     ``dropna()`` rows) ranks only the models with every score; those left out are listed under
     ``settings["dropped_incomplete"]`` whenever dropping applies.
+    ``vote`` (default ``"benchmark"``, :mod:`ranking.votes`): one vote per benchmark, or ``"column"``: one per
+    column; ``settings["votes"]`` states which, with how many benchmarks and columns voted.
+    ``board``: also the board's own order (``results["board"]``) for a table imported from a leaderboard
+    (:mod:`ranking.boards`).
     A rule asked for by name that cannot rank the table raises a
     :class:`UserError`; under ``"all"`` it is left out and listed in
     ``skipped`` (e.g. the geometric mean of a table with a score <= 0).
@@ -168,11 +176,17 @@ def rank(
     gamma = None
     if "optimality_gap" in names:
         gamma = og_gamma if og_gamma is not None else params.get("gamma", conv.og_gamma)
+    from ranking.votes import apply_votes
+
     dropped: list[str] | None = None
     if conv.drop_incomplete if drop_incomplete is None else drop_incomplete:
         table, dropped = table.complete_rows()
+    unvoted = table
+    table, votes = apply_votes(table, vote)
     # input errors once, before any rule runs
     settings = used_settings(table, setting, ties, group_weights, preset=conv.name, og_gamma=gamma)
+    if votes["benchmarks"] != votes["columns"] or votes["not_voting"]:
+        settings["votes"] = votes  # stated where the vote mode changes the weights
     if dropped is not None:
         settings["dropped_incomplete"] = dropped
     results: dict[str, RuleResult] = {}
@@ -191,4 +205,9 @@ def rank(
     if not results:
         name, why = next(iter(skipped.items()))
         raise UserError(f"no rule could rank this table ({name}: {why})")
+    if board:
+        from ranking.boards import board_result
+
+        results["board"] = board_result(unvoted)
+        settings["board"] = unvoted.board
     return RankResult(results, settings, skipped)

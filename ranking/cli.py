@@ -84,6 +84,13 @@ def register(subparsers: Any) -> None:
     _add_incomplete_options(p, drop="rank only the models with every score (default: the preset's; votenrank: yes, "
                             "as the paper)",
                             keep="rank every model; a missing score is skipped (the default preset's way)")
+    p.add_argument("--vote", default=None, choices=("benchmark", "column"),
+                   help="benchmark (default): each benchmark casts one vote, whatever number of subtasks or metrics "
+                   "its columns report (detail columns do not vote); column: every column votes (an aggregate "
+                   "gives way to its parts). The output states which is in force")
+    p.add_argument("--board", action="store_true",
+                   help="also rank by the leaderboard's own aggregate (HELM mean win rate, the Open LLM "
+                   "Leaderboard's average, MTEB's mean, lm-eval's group means) for an imported table")
     p.add_argument("--format", default="table", choices=("table", "json", "csv"), help="output format")
     p.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     p.add_argument("--scenario", metavar="FILE", help="rank a user-preference scenario (YAML) instead")
@@ -168,7 +175,8 @@ def run_rank(args: argparse.Namespace) -> int:
     table = table_from_args(args)
     explicit = bool(args.rule) and "all" not in args.rule
     result = rank(table, rules if explicit else "all", setting=args.setting, group_weights=group_weights,
-                  ties=args.ties, preset=args.preset, og_gamma=args.og_gamma, drop_incomplete=args.drop_incomplete)
+                  ties=args.ties, preset=args.preset, og_gamma=args.og_gamma, drop_incomplete=args.drop_incomplete,
+                  vote=args.vote, board=args.board)
     for name, why in result.skipped.items():
         print(f"vnr rank: note: skipped {name}: {why}", file=sys.stderr)
     if result.settings.get("dropped_incomplete"):
@@ -215,15 +223,24 @@ def format_settings(settings: dict[str, Any], width: int = 120) -> str:
     if settings.get("group_weights"):
         head += " · group weights: " + listing([f"{g}={w:g}" for g, w in settings["group_weights"].items()], width - len(head) - 17)
     lines = [head]
+    if settings.get("votes") and (settings["votes"]["vote"] != "benchmark"
+                                  or settings["votes"]["benchmarks"] != settings["votes"]["columns"]):
+        from ranking.votes import describe
+
+        lines.append(describe(settings["votes"]))
     directions = settings["directions"]
+    targets = settings.get("targets") or {}
     lower = [c for c, d in directions.items() if d == "lower"]
-    higher = [c for c, d in directions.items() if d != "lower"]
-    if not lower:
+    higher = [c for c, d in directions.items() if d == "higher"]
+    if not lower and not targets:
         lines.append("higher is better: every criterion")
     else:
-        text = "lower is better: " + listing(lower, width - 60)
-        text += " · higher is better: " + ("every other criterion" if higher else "none")
-        lines.append(text)
+        parts = ["lower is better: " + listing(lower, width - 60)] if lower else []
+        if targets:
+            parts.append("closest to a target is better: " + listing([f"{c} (target {t:g})" for c, t in targets.items()],
+                                                                     width - 60))
+        parts.append("higher is better: " + ("every other criterion" if higher else "none"))
+        lines.append(" · ".join(parts))
     weights = settings["criterion_weights"]
     if all(w == 1 for w in weights.values()):
         lines.append("criterion weights: 1 for every criterion")

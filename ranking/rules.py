@@ -1041,6 +1041,7 @@ def geometric_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.
     if nonpositive not in ("error", "zero"):
         raise UserError(f"geometric_mean: nonpositive={nonpositive!r} is not one of error, zero")
     sub, keep = _rankable(table)
+    _no_target("geometric_mean", sub)
     raw = median_imputed(sub.values)
     bad = raw <= 0
     if bad.any() and nonpositive == "error":
@@ -1056,6 +1057,14 @@ def geometric_mean(table: ScoreTable, *, ties: str = "default", atol: float = 0.
     # the bound of the mean of logs (each log itself within an ulp or so), carried through exp
     noise = scores * (mean_noise(logs, w) + MEAN_ULPS * np.finfo(float).eps)
     return _mean_result("geometric_mean", table, keep, scores, noise, ties=ties, nonpositive=nonpositive)
+
+
+def _no_target(rule: str, table: ScoreTable) -> None:
+    """A :class:`UserError` when a rule that reads raw scores meets a closest-to-a-target criterion."""
+    target = [c for c in table.criteria if c.direction == "target"]
+    if target:
+        raise UserError(f"{rule} reads raw scores, but {target[0].name!r} is best {target[0].describe_direction()} "
+                        "(give it weight 0 or use another rule)")
 
 
 @register(
@@ -1090,10 +1099,11 @@ def optimality_gap(
     if not np.isfinite(gamma):
         raise UserError(f"optimality_gap: gamma={gamma!r} must be finite")
     sub, keep = _rankable(table)
-    lower = [c.name for c in sub.criteria if c.direction == "lower"]
+    lower = [c for c in sub.criteria if c.direction != "higher"]
     if lower:
         raise UserError(
-            f"optimality_gap needs higher-is-better criteria, but {lower[0]!r} is lower-is-better "
+            f"optimality_gap needs higher-is-better criteria, but {lower[0].name!r} is "
+            f"{'lower-is-better' if lower[0].direction == 'lower' else lower[0].describe_direction()} "
             "(give it weight 0 or use another rule)"
         )
     if scale is None:

@@ -5,7 +5,7 @@ Each input kind is one pydantic model, validated once where the file (or the Pyt
 ``vnr schema criteria|leaderboard|scenario`` prints the same model as JSON Schema (:func:`json_schema`)
 for an editor to check files as they are typed. A file that does not fit gives ONE line::
 
-    criteria.yaml: criteria.acc.direction: 'up' is not allowed — write 'higher' or 'lower'
+    criteria.yaml: criteria.acc.direction: 'up' is not allowed — write 'higher', 'lower' or 'target'
 
 (``file: key.path: what is wrong — what to write instead``), raised as
 :class:`~ranking.errors.UserError` (exit 2 on the command line). What needs the table or the rules to
@@ -18,7 +18,7 @@ and ``vnr --help`` stay light.
 >>> validate(SIDECAR, {"criteria": {"acc": {"direction": "up"}}}, "criteria.yaml")
 Traceback (most recent call last):
 ...
-ranking.errors.UserError: criteria.yaml: criteria.acc.direction: 'up' is not allowed — write 'higher' or 'lower'
+ranking.errors.UserError: criteria.yaml: criteria.acc.direction: 'up' is not allowed — write 'higher', 'lower' or 'target'
 >>> validate(SIDECAR, {"criteria": {"kwh": {"direction": "lower", "weight": "1/2"}}}, "c.yaml").criteria["kwh"].weight
 0.5
 """
@@ -45,7 +45,7 @@ from ranking.errors import UserError
 
 # The allowed values, spelled here so that printing a schema imports no numpy; tests/test_schema_ranking.py
 # checks they equal ranking.table.DIRECTIONS, ranking.rules.TIES, ranking.settings.SETTINGS and PRESETS.
-DIRECTIONS = ("higher", "lower")
+DIRECTIONS = ("higher", "lower", "target")
 TIES = ("default", "votenrank")
 SETTINGS = ("basic", "weighted", "two-step")
 PRESETS = ("default", "votenrank")
@@ -101,12 +101,6 @@ def _file_name(value: Any) -> Any:
     return value
 
 
-def _relative_path(value: Any) -> Any:
-    if isinstance(value, str) and (not value.strip() or value.startswith(("/", "\\", "~")) or ":" in value[:3]):
-        raise ValueError(f"{value!r} is not a path relative to the sidecar — write e.g. stderr.csv or ../stderr.csv")
-    return value
-
-
 def _sha256(value: Any) -> Any:
     if isinstance(value, str):
         digest = value.removeprefix("sha256:")
@@ -126,6 +120,16 @@ Weight = Annotated[
 Name = Annotated[str, BeforeValidator(_text)]
 
 
+def _finite_number(value: Any) -> Any:
+    if isinstance(value, bool) or (isinstance(value, float) and not math.isfinite(value)):
+        raise ValueError(f"{value!r} is not a finite number — write a number such as 0 or 0.5")
+    return value
+
+
+FiniteNumber = Annotated[float, BeforeValidator(_finite_number)]
+SettingValue = str | int | float | bool
+
+
 def _group_name(value: Any) -> Any:
     """A group name: a whole number is its decimal text (YAML reads ``group: 1`` as a number; it names the group
     ``"1"``, as a key ``1:`` does); a boolean, null or fractional number must be quoted."""
@@ -136,7 +140,6 @@ def _group_name(value: Any) -> Any:
 
 GroupName = Annotated[str, BeforeValidator(_group_name)]
 FileName = Annotated[str, BeforeValidator(_file_name)]
-RelativePath = Annotated[str, BeforeValidator(_relative_path)]
 Direction = Literal[DIRECTIONS]  # type: ignore[valid-type]
 
 
@@ -171,12 +174,40 @@ def _entries(value: Any) -> Any:
 class SidecarCriterion(_Strict):
     """One column of the table: which way is better, its weight, group, unit, source and method."""
 
-    direction: Direction = Field("higher", description="which way is better: higher or lower")
+    direction: Direction = Field("higher", description="which way is better: higher, lower or target (closest to target: is best)")
     weight: Weight = Field(1.0, description="a number >= 0 (default 1; 0 = shown but not ranked)")
     group: GroupName | None = Field(None, description="a group name, e.g. performance, efficiency or fairness")
     unit: str | None = Field(None, description="the unit, as text (e.g. kWh)")
     source: str | None = Field(None, description="where the figures come from, as text")
     method: Name | None = Field(None, description="how the figures were obtained, as text (e.g. measured, estimate)")
+    target: FiniteNumber | None = Field(None, description="direction target only: the best score (the closer, the "
+                                        "better), e.g. 0 for a signed bias score")
+    benchmark: Name | None = Field(None, description="the benchmark the column belongs to: one vote per benchmark "
+                                   "by default (default: the column is its own benchmark)")
+    task: Name | None = Field(None, description="the task or subtask the column measures")
+    metric: Name | None = Field(None, description="the metric (acc, f1, main_score, ...)")
+    settings: Annotated[dict[str, SettingValue], BeforeValidator(_string_keys)] | None = Field(
+        None, description="the source's settings the column was measured under (n_shot, filter, split, version, "
+        "precision, ...)")
+    range: Annotated[list[FiniteNumber | None], Field(min_length=2, max_length=2)] | None = Field(
+        None, description="[low, high]: the valid scores (null for an open end); a score outside is refused")
+    detail: bool = Field(False, description="true: kept for reference, not voting under --vote benchmark (a "
+                         "subtask behind its benchmark's aggregate, a secondary metric)")
+    aggregate: bool = Field(False, description="true: the source's own aggregate of its benchmark's other columns "
+                            "(votes for them under --vote benchmark; left out under --vote column)")
+
+    @model_validator(mode="after")
+    def _target_fits_direction(self) -> SidecarCriterion:
+        if self.direction == "target" and self.target is None:
+            raise ValueError("direction target needs target: <the best score>, e.g. target: 0")
+        if self.direction != "target" and self.target is not None:
+            raise ValueError(f"target: is given but direction is {self.direction} — write direction: target, or "
+                             "remove target")
+        if self.range is not None and None not in self.range and self.range[0] > self.range[1]:
+            raise ValueError(f"range [{self.range[0]:g}, {self.range[1]:g}] is empty — write [low, high]")
+        if self.detail and self.aggregate:
+            raise ValueError("detail and aggregate are both true — an aggregate votes for its benchmark's details")
+        return self
 
 
 class Sidecar(_Strict):
@@ -189,9 +220,13 @@ class Sidecar(_Strict):
     model_column: Name | None = Field(None, description="the CSV column holding the model names (default: model, "
                                       "else the first column)")
     groups: list[GroupName] | None = Field(None, description="the allowed group names, in order")
-    standard_errors: RelativePath | None = Field(
-        None, description="a CSV holding the scores' standard errors (same model column and column names), "
-        "its path relative to the sidecar, e.g. stderr.csv")
+    standard_errors: FileName | None = Field(
+        None, description="a CSV beside the sidecar holding the scores' standard errors (same model column and "
+        "column names), e.g. stderr.csv")
+    standard_errors_sha256: Annotated[str, BeforeValidator(_sha256)] | None = Field(
+        None, description="sha256 of the standard errors CSV's bytes (written by vnr import/collect)")
+    board: Name | None = Field(None, description="the leaderboard the table was imported from (helm, "
+                               "open-llm-leaderboard, mteb, lm-eval): vnr rank --board shows its own order")
     criteria: Annotated[dict[str, SidecarCriterion], BeforeValidator(_entries)] = Field(
         default_factory=dict, description="column name → {direction, weight, group, unit, source, method}; "
         "every column of the table but the model column")

@@ -24,7 +24,6 @@ empty table, a criterion or a model without any score.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,12 +39,28 @@ from ranking.yaml_io import read_yaml
 if TYPE_CHECKING:
     import pandas as pd
 
-DIRECTIONS = ("higher", "lower")
+DIRECTIONS = ("higher", "lower", "target")
 
 
 @dataclass(frozen=True)
 class Criterion:
-    """One column of a score table and how to read it."""
+    """One column of a score table and how to read it.
+
+    Besides the direction and weight, a criterion says what it measures, so that rankings count each
+    benchmark once (:mod:`ranking.votes`):
+
+    * ``benchmark`` the benchmark it belongs to (None: its own), ``task`` and ``metric``, and the
+      source's ``settings`` (n-shot, filter, split, version, precision, ...) under which it was measured;
+    * ``detail``: kept for reference but not voting by default (a subtask behind its benchmark's
+      aggregate, a secondary metric); ``aggregate``: the source's own aggregate of other columns of its
+      benchmark (it votes for them by default, and gives way to them under ``--vote column``);
+    * ``range``: (lo, hi) the valid values (None = open): a score outside is refused when the table is built;
+    * ``direction="target"`` with ``target``: the closer to the target, the better (a signed bias score
+      whose ideal is 0, a "50 % is unbiased" score).
+
+    >>> Criterion("bias", direction="target", target=0.0).orient(np.array([-1.0, 0.0, 0.25])).tolist()
+    [-1.0, -0.0, -0.25]
+    """
 
     name: str
     direction: str = "higher"
@@ -54,18 +69,56 @@ class Criterion:
     unit: str | None = None
     source: str | None = None
     method: str | None = None  # how the figures were obtained (collect: measured | estimate | mixed | none | unknown)
+    target: float | None = None
+    benchmark: str | None = None
+    task: str | None = None
+    metric: str | None = None
+    settings: tuple[tuple[str, Any], ...] | None = None
+    range: tuple[float | None, float | None] | None = None
+    detail: bool = False
+    aggregate: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.settings, Mapping):  # a mapping is kept as sorted (key, value) pairs: hashable, one order
+            object.__setattr__(self, "settings", tuple(sorted((str(k), v) for k, v in self.settings.items())))
+        if self.range is not None and not isinstance(self.range, tuple):
+            object.__setattr__(self, "range", tuple(self.range))
 
     @property
     def sign(self) -> float:
-        """+1 if higher is better, -1 if lower is better."""
-        return 1.0 if self.direction == "higher" else -1.0
+        """+1 if higher is better, -1 if lower is better (or closest to a target: see :meth:`orient`)."""
+        return -1.0 if self.direction == "lower" else 1.0
+
+    @property
+    def vote_unit(self) -> str:
+        """What casts one vote: the benchmark, else the column itself."""
+        return self.benchmark if self.benchmark is not None else self.name
+
+    def orient(self, values: np.ndarray) -> np.ndarray:
+        """The scores turned higher-is-better: negated for lower, minus the distance for a target."""
+        if self.direction == "target":
+            return -np.abs(np.asarray(values, dtype=float) - float(self.target))
+        return np.asarray(values, dtype=float) * self.sign
+
+    def describe_direction(self) -> str:
+        """``higher``, ``lower`` or ``closest to 0``."""
+        return f"closest to {self.target:g}" if self.direction == "target" else self.direction
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"direction": self.direction, "weight": float(self.weight)}
-        for key in ("group", "unit", "source", "method"):
+        if self.direction == "target":
+            out["target"] = float(self.target)
+        for key in ("group", "unit", "source", "method", "benchmark", "task", "metric"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.settings:
+            out["settings"] = dict(self.settings)
+        if self.range is not None:
+            out["range"] = [None if x is None else float(x) for x in self.range]
+        for key in ("detail", "aggregate"):
+            if getattr(self, key):
+                out[key] = True
         return out
 
 
@@ -78,7 +131,11 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
     >>> _check_criterion(Criterion("acc", direction="up"), None)
     Traceback (most recent call last):
     ...
-    ranking.errors.UserError: criterion 'acc': direction 'up' is not one of higher, lower
+    ranking.errors.UserError: criterion 'acc': direction 'up' is not one of higher, lower, target
+    >>> _check_criterion(Criterion("bias", direction="target"), None)
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: criterion 'bias': direction target needs a target value (the best score, e.g. target: 0)
     """
     if not isinstance(c.name, str) or not c.name.strip():
         raise UserError(f"criterion name {c.name!r} is empty: give every column a name")
@@ -86,6 +143,30 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
         raise UserError(
             f"criterion {c.name!r}: direction {c.direction!r} is not one of {', '.join(DIRECTIONS)}"
         )
+    if c.direction == "target":
+        if c.target is None or isinstance(c.target, bool):
+            raise UserError(f"criterion {c.name!r}: direction target needs a target value (the best score, "
+                            "e.g. target: 0)")
+        try:
+            target = float(c.target)
+        except (TypeError, ValueError):
+            raise UserError(f"criterion {c.name!r}: target {c.target!r} is not a number") from None
+        if not math.isfinite(target):
+            raise UserError(f"criterion {c.name!r}: target {c.target!r} is not finite")
+    elif c.target is not None:
+        raise UserError(f"criterion {c.name!r}: a target ({c.target!r}) is given but the direction is "
+                        f"{c.direction}: write direction: target, or remove the target")
+    if c.range is not None:
+        lo, hi = c.range if len(c.range) == 2 else (None, None)
+        if len(c.range) != 2 or any(x is not None and (isinstance(x, bool) or not isinstance(x, (int, float))
+                                                       or not math.isfinite(x)) for x in (lo, hi)):
+            raise UserError(f"criterion {c.name!r}: range {list(c.range)!r} is not [lo, hi] (finite numbers, "
+                            "null for an open end)")
+        if lo is not None and hi is not None and lo > hi:
+            raise UserError(f"criterion {c.name!r}: range [{lo:g}, {hi:g}] is empty: write [low, high]")
+    if c.detail and c.aggregate:
+        raise UserError(f"criterion {c.name!r} is both a detail and an aggregate: an aggregate votes for its "
+                        "benchmark's detail columns")
     if isinstance(c.weight, bool):
         raise UserError(f"criterion {c.name!r}: weight {c.weight!r} is not a number")
     try:
@@ -102,7 +183,8 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
         raise UserError(
             f"criterion {c.name!r}: unknown group {c.group!r} (known groups: {', '.join(known_groups)})"
         )
-    return c if type(c.weight) is float else replace(c, weight=weight)
+    out = c if type(c.weight) is float else replace(c, weight=weight)
+    return out if c.direction != "target" or type(c.target) is float else replace(out, target=float(c.target))
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,6 +197,8 @@ class ScoreTable:
     source: str | None = None
     #: per-score standard errors from the source (same shape as ``values``; NaN = unknown), or None.
     standard_errors: np.ndarray | None = field(default=None, repr=False)
+    #: the leaderboard the table was imported from (a key of :data:`ranking.boards.BOARDS`), or None.
+    board: str | None = None
 
     def __post_init__(self) -> None:
         # a name's edge spaces are never meaningful: "A" and "A " are one model (a duplicate), on every entry
@@ -146,6 +230,7 @@ class ScoreTable:
                 f"score of model {models[i]!r} on criterion {criteria[j].name!r}{where} is "
                 f"{values[i, j]}: scores must be finite (leave the cell empty for a missing score)"
             )
+        _check_ranges(values, models, criteria, where)
         empty_cols = np.isnan(values).all(axis=0)
         if empty_cols.any():
             name = criteria[int(np.argmax(empty_cols))].name
@@ -267,9 +352,18 @@ class ScoreTable:
                 values[i, j] = _cell(row[k], models[i], header[k], where)
         errors = None
         if spec is not None and spec.standard_errors is not None:
-            errors = read_standard_errors(Path(sidecar).parent / spec.standard_errors, models, columns,
-                                          model_column)
-        return cls(models, crits, values, source=str(path), standard_errors=errors)
+            errors_path = Path(sidecar).parent / spec.standard_errors
+            if spec.standard_errors_sha256 is not None:
+                try:
+                    digest = sha256_of(errors_path.read_bytes())
+                except OSError as exc:
+                    raise UserError(f"cannot read {errors_path}: {exc.strerror or exc}") from None
+                if digest != spec.standard_errors_sha256:
+                    raise UserError(f"{errors_path.name} changed since {Path(sidecar).name} was written — import "
+                                    f"the table again, or remove the standard_errors_sha256 line of {sidecar}")
+            errors = read_standard_errors(errors_path, models, columns, model_column)
+        return cls(models, crits, values, source=str(path), standard_errors=errors,
+                   board=spec.board if spec is not None else None)
 
     @classmethod
     def load(cls, path: str | Path) -> ScoreTable:
@@ -312,8 +406,13 @@ class ScoreTable:
 
     @property
     def oriented(self) -> np.ndarray:
-        """Scores with every criterion turned higher-is-better (lower-is-better columns negated)."""
-        return self.values * self.signs
+        """Scores with every criterion turned higher-is-better (lower-is-better columns negated, a target
+        column's distance from its target negated)."""
+        out = self.values * self.signs
+        for j, c in enumerate(self.criteria):
+            if c.direction == "target":
+                out[:, j] = c.orient(self.values[:, j])
+        return out
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -369,7 +468,8 @@ class ScoreTable:
 
     def with_standard_errors(self, errors: np.ndarray | None) -> ScoreTable:
         """A copy with per-score standard errors (models × criteria, NaN = unknown; None: none)."""
-        return ScoreTable(self.models, self.criteria, self.values, source=self.source, standard_errors=errors)
+        return ScoreTable(self.models, self.criteria, self.values, source=self.source, standard_errors=errors,
+                          board=self.board)
 
     def with_weights(self, weights: Mapping[str, float] | Sequence[float] | np.ndarray) -> ScoreTable:
         """A copy with new weights: a mapping (name → weight; others unchanged) or one per criterion."""
@@ -384,19 +484,21 @@ class ScoreTable:
                 raise UserError(f"expected {self.n_criteria} weights, got {w.shape[0] if w.ndim else 1}")
             crits = tuple(replace(c, weight=float(x)) for c, x in zip(self.criteria, w))
         crits = tuple(_check_criterion(c, None) for c in crits)
-        return ScoreTable(self.models, crits, self.values, source=self.source, standard_errors=self.standard_errors)
+        return ScoreTable(self.models, crits, self.values, source=self.source, standard_errors=self.standard_errors,
+                          board=self.board)
 
     def with_criteria(self, criteria: Sequence[Criterion]) -> ScoreTable:
         """A copy with the criteria's attributes replaced (same names, same order)."""
         if tuple(c.name for c in criteria) != self.names:
             raise ValueError("with_criteria needs the same criterion names in the same order")
         crits = tuple(_check_criterion(c, None) for c in criteria)
-        return ScoreTable(self.models, crits, self.values, source=self.source, standard_errors=self.standard_errors)
+        return ScoreTable(self.models, crits, self.values, source=self.source, standard_errors=self.standard_errors,
+                          board=self.board)
 
     def select_models(self, models: Sequence[str]) -> ScoreTable:
         idx = [self.model_index(m) for m in models]
         return ScoreTable(tuple(self.models[i] for i in idx), self.criteria, self.values[idx], source=self.source,
-                          standard_errors=self._errors(idx))
+                          standard_errors=self._errors(idx), board=self.board)
 
     def drop_models(self, models: Iterable[str]) -> ScoreTable:
         drop = set(models)
@@ -475,15 +577,37 @@ class ScoreTable:
         doc: dict[str, Any] = {"table": path.name, "sha256": sha256_of(text.encode("utf-8")), "model_column": "model"}
         if self.group_names:
             doc["groups"] = list(self.group_names)
+        if self.board is not None:
+            doc["board"] = self.board
         if self.standard_errors is not None:
             errors_path = path.with_name(STANDARD_ERRORS_FILE)
+            if errors_path.parent.resolve() != sidecar.parent.resolve():
+                raise ValueError("a table with standard errors writes its sidecar beside its CSV")
             errors = pd.DataFrame(self.standard_errors, index=list(self.models), columns=list(self.names))
             errors.index.name = "model"
-            write_text_atomic(errors_path, errors.to_csv())
-            doc["standard_errors"] = os.path.relpath(errors_path, sidecar.parent)  # read relative to the sidecar
+            errors_text = errors.to_csv()
+            write_text_atomic(errors_path, errors_text)
+            doc["standard_errors"] = errors_path.name
+            doc["standard_errors_sha256"] = sha256_of(errors_text.encode("utf-8"))
         doc["criteria"] = {c.name: c.to_dict() for c in self.criteria}
         write_text_atomic(path, text)
         write_text_atomic(sidecar, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+
+
+def _check_ranges(values: np.ndarray, models: Sequence[str], criteria: Sequence[Criterion], where: str) -> None:
+    """A :class:`UserError` for the first score outside its criterion's declared ``range``."""
+    for j, c in enumerate(criteria):
+        if c.range is None:
+            continue
+        lo, hi = c.range
+        col = values[:, j]
+        bad = ((col < lo) if lo is not None else np.zeros(col.shape, bool)) | (
+            (col > hi) if hi is not None else np.zeros(col.shape, bool))
+        if bad.any():
+            i = int(np.argmax(bad))
+            shown = f"[{'' if lo is None else f'{lo:g}'}, {'' if hi is None else f'{hi:g}'}]"
+            raise UserError(f"score of model {models[i]!r} on criterion {c.name!r}{where} is {col[i]:g}, outside "
+                            f"its range {shown}: fix the score (or leave it empty), or the criterion's range")
 
 
 # ---------------------------------------------------------------------- standard errors

@@ -5,6 +5,7 @@ source leaves out are missing scores (with a note)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +45,10 @@ def imported(capsys, *args: object) -> tuple[ranking.ScoreTable, list[str]]:
     """The table `vnr import ARGS -o res` wrote, and its notes."""
     code, _, err = vnr(capsys, "import", *args, "-o", "res", "--force")
     assert code == 0, err
-    return ranking.load_table("res"), [n.removeprefix("vnr import: note: ") for n in err.splitlines()]
+    # every note is in the output's notes file (the terminal shows a summary of them)
+    notes = Path("res", "import-notes.txt")
+    lines = notes.read_text().splitlines() if notes.exists() else []
+    return ranking.load_table("res"), [re.sub(r"^\[[^]]*\] ", "", line) for line in lines]
 
 
 def write(path: str, text: str) -> str:
@@ -73,7 +77,7 @@ def test_an_integer_of_more_than_4300_digits_is_one_line(capsys):
 
 def test_several_newest_with_different_scores_are_no_newest():
     notes: list[str] = []
-    options = Options(note=notes.append)
+    options = Options(sink=notes.append)
     with pytest.raises(UserError) as err:
         pick_newest([(2, "a", 0.5), (1, "b", 0.7), (2, "c", 0.6)], "task t of m", options)
     assert str(err.value) == ("task t of m appears 3 times; the newest 2 with the same date but different scores "

@@ -354,9 +354,9 @@ def test_a_sidecar_naming_a_column_the_table_lacks_is_refused(tmp_path):
 def test_unknown_keys_nulls_and_huge_numbers_are_one_line(tmp_path):
     cases = {
         FULL.replace("model_column: model", "model_colum: model"): "model_colum: unknown key — remove it or fix its "
-        "spelling (allowed: table, sha256, model_column, groups, standard_errors, criteria)",
+        "spelling (allowed: table, sha256, model_column, groups, standard_errors, standard_errors_sha256, board, criteria)",
         FULL.replace("direction: lower", "direction: null"): "criteria.energy_kwh.direction: None is not allowed — "
-        "write 'higher' or 'lower'",
+        "write 'higher', 'lower' or 'target'",
         FULL.replace("weight: 0.5", "weight: 1.0e+400"): "criteria.f1.weight: weight inf is not finite — write a finite "
         "number >= 0",
         FULL.replace("weight: 0.5", f"weight: {10**400}"): "criteria.f1.weight: weight " + "1" + "0" * 58
@@ -370,12 +370,15 @@ def test_unknown_keys_nulls_and_huge_numbers_are_one_line(tmp_path):
         assert line.startswith(f"vnr rank: error: t.yaml: {expected}"), line
 
 
-def test_standard_errors_is_a_declared_key_naming_a_path_relative_to_the_sidecar(tmp_path):
-    # (the importers write it; its contents are tested in test_table.py)
-    _table_folder(tmp_path, FULL + "standard_errors: /etc/se.csv\n")
-    line = _one_line(tmp_path, ["rank", "t.csv"])
-    assert "standard_errors: '/etc/se.csv' is not a path relative to the sidecar — write e.g. stderr.csv" in line
-    _table_folder(tmp_path, FULL + "standard_errors: ../missing_se.csv\n")
+def test_standard_errors_is_a_declared_key_naming_a_file_beside_the_sidecar(tmp_path):
+    # (the importers write it; its contents are tested in test_table.py). A path out of the table's folder is
+    # refused before anything is opened, so no other file's first line can reach an error message.
+    for path in ("/etc/se.csv", "../../etc/passwd", "..", "sub/se.csv"):
+        _table_folder(tmp_path, FULL + f"standard_errors: {path}\n")
+        line = _one_line(tmp_path, ["rank", "t.csv"])
+        assert f"standard_errors: {path!r} is not a file name — write the name of a file in the same folder" in line
+        assert "root:" not in line
+    _table_folder(tmp_path, FULL + "standard_errors: missing_se.csv\n")
     line = _one_line(tmp_path, ["rank", "t.csv"])
     assert "missing_se.csv" in line and "no such file" in line
 

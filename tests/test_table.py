@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from ranking.errors import UserError
 from ranking.table import Criterion, ScoreTable
@@ -91,7 +93,8 @@ def test_a_sidecar_may_say_how_a_criterion_was_obtained(tmp_path):
         ScoreTable.from_csv(tmp_path / "m.csv")
     (tmp_path / "m.yaml").write_text("criteria:\n  kwh: {direction: lower, methd: estimate}\n")
     with pytest.raises(UserError, match=r"criteria.kwh.methd: unknown key — remove it or fix its spelling "
-                       r"\(allowed: direction, weight, group, unit, source, method\)"):
+                       r"\(allowed: direction, weight, group, unit, source, method, target, benchmark, task, metric, settings, "
+                           r"range, detail, aggregate\)"):
         ScoreTable.from_csv(tmp_path / "m.csv")
 
 
@@ -104,7 +107,7 @@ def test_csv_errors(tmp_path):
     (tmp_path / "m.csv").write_text("model,a\nA,1\nB,2\n")
     (tmp_path / "m.yaml").write_text("criteria:\n  a: {direction: sideways}\n")
     with pytest.raises(UserError, match="m.yaml: criteria.a.direction: 'sideways' is not allowed — write "
-                       "'higher' or 'lower'"):
+                       "'higher', 'lower' or 'target'"):
         ScoreTable.from_csv(tmp_path / "m.csv")
     (tmp_path / "m.yaml").write_text("criteria:\n  zz: {}\n")
     with pytest.raises(UserError, match="m.yaml: criteria.zz: m.csv has no column 'zz' — remove the entry"):
@@ -181,6 +184,13 @@ def test_bad_standard_errors_name_the_cell(tmp_path):
     with pytest.raises(UserError, match="standard error of model 'B' on criterion 'acc' is -0.1"):
         t.with_standard_errors(np.array([[0.01, 0], [-0.1, 0], [0, 0]]))
     t.to_csv(tmp_path / "matrix.csv")
+    (tmp_path / "stderr.csv").write_text("model,acc\nA,0.5\n")  # the sidecar binds the file by its hash
+    with pytest.raises(UserError, match="stderr.csv changed since criteria.yaml was written — import the table "
+                       "again, or remove the standard_errors_sha256 line"):
+        ScoreTable.load(tmp_path)
+    sidecar = tmp_path / "criteria.yaml"
+    sidecar.write_text("\n".join(line for line in sidecar.read_text().splitlines()
+                                 if not line.startswith("standard_errors_sha256")) + "\n")
     (tmp_path / "stderr.csv").write_text("model,acc,f1\nA,0.01,0.02\n")
     with pytest.raises(UserError, match="column 'f1' is not a column of the score table"):
         ScoreTable.load(tmp_path)
@@ -192,9 +202,10 @@ def test_bad_standard_errors_name_the_cell(tmp_path):
         ScoreTable.load(tmp_path)
 
 
-def test_standard_errors_file_is_named_relative_to_the_sidecar(tmp_path):
-    (tmp_path / "meta").mkdir()
-    _with_errors().to_csv(tmp_path / "scores.csv", tmp_path / "meta" / "scores.yaml")
-    assert "standard_errors: ../stderr.csv" in (tmp_path / "meta" / "scores.yaml").read_text()
-    back = ScoreTable.from_csv(tmp_path / "scores.csv", tmp_path / "meta" / "scores.yaml")
+def test_standard_errors_file_lies_beside_the_sidecar_bound_by_its_hash(tmp_path):
+    _with_errors().to_csv(tmp_path / "scores.csv", tmp_path / "scores.yaml")
+    doc = yaml.safe_load((tmp_path / "scores.yaml").read_text())
+    assert doc["standard_errors"] == "stderr.csv"
+    assert doc["standard_errors_sha256"] == hashlib.sha256((tmp_path / "stderr.csv").read_bytes()).hexdigest()
+    back = ScoreTable.from_csv(tmp_path / "scores.csv", tmp_path / "scores.yaml")
     np.testing.assert_array_equal(back.standard_errors, _with_errors().standard_errors)

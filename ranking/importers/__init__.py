@@ -52,6 +52,9 @@ def import_table(
     codecarbon_map: Mapping[str, str] | str | Path | None = None,
     codecarbon_key: str = "project_name",
     note: Callable[[str], None] | None = None,
+    out_of_range: str = "error",
+    skip_bad_rows: bool = False,
+    notes: list[Any] | None = None,
 ) -> Any:
     """The :class:`~ranking.table.ScoreTable` of ``paths`` read as ``format`` (see :data:`FORMATS`).
 
@@ -60,7 +63,11 @@ def import_table(
     so in a note) or ``error`` refuses them. ``codecarbon``: an ``emissions.csv`` joined as
     efficiency criteria, its projects (or ``codecarbon_key="experiment_id"``) renamed to
     models by ``codecarbon_map`` (a mapping, or a YAML file of one). ``note`` receives the
-    one-line notes about what was left out or chosen (None: stderr).
+    one-line notes about what was left out or chosen (None: stderr). ``out_of_range``: a score outside its
+    criterion's range is refused (``"error"``) or imported as missing with a note (``"missing"``);
+    ``skip_bad_rows``: a tracker's own corrupt rows are skipped (counted in a note) instead of refused.
+    ``notes``: a list that receives every note as a :class:`~ranking.importers.common.Note` (kind, whether it
+    changes a ranking, text) instead of ``note`` (what ``vnr import`` summarises).
     """
     from ranking.importers.common import Options, print_note
 
@@ -72,8 +79,9 @@ def import_table(
     if not paths:
         raise UserError(f"give one or more {format} paths to import")
     options = Options(higher=tuple(str(h) for h in higher), lower=tuple(str(x) for x in lower),
-                      on_duplicate=on_duplicate, note=note or print_note,
-                      codecarbon_map=codecarbon_map, codecarbon_key=codecarbon_key)
+                      on_duplicate=on_duplicate, sink=None if notes is not None else note or print_note,
+                      codecarbon_map=codecarbon_map, codecarbon_key=codecarbon_key, out_of_range=out_of_range,
+                      skip_bad_rows=skip_bad_rows, notes=[] if notes is None else notes)
     options.check()
     module = importlib.import_module(FORMATS[format][0])
     table = module.read(paths, options)

@@ -1,8 +1,11 @@
 """``vnr import FORMAT PATH... -o DIR``: another tool's results as ``DIR/matrix.csv`` + ``DIR/criteria.yaml``.
 
 Also ``DIR/stderr.csv`` when the source has per-score standard errors (named in the sidecar
-by ``standard_errors:``). The three files are written into a temporary folder, then moved in
-together, so a failed import leaves nothing half-written. Nothing heavy is imported at import time.
+by ``standard_errors:`` and bound by its hash) and ``DIR/import-notes.txt``, every note of the
+import (the terminal shows a summary grouped by kind, the notes that change a ranking first).
+The files are written into a temporary folder, then swapped in together: a failure while
+swapping puts the previous files back, so a table's files always belong to one import.
+Nothing heavy is imported at import time.
 """
 
 from __future__ import annotations
@@ -39,7 +42,13 @@ def register(subparsers: Any) -> None:
                    help="codecarbon project name → model name (repeatable), or a YAML file of such pairs")
     p.add_argument("--by", dest="codecarbon_key", choices=("project_name", "experiment_id"), default="project_name",
                    help="the codecarbon column that names the model (default: project_name)")
-    p.add_argument("--force", action="store_true", help="replace an existing DIR/matrix.csv")
+    p.add_argument("--out-of-range", choices=("error", "missing"), default="error",
+                   help="a score outside its criterion's range (a proportion above 1, a negative energy): refuse "
+                   "the import (default) or import it as missing, with a note")
+    p.add_argument("--skip-bad-rows", action="store_true",
+                   help="skip a tracker's own corrupt rows (codecarbon), counted in a note, instead of refusing the file")
+    p.add_argument("--force", action="store_true", help="replace an existing DIR/matrix.csv (and the files imported "
+                   "with it, all together)")
     p.set_defaults(func=run_import)
 
 
@@ -66,7 +75,6 @@ def parse_model_map(items: list[str]) -> dict[str, str] | str | None:
 
 def run_import(args: argparse.Namespace) -> int:
     """Import, then write the table, its sidecar and its standard errors into ``--out`` together."""
-    import os
     import shutil
     import tempfile
     from pathlib import Path
@@ -81,24 +89,61 @@ def run_import(args: argparse.Namespace) -> int:
     if (out / "matrix.csv").exists() and not args.force:
         raise UserError(f"{out / 'matrix.csv'} exists: choose another --out, or pass --force to replace it")
 
-    def note(message: str) -> None:
-        print(f"vnr import: note: {message}", file=sys.stderr)
+    from ranking.importers.common import summarise
 
+    notes: list[Any] = []
     table = import_table(args.format, args.paths, higher=args.higher, lower=args.lower,
                          on_duplicate=args.on_duplicate, codecarbon=args.codecarbon, codecarbon_map=model_map,
-                         codecarbon_key=args.codecarbon_key, note=note)
+                         codecarbon_key=args.codecarbon_key, out_of_range=args.out_of_range,
+                         skip_bad_rows=args.skip_bad_rows, notes=notes)
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=".import-"))
     try:
         table.to_csv(staging / "matrix.csv", staging / "criteria.yaml")
-        for name in (STANDARD_ERRORS_FILE, "matrix.csv", "criteria.yaml"):  # the sidecar last
-            if (staging / name).exists():
-                os.replace(staging / name, out / name)
-            elif (out / name).exists():
-                (out / name).unlink()  # a stale stderr.csv of an earlier import
+        if notes:
+            (staging / NOTES_FILE).write_text("".join(f"[{n.kind}{', changes the ranking' if n.ranks else ''}] "
+                                                      f"{n.message}\n" for n in notes), encoding="utf-8")
+        swap_in(staging, out, (STANDARD_ERRORS_FILE, NOTES_FILE, "matrix.csv", "criteria.yaml"))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    if notes:
+        for line in summarise(notes):
+            print(f"vnr import: note: {line}", file=sys.stderr)
+        print(f"vnr import: every note ({len(notes)}) is in {out / NOTES_FILE}", file=sys.stderr)
     errors = " and stderr.csv (standard errors)" if table.standard_errors is not None else ""
     print(f"wrote {out / 'matrix.csv'} ({table.n_models} models × {table.n_criteria} criteria), criteria.yaml{errors}; "
           f"rank it with `vnr rank {out}`")
     return 0
+
+
+NOTES_FILE = "import-notes.txt"
+
+
+def swap_in(staging: Any, out: Any, names: tuple[str, ...]) -> None:
+    """Move the files ``names`` of ``staging`` into ``out`` together: the current ones (a stale one the new import
+    lacks included) are set aside first and put back if any move fails, so ``out`` never mixes two imports."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    aside = Path(tempfile.mkdtemp(dir=out, prefix=".previous-"))
+    moved_aside: list[str] = []
+    moved_in: list[str] = []
+    try:
+        for name in names:
+            if (out / name).exists():
+                os.replace(out / name, aside / name)
+                moved_aside.append(name)
+        for name in names:
+            if (staging / name).exists():
+                os.replace(staging / name, out / name)
+                moved_in.append(name)
+    except BaseException:
+        for name in moved_in:
+            (out / name).unlink(missing_ok=True)
+        for name in moved_aside:
+            os.replace(aside / name, out / name)
+        raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)

@@ -20,19 +20,49 @@ def print_note(message: str) -> None:
     print(f"note: {message}", file=sys.stderr)
 
 
+@dataclass(frozen=True)
+class Note:
+    """One thing an import left out, chose or changed: its ``kind`` (a short word the summary groups by),
+    whether it changes a ranking (``ranks``: dropped runs, mixed settings, placeholders made missing), the text."""
+
+    kind: str
+    ranks: bool
+    message: str
+
+
+#: the notes' kinds, in the order the summary lists them (others after, by name).
+NOTE_ORDER = ("settings", "duplicate", "placeholder", "range", "identity", "direction", "unit", "left-out", "missing",
+              "format", "vote", "other")
+
+
 @dataclass
 class Options:
-    """How to read a source: stated directions, the duplicate policy, where notes go, the codecarbon mapping."""
+    """How to read a source: stated directions, the duplicate policy, the policy for out-of-range values and corrupt
+    rows, where notes go, the codecarbon mapping."""
 
     higher: tuple[str, ...] = ()
     lower: tuple[str, ...] = ()
     on_duplicate: str = "newest"
-    note: Callable[[str], None] = print_note
+    #: each note's text as it is made (None: only collected in ``notes``, for a summary)
+    sink: Callable[[str], None] | None = print_note
     codecarbon_map: Mapping[str, str] | str | Path | None = None
     codecarbon_key: str = "project_name"
+    #: a score outside its criterion's range: "error" (a one-line refusal) or "missing" (left out, with a note)
+    out_of_range: str = "error"
+    #: skip a tracker's own corrupt rows (counted in a note) instead of refusing the file
+    skip_bad_rows: bool = False
     used: set[str] = field(default_factory=set)
+    notes: list[Note] = field(default_factory=list)
+
+    def note(self, message: str, kind: str = "other", ranks: bool = False) -> None:
+        """Record a note (``kind``: what the summary groups it under; ``ranks``: it changes a ranking)."""
+        self.notes.append(Note(kind, ranks, message))
+        if self.sink is not None:
+            self.sink(message)
 
     def check(self) -> None:
+        if self.out_of_range not in OUT_OF_RANGE:
+            raise UserError(f"out_of_range {self.out_of_range!r} is not one of {', '.join(OUT_OF_RANGE)}")
         both = sorted(set(self.higher) & set(self.lower))
         if both:
             raise UserError(f"{both[0]!r} is given both as --higher and as --lower")
@@ -51,6 +81,32 @@ class Options:
         unused = [n for n in (*self.higher, *self.lower) if n not in self.used]
         if unused:
             raise UserError(f"--higher/--lower name {unused[0]!r}, which is no metric or column of the imported source")
+
+
+OUT_OF_RANGE = ("error", "missing")
+
+
+def in_range(value: float | None, lo: float | None, hi: float | None, where: str, options: Options) -> float | None:
+    """``value`` when it lies in [lo, hi] (None: an open end; a missing value passes); else a one-line
+    :class:`UserError` naming ``where``, or, with ``options.out_of_range == "missing"``, None with a note.
+
+    >>> in_range(0.5, 0, 1, "r.json: model 'A', acc", Options())
+    0.5
+    >>> in_range(1.5, 0, 1, "r.json: model 'A', acc", Options())
+    Traceback (most recent call last):
+    ranking.errors.UserError: r.json: model 'A', acc is 1.5, outside its range [0, 1]: fix the source, or pass --out-of-range missing to import it as missing
+    >>> o = Options(out_of_range="missing", sink=None); in_range(-2.0, 0, None, "c.csv: line 3, duration", o), o.notes[0].message
+    (None, 'c.csv: line 3, duration is -2, outside its range [0, ∞): imported as missing (--out-of-range missing)')
+    """
+    if value is None or ((lo is None or value >= lo) and (hi is None or value <= hi)):
+        return value
+    shown_range = f"[{'-∞' if lo is None else f'{lo:g}'}, {'∞)' if hi is None else f'{hi:g}]'}"
+    if options.out_of_range == "missing":
+        options.note(f"{where} is {value:g}, outside its range {shown_range}: imported as missing "
+                     "(--out-of-range missing)", kind="range", ranks=True)
+        return None
+    raise UserError(f"{where} is {value:g}, outside its range {shown_range}: fix the source, or pass "
+                    "--out-of-range missing to import it as missing")
 
 
 def unknown_direction(metric: str, where: str) -> UserError:
@@ -306,16 +362,22 @@ def assemble(
     source: str,
     options: Options,
     errors: Mapping[str, Mapping[str, float]] | None = None,
+    board: str | None = None,
 ) -> Any:
     """The score table of ``scores`` (model → column → score) with ``criteria`` in order, NaN where a model has
     no score (stated in a note), and standard errors (model → column → se) when any are known. Columns and
-    models without any score are left out (a note names them)."""
+    models without any score are left out (a note names them). ``board``: the leaderboard the files come from
+    (:data:`ranking.boards.BOARDS`). Names that ``vnr rank`` would refuse are refused here (:func:`check_name`)."""
     import numpy as np
 
     from ranking.table import ScoreTable
 
     models = list(scores)
     names = [c.name for c in criteria]
+    for m in models:
+        check_name(m, "model", source)
+    for n in names:
+        check_name(n, "column", source)
     values = np.full((len(models), len(names)), np.nan)
     se = np.full_like(values, np.nan)
     for i, m in enumerate(models):
@@ -329,7 +391,7 @@ def assemble(
     empty = np.isnan(values).all(axis=0)
     if empty.any():
         options.note(f"{source}: left out {int(empty.sum())} column(s) without any score "
-                     f"({', '.join(n for n, e in zip(names, empty) if e)})")
+                     f"({', '.join(n for n, e in zip(names, empty) if e)})", kind="left-out")
         keep = ~empty
         criteria, names = [c for c, k in zip(criteria, keep) if k], [n for n, k in zip(names, keep) if k]
         values, se = values[:, keep], se[:, keep]
@@ -338,16 +400,57 @@ def assemble(
     blank = np.isnan(values).all(axis=1)
     if blank.any():
         options.note(f"{source}: left out {int(blank.sum())} model(s) without any score "
-                     f"({', '.join(m for m, b in zip(models, blank) if b)})")
+                     f"({', '.join(m for m, b in zip(models, blank) if b)})", kind="left-out", ranks=True)
         models = [m for m, b in zip(models, blank) if not b]
         values, se = values[~blank], se[~blank]
     gaps = [(m, int(np.isnan(values[i]).sum())) for i, m in enumerate(models) if np.isnan(values[i]).any()]
     if gaps:
         listed = ", ".join(f"{m} ({k})" for m, k in gaps[:5]) + (f", … ({len(gaps)} models)" if len(gaps) > 5 else "")
-        options.note(f"{source}: some models have no score on some columns, left empty (missing): {listed}")
+        options.note(f"{source}: some models have no score on some columns, left empty (missing): {listed}",
+                     kind="missing")
     errors_known = bool(np.isfinite(se).any())
     return ScoreTable(tuple(models), tuple(criteria), values, source=source,
-                      standard_errors=se if errors_known else None)
+                      standard_errors=se if errors_known else None, board=board)
+
+
+def check_name(name: str, what: str, source: str) -> str:
+    """A model or column name as the score table will store it, or the one-line :class:`UserError` that ``vnr rank``
+    would give later: no control characters (a CR, a NUL), no edge spaces, not empty.
+
+    >>> check_name("org/model", "model", "x.json")
+    'org/model'
+    >>> check_name("a\\rb", "model", "x.json")
+    Traceback (most recent call last):
+    ranking.errors.UserError: x.json: model name 'a\\rb' holds a control character: fix the name in the source
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise UserError(f"{source}: a {what} name is empty: name every {what} in the source")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+        raise UserError(f"{source}: {what} name {name!r} holds a control character: fix the name in the source")
+    if name != name.strip():
+        raise UserError(f"{source}: {what} name {name!r} has spaces at its edges: strip them in the source")
+    return name
+
+
+def summarise(notes: Sequence[Note], limit: int = 3) -> list[str]:
+    """The notes as a person reads them: grouped by kind, with counts, those that change a ranking first, each
+    group showing its first ``limit`` messages.
+
+    >>> for line in summarise([Note("left-out", False, "a"), Note("settings", True, "b"), Note("left-out", False, "c")]):
+    ...     print(line)
+    changes the ranking — settings (1): b
+    left-out (2): a; c
+    """
+    groups: dict[tuple[bool, str], list[str]] = {}
+    for n in notes:
+        groups.setdefault((n.ranks, n.kind), []).append(n.message)
+    order = {k: i for i, k in enumerate(NOTE_ORDER)}
+    out = []
+    for (ranks, kind), messages in sorted(groups.items(), key=lambda kv: (not kv[0][0], order.get(kv[0][1], 99),
+                                                                           kv[0][1])):
+        shown = "; ".join(messages[:limit]) + (f"; … (+{len(messages) - limit} more)" if len(messages) > limit else "")
+        out.append(f"{'changes the ranking — ' if ranks else ''}{kind} ({len(messages)}): {shown}")
+    return out
 
 
 def describe_paths(paths: Sequence[Path]) -> str:

@@ -1,0 +1,121 @@
+"""How many votes a column casts: one vote per benchmark by default, or one per column on request.
+
+A table imported from another tool often holds many columns of one benchmark: MMLU's 57
+subtasks beside its group score, ``acc`` beside ``acc_norm``. Ranked column by column, MMLU
+alone would decide the ranking. Each :class:`~ranking.table.Criterion` therefore says what it
+is (``benchmark``, ``detail``, ``aggregate``), and the rules rank under the weights of a
+**vote mode**:
+
+* ``benchmark`` (the default): a ``detail`` column (a subtask behind its benchmark's aggregate,
+  a secondary metric) does not vote; the other columns of one benchmark share its vote, each
+  with its own weight divided by their number. A column without a benchmark is its own.
+* ``column``: every column votes with its own weight, except an ``aggregate`` column whose
+  benchmark also has the parts it aggregates (they vote instead, so nothing is counted twice).
+
+A table whose criteria name no benchmark (every published reproduction, a plain CSV) ranks the
+same under both modes. Weight 0 is the table's existing "shown but not ranked".
+
+>>> from ranking.table import Criterion
+>>> crits = [Criterion("mmlu", benchmark="mmlu", aggregate=True)] + [
+...     Criterion(f"mmlu_{k}", benchmark="mmlu", detail=True) for k in range(57)] + [
+...     Criterion("arc/acc", benchmark="arc", detail=True), Criterion("arc/acc_norm", benchmark="arc"),
+...     Criterion("gsm8k/strict", benchmark="gsm8k"), Criterion("gsm8k/flexible", benchmark="gsm8k")]
+>>> w = vote_weights(crits, "benchmark")
+>>> [float(x) for x in (w[0], w[1:58].sum(), w[58], w[59], w[60], w[61])]
+[1.0, 0.0, 0.0, 1.0, 0.5, 0.5]
+>>> w = vote_weights(crits, "column")
+>>> [float(x) for x in (w[0], w[1:58].sum(), w[58], w[59], w[60], w[61])]
+[0.0, 57.0, 1.0, 1.0, 1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ranking.errors import UserError
+
+VOTES = ("benchmark", "column")
+DEFAULT_VOTE = "benchmark"
+
+
+def check_vote(vote: str | None) -> str:
+    """The vote mode, or a one-line :class:`UserError` naming the allowed ones."""
+    vote = DEFAULT_VOTE if vote is None else vote
+    if vote not in VOTES:
+        raise UserError(f"vote {vote!r} is not one of {', '.join(VOTES)} (benchmark: one vote per benchmark; "
+                        "column: one vote per column)")
+    return vote
+
+
+def vote_weights(criteria: Sequence[Any], vote: str | None = None) -> Any:
+    """Each criterion's weight under the vote mode ``vote`` (module docstring), as a numpy array."""
+    import numpy as np
+
+    vote = check_vote(vote)
+    own = np.array([float(c.weight) for c in criteria])
+    if vote == "column":
+        has_parts = {c.vote_unit for c in criteria if not c.aggregate}
+        return np.array([0.0 if c.aggregate and c.vote_unit in has_parts else w for c, w in zip(criteria, own)])
+    voting: dict[str, int] = {}
+    for c in criteria:
+        if not c.detail:
+            voting[c.vote_unit] = voting.get(c.vote_unit, 0) + 1
+    out = np.array([0.0 if c.detail or c.vote_unit not in voting else w / voting[c.vote_unit]
+                    for c, w in zip(criteria, own)])
+    orphans = sorted({c.vote_unit for c in criteria if c.detail and c.vote_unit not in voting})
+    if orphans:
+        # a benchmark made of detail columns only would have no vote at all: its details share it instead
+        for j, c in enumerate(criteria):
+            if c.vote_unit in orphans:
+                n = sum(1 for d in criteria if d.vote_unit == c.vote_unit)
+                out[j] = own[j] / n
+    return out
+
+
+def structured(criteria: Sequence[Any]) -> bool:
+    """Whether any criterion says it shares a benchmark with others or is a detail / aggregate (else both
+    vote modes rank alike)."""
+    units: dict[str, int] = {}
+    for c in criteria:
+        units[c.vote_unit] = units.get(c.vote_unit, 0) + 1
+    return any(c.detail or c.aggregate for c in criteria) or any(n > 1 for n in units.values())
+
+
+def apply_votes(table: Any, vote: str | None = None) -> tuple[Any, dict[str, Any]]:
+    """(the table with its weights under ``vote``, what the output states about it).
+
+    The statement: ``{"vote": mode, "benchmarks": n voting units, "columns": n columns, "voting_columns": n,
+    "not_voting": [names]}``; the table is returned unchanged when its criteria name no structure.
+    """
+    vote = check_vote(vote)
+    crits = table.criteria
+    info: dict[str, Any] = {"vote": vote, "columns": len(crits)}
+    if not structured(crits):
+        info.update(benchmarks=len(crits), voting_columns=sum(1 for c in crits if c.weight > 0), not_voting=[])
+        return table, info
+    w = vote_weights(crits, vote)
+    if not (w > 0).any():
+        raise UserError(f"no column votes under --vote {vote}: every column is a detail or has weight 0"
+                        + (" (try --vote column)" if vote == "benchmark" else ""))
+    voted = table.with_weights(w)
+    units = {c.vote_unit for c, x in zip(crits, w) if x > 0}
+    info.update(benchmarks=len(units), voting_columns=int((w > 0).sum()),
+                not_voting=[c.name for c, x in zip(crits, w) if x == 0 and c.weight > 0])
+    return voted, info
+
+
+def describe(info: dict[str, Any]) -> str:
+    """The line the output states about the vote mode.
+
+    >>> describe({"vote": "benchmark", "benchmarks": 3, "columns": 62, "voting_columns": 4, "not_voting": ["a"] * 58})
+    'votes: one per benchmark (3 benchmarks from 62 columns; 58 detail columns do not vote; --vote column: one per column)'
+    """
+    if info["vote"] == "benchmark":
+        rest = (f"; {len(info['not_voting'])} detail column{'s' if len(info['not_voting']) != 1 else ''} do not vote"
+                if info["not_voting"] else "")
+        return (f"votes: one per benchmark ({info['benchmarks']} benchmarks from {info['columns']} columns{rest}; "
+                "--vote column: one per column)")
+    rest = (f"; {len(info['not_voting'])} aggregate column{'s' if len(info['not_voting']) != 1 else ''} left to "
+            "their parts" if info["not_voting"] else "")
+    return f"votes: one per column ({info['voting_columns']} of {info['columns']} columns vote{rest})"
