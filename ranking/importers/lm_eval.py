@@ -76,6 +76,7 @@ from ranking.importers.common import (
     describe_paths,
     existing,
     expect,
+    in_range,
     json_kind,
     json_path,
     number,
@@ -189,10 +190,7 @@ def column_name(task: str, metric: str, filter_name: str) -> str:
 
 def _note(options: Options, message: str, kind: str, ranks: bool = False) -> None:
     """A note of ``kind`` (ranks: it changes a ranking)."""
-    try:
-        options.note(message, kind=kind, ranks=ranks)  # type: ignore[call-arg]
-    except TypeError:  # a plain note(message) callable
-        options.note(message)
+    options.note(message, kind=kind, ranks=ranks)
 
 
 def _listed(items: Sequence[str], limit: int = 4) -> str:
@@ -390,24 +388,6 @@ class Run:
     precision: str | None
 
 
-def _in_range(value: float, lo: float | None, hi: float | None, where: str, options: Options) -> float | None:
-    """The value, or (outside [lo, hi]) a one-line refusal, or missing with a note (``out_of_range: missing``)."""
-    try:
-        from ranking.importers.common import in_range  # type: ignore[attr-defined]
-    except ImportError:
-        in_range = None
-    if in_range is not None:
-        return in_range(value, lo, hi, where, options)
-    if (lo is None or value >= lo) and (hi is None or value <= hi):
-        return value
-    span = f"[{'' if lo is None else f'{lo:g}'}, {'' if hi is None else f'{hi:g}'}]"
-    if getattr(options, "out_of_range", "error") == "missing":
-        _note(options, f"{where} is {value:g}, outside its range {span}: made missing", "range", ranks=True)
-        return None
-    raise UserError(f"{where} is {value:g}, outside its range {span}: fix the file, or --out-of-range missing "
-                    "makes it missing")
-
-
 def task_scores(metrics: Mapping[str, Any], path: Path, model: str, task: str, old: bool,
                 options: Options) -> dict[tuple[str, str], tuple[float, float | None]]:
     """(metric, filter) → (score, standard error or None) of one task's ``results`` entry; a score that is there
@@ -434,7 +414,7 @@ def task_scores(metrics: Mapping[str, Any], path: Path, model: str, task: str, o
             continue
         known = KNOWN_METRICS.get(metric)
         if known is not None and known[1] in RANGES:
-            value = _in_range(value, *RANGES[known[1]], where, options)
+            value = in_range(value, *RANGES[known[1]], where, options)
             if value is None:
                 continue
         se_where = f"{path}: model {model!r}, task {task!r}, standard error {se_key!r}"
@@ -696,7 +676,8 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     kept = [_newest(sorted(c, key=lambda r: str(r.file)), options, collected) for c in by_key.values()]
     _note_duplicates(collected, options)
 
-    models = sorted({r.model for r in kept}, key=lambda i: (i.name, i.args))
+    # every file's model, the ones without any score too (assemble names them in a note)
+    models = sorted({identity_of(doc, f) for f, doc, _ in docs}, key=lambda i: (i.name, i.args))
     names = display_names(models)
     _note_identities(models, names, options)
 
@@ -755,12 +736,7 @@ def read(paths: Sequence[Path], options: Options) -> Any:
                                    precisions[col.name], options))
     _check_parity(docs, parent, options)
     source = f"lm-eval {describe_paths(paths)}"
-    try:
-        return assemble(scores, criteria, source, options, errors, board="lm-eval")  # type: ignore[call-arg]
-    except TypeError as exc:
-        if "board" not in str(exc):
-            raise
-        return assemble(scores, criteria, source, options, errors)
+    return assemble(scores, criteria, source, options, errors, board="lm-eval")
 
 
 def _note_identities(models: Sequence[Identity], names: Mapping[Identity, str], options: Options) -> None:
