@@ -32,8 +32,8 @@ A score that is null, NaN or ``"N/A"`` is missing; one that is no finite number 
 
 **Each score once, one meaning per column, one model per identity.**
 
-* Column names ``<task>/<metric>`` (``/<filter>`` when not ``none``); ``%``, ``/`` and ``@`` inside a name part are
-  written ``%25``, ``%2F``, ``%40``, so two metrics never share a column.
+* Column names ``<task>/<metric>`` (``/<filter>`` when not ``none``); ``%`` and ``/`` inside a name part are
+  written ``%25`` and ``%2F``, so two metrics never share a column (two that still would are refused).
 * A column holds one setting (n-shot, task version, ``limit``, chat template, few-shot as multi-turn): a task run
   with several settings gets one column per setting, named with ``@`` and what differs (``mmlu/acc@5-shot``),
   all in the task's benchmark (they share its vote), with a note naming the models of each setting.
@@ -114,6 +114,23 @@ KNOWN_METRICS: dict[str, tuple[str, str]] = {
     "likelihood_difference": ("lower", "log-likelihood difference (0 or more)"),
 }
 
+#: RULER (``ruler``, ``niah_*``) names its metrics by the context length (``"4096"``): the share of needles
+#: found, higher is better (what its task configs say), and -1 where it had no sample of that length (its
+#: aggregation's placeholder, imported as missing with a note).
+RULER_PLACEHOLDER = -1.0
+
+
+def known_metric(metric: str) -> tuple[str, str] | None:
+    """(direction, unit) of a metric this importer knows (:data:`KNOWN_METRICS`, RULER's context lengths).
+
+    >>> known_metric("acc_norm"), known_metric("4096"), known_metric("toxicity")
+    (('higher', 'proportion (0-1)'), ('higher', 'proportion (0-1)'), None)
+    """
+    if metric in KNOWN_METRICS:
+        return KNOWN_METRICS[metric]
+    return ("higher", PROPORTION) if metric.isdigit() else None
+
+
 #: unit → the valid (lo, hi) of its scores (None: open).
 RANGES: dict[str, tuple[float | None, float | None]] = {
     PROPORTION: (0.0, 1.0),
@@ -178,7 +195,7 @@ STAMP_03 = re.compile(r"(\d{2})-(\d{2})-(\d{4})-(\d{2})-(\d{2})-(\d{2})")  # 0.3
 
 # ---------------------------------------------------------------------- names
 def _escape(part: str) -> str:
-    return str(part).replace("%", "%25").replace("/", "%2F").replace("@", "%40")
+    return str(part).replace("%", "%25").replace("/", "%2F")
 
 
 def column_name(task: str, metric: str, filter_name: str) -> str:
@@ -389,7 +406,7 @@ class Run:
 
 
 def task_scores(metrics: Mapping[str, Any], path: Path, model: str, task: str, old: bool,
-                options: Options) -> dict[tuple[str, str], tuple[float, float | None]]:
+                options: Options, placeholders: list[str]) -> dict[tuple[str, str], tuple[float, float | None]]:
     """(metric, filter) → (score, standard error or None) of one task's ``results`` entry; a score that is there
     but is no finite number (or outside its metric's range), a negative standard error, or a key with an empty
     metric or filter name is a one-line :class:`UserError`."""
@@ -412,7 +429,10 @@ def task_scores(metrics: Mapping[str, Any], path: Path, model: str, task: str, o
         value = score(value, where, missing=["N/A"], absent='null or "N/A"')
         if value is None:
             continue
-        known = KNOWN_METRICS.get(metric)
+        if metric.isdigit() and value == RULER_PLACEHOLDER:
+            placeholders.append(f"{task} {metric}")
+            continue
+        known = known_metric(metric)
         if known is not None and known[1] in RANGES:
             value = in_range(value, *RANGES[known[1]], where, options)
             if value is None:
@@ -577,17 +597,21 @@ def _runs(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], parent: Mapping[
     for task, group in parent.items():
         children.setdefault(group, []).append(task)
     runs: list[Run] = []
+    placeholders: list[str] = []
     for f, doc, old in docs:
         model = identity_of(doc, f)
         stamp, precision = stamp_of(doc, f), _precision(doc, model)
         hib = doc.get("higher_is_better") or {}
         for task, metrics in doc["results"].items():
             task = str(task)
-            scores = task_scores(metrics, f, model.name, task, old, options)
+            scores = task_scores(metrics, f, model.name, task, old, options, placeholders)
             if not scores:
                 continue
             runs.append(Run(model, task, _setting(doc, task, old, _leaves(task, children)), scores, f, stamp,
                             hib.get(task) or {}, precision))
+    if placeholders:
+        _note(options, f"lm-eval: {len(placeholders)} RULER score(s) of -1 (no sample of that context length) "
+                       f"imported as missing: {_listed(sorted(set(placeholders)), 3)}", "placeholder", ranks=True)
     return runs
 
 
@@ -715,7 +739,7 @@ def read(paths: Sequence[Path], options: Options) -> Any:
             files.setdefault(None, []).append(r.file)
             precisions.setdefault(name, set()).add(r.precision)
     if escaped:
-        _note(options, "lm-eval: names with '/', '@' or '%' are written escaped (%2F, %40, %25) so that no two "
+        _note(options, "lm-eval: names with '/' or '%' are written escaped (%2F, %25) so that no two "
                        f"metrics share a column: {_listed(sorted(escaped), 3)}", "format")
     names_seen: dict[str, Column] = {}
     for col in columns.values():
@@ -780,7 +804,7 @@ def _criterion(col: Column, primary: bool, parent: Mapping[str, str], children: 
 
     task, metric = col.task, col.metric
     direction = options.stated(col.name, metric)
-    known = KNOWN_METRICS.get(metric)
+    known = known_metric(metric)
     if direction is None and True in said and False in said:
         raise UserError(f"lm-eval files disagree on the direction of metric {metric!r} of task {task!r}: "
                         f"{said[True][0]} says higher is better, {said[False][0]} lower: pass --higher {metric} "
