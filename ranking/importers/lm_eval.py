@@ -591,6 +591,69 @@ def _read_files(paths: Sequence[Path], options: Options) -> list[tuple[Path, Map
     return docs
 
 
+def _pooled_stderr(errors: Sequence[float], sizes: Sequence[float]) -> float:
+    """lm-eval's ``pooled_sample_stderr``: the standard error of a size-weighted mean of subtasks."""
+    pooled = sum((n - 1) * e * e * n for e, n in zip(errors, sizes)) / (sum(sizes) - len(sizes))
+    return math.sqrt(pooled / sum(sizes))
+
+
+def _complete_groups(docs: list[tuple[Path, Mapping[str, Any], bool]], parent: Mapping[str, str],
+                     options: Options) -> list[tuple[Path, Mapping[str, Any], bool]]:
+    """Files that ran a group's subtasks without its group row (others have one) get the row lm-eval would have
+    written: the mean of the subtasks weighted by their ``n-samples``, the pooled standard error, the version
+    the other files give the group. So a model that ran GLUE's tasks one by one still votes for GLUE."""
+    children: dict[str, list[str]] = {}
+    for task, group in parent.items():
+        children.setdefault(group, []).append(task)
+    keys: dict[str, set[str]] = {}
+    versions: dict[str, set[str]] = {}
+    for _, doc, old in docs:
+        for group in children:
+            row = doc["results"].get(group)
+            if not old and isinstance(row, Mapping) and any(
+                    "," in str(k) and "_stderr" not in str(k) and number(v) is not None for k, v in row.items()):
+                keys.setdefault(group, set()).update(
+                    str(k) for k, v in row.items() if "," in str(k) and "_stderr" not in str(k) and number(v) is not None)
+                if (doc.get("versions") or {}).get(group) is not None:
+                    versions.setdefault(group, set()).add(str(doc["versions"][group]))
+    made: dict[str, list[str]] = {}
+    out = []
+    for f, doc, old in docs:
+        results = doc["results"]
+        added: dict[str, dict[str, Any]] = {}
+        for group, metric_keys in sorted(keys.items()):
+            if old or any("," in str(k) for k in (results.get(group) or {})):
+                continue
+            leaves = _leaves(group, children)
+            sizes = [number(((doc.get("n-samples") or {}).get(t) or {}).get("effective")) for t in leaves]
+            if not leaves or any(t not in results for t in leaves) or any(n is None or n <= 1 for n in sizes):
+                continue
+            row: dict[str, Any] = {}
+            for key in sorted(metric_keys):  # as lm-eval does: over the subtasks that report the metric
+                have = [(number(results[t].get(key)), n, results[t].get(key.replace(",", "_stderr,", 1)))
+                        for t, n in zip(leaves, sizes) if number(results[t].get(key)) is not None]
+                if not have:
+                    continue
+                total = sum(n for _, n, _ in have)  # type: ignore[misc]
+                row[key] = sum(x * n for x, n, _ in have) / total  # type: ignore[operator]
+                errors = [number(e) for _, _, e in have]
+                if not any(e is None for e in errors):
+                    row[key.replace(",", "_stderr,", 1)] = _pooled_stderr(errors, [n for _, n, _ in have])  # type: ignore[arg-type,misc]
+            if row:
+                added[group] = row
+                made.setdefault(group, []).append(str(f))
+        if added:
+            doc = dict(doc, results={**results, **added},
+                       versions={**(doc.get("versions") or {}),
+                                 **{g: next(iter(versions[g])) for g in added if len(versions.get(g, ())) == 1}})
+        out.append((f, doc, old))
+    for group, files in made.items():
+        _note(options, f"lm-eval: {len(files)} file(s) ran the subtasks of {group!r} without its group row: its score "
+                       "computed as lm-eval does (mean weighted by n-samples), so they vote for it too: "
+                       f"{_listed(files, 2)}", "aggregate", ranks=True)
+    return out
+
+
 def _runs(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], parent: Mapping[str, str],
           options: Options) -> list[Run]:
     children: dict[str, list[str]] = {}
@@ -688,6 +751,7 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     """The score table of lm-eval output (module docstring)."""
     docs = _read_files(paths, options)
     parent = _parents(docs, options)
+    docs = _complete_groups(docs, parent, options)
     children: dict[str, list[str]] = {}
     for task, group in parent.items():
         children.setdefault(group, []).append(task)
