@@ -847,7 +847,7 @@ def _note_settings(settings_of: Mapping[str, Mapping[tuple[tuple[str, Any], ...]
     for task, variants in settings_of.items():
         if len(variants) < 2:
             continue
-        keys = sorted({k for s in variants for k, _ in s})
+        keys = sorted({k for s in variants for k, _ in s if len({dict(t).get(k) for t in variants}) > 1})
         described = "; ".join(
             f"{', '.join(f'{k}={dict(s).get(k)}' for k in keys)}: {_listed(sorted(models), 3)}"
             for s, models in sorted(variants.items(), key=lambda kv: str(kv[0])))
