@@ -400,6 +400,9 @@ class ScenarioModel(_Strict):
     directions: Annotated[dict[str, Direction], BeforeValidator(_string_keys)] | None = Field(
         None, description="criterion name or pattern → higher or lower")
     reference: Name | None = Field(None, description="the column others are compared with (default: the first)")
+    vote: Literal["benchmark", "column"] | None = Field(
+        None, description="benchmark (default): one vote per benchmark, detail columns do not vote; column: one vote "
+        "per column (an aggregate gives way to its parts)")
     columns: Annotated[list[ColumnModel], Field(min_length=1)] = Field(
         description="the compared columns: a list of {name, rule, setting, group_weights}")
     report: ReportModel | None = Field(None, description="{simplex_columns, simplex_resolution}")

@@ -273,8 +273,9 @@ def test_columns_come_from_the_records(exp, monkeypatch):
     m = pd.read_csv(result.matrix_path, index_col="model")
     assert m.loc["gpt", "rte_f1"] == pytest.approx(0.3)
     side = yaml.safe_load(result.criteria_path.read_text())["criteria"]["rte_f1"]
-    assert side["source"] == ("GLUE rte dev F1, final epoch, mean over seeds 0,1; weight 1/2: one of rte's 2 metrics, "
-                              "so the task counts once") and side["direction"] == "higher" and side["weight"] == 0.5
+    assert side["source"] == ("GLUE rte dev F1, final epoch, mean over seeds 0,1; one of rte's 2 metrics: they share "
+                              "the task's one vote (1/2 each)") and side["direction"] == "higher"
+    assert side["benchmark"] == "glue/rte" and side["weight"] == 1.0
 
 
 def _set_packing(exp, levels):

@@ -59,21 +59,27 @@ def _refill(exp, bump: float) -> None:
 def test_a_task_with_two_metrics_counts_once_under_weighted(grid):
     result = collect(grid)
     side = yaml.safe_load(result.criteria_path.read_text())["criteria"]
-    weights = {c: side[c]["weight"] for c in side if side[c]["group"] == "performance"}
-    assert weights == {"cola_mcc": 1.0, "sst2_acc": 1.0, "mrpc_acc": 0.5, "mrpc_f1": 0.5,
-                       "stsb_pearson": 0.5, "stsb_spearman": 0.5, "rte_acc": 1.0}
-    assert side["stsb_spearman"]["source"].endswith("; weight 1/2: one of stsb's 2 metrics, so the task counts once")
-    assert "weight 1/" not in side["rte_acc"]["source"]
+    benchmarks = {c: side[c].get("benchmark") for c in side if side[c]["group"] == "performance"}
+    assert benchmarks == {"cola_mcc": None, "sst2_acc": None, "mrpc_acc": "glue/mrpc", "mrpc_f1": "glue/mrpc",
+                          "stsb_pearson": "glue/stsb", "stsb_spearman": "glue/stsb", "rte_acc": None}
+    assert side["stsb_spearman"]["metric"] == "spearman" and side["stsb_spearman"]["task"] == "stsb"
+    assert side["stsb_spearman"]["source"].endswith("; one of stsb's 2 metrics: they share the task's one vote "
+                                                    "(1/2 each)")
+    assert "one vote" not in side["rte_acc"]["source"]
     perf = load_table(grid.output).group("performance")
+    # the default vote (one per benchmark) gives each of a task's two metrics half of its vote
+    assert rank(perf, "borda").settings["criterion_weights"] == {
+        "cola_mcc": 1.0, "sst2_acc": 1.0, "mrpc_acc": 0.5, "mrpc_f1": 0.5, "stsb_pearson": 0.5,
+        "stsb_spearman": 0.5, "rte_acc": 1.0}
+    assert set(rank(perf, "borda", vote="column").settings["criterion_weights"].values()) == {1.0}
     got = rank(perf, "borda", setting="weighted").results["borda"]
     # by hand: a criterion weighs own / 5 (the group's own weights add up to 5); Borda points 2, 1, 0
     #   A: stsb 2·(.5+.5) + mrpc 2·(.5+.5) + rte 0 + sst2 0 + cola 1 = 5 → 1.0
     #   B: 1 + 1 + 1 + 1 + 0 = 4 → 0.8;   C: 0 + 0 + 2 + 2 + 2 = 6 → 1.2
     assert {m: got.score_of(m) for m in "ABC"} == pytest.approx({"A": 1.0, "B": 0.8, "C": 1.2})
     assert list(got.winners) == ["C"]
-    # with weight 1 per metric (what collect wrote before) A would have won: 9 points against C's 6
-    flat = perf.with_weights({c: 1.0 for c in perf.names})
-    assert list(rank(flat, "borda", setting="weighted").results["borda"].winners) == ["A"]
+    # one vote per metric (--vote column) A wins: 9 points against C's 6
+    assert list(rank(perf, "borda", setting="weighted", vote="column").results["borda"].winners) == ["A"]
 
 
 def test_the_sidecar_names_and_hashes_the_matrix_and_rank_refuses_a_changed_matrix(grid, capsys):

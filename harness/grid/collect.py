@@ -357,14 +357,18 @@ def collect(
     seeds_all = list(exp.seeds)
     seeds_text = ",".join(map(str, seeds_all))
     for task in exp.tasks:
-        share = task_share(task)
+        shared = len(get_task(task).metrics) > 1
         for crit in get_task(task).criteria:
             meta[crit.name] = {
                 "direction": "higher",
-                "weight": share,
+                "weight": 1.0,
                 "group": "performance",
                 "unit": crit.unit,
                 "source": crit.source(epoch, seeds_text) + _share_text(task),
+                # a task's metrics share its one vote (ranking.votes); MNLI's two dev sets are two GLUE columns
+                **({"benchmark": f"glue/{task}"} if shared else {}),
+                "task": task,
+                "metric": crit.record_key,
             }
         for _key, suffix, unit, note, _section, direction in eff_metrics:
             meta[f"{task}_{suffix}"] = {
@@ -549,21 +553,17 @@ def collect(
                      energy_basis=basis_by_task)
 
 
-def task_share(task: str) -> float:
-    """The own weight of each criterion of ``task``: 1 / the number of its metrics, so a task with two
-    metrics (STS-B Pearson and Spearman, MRPC and QQP accuracy and F1) counts once, as on the GLUE
-    leaderboard and in Vote'n'Rank. MNLI's matched and mismatched dev sets are two GLUE columns of one
-    metric each: weight 1 each, as there.
-
-    >>> task_share("stsb"), task_share("rte"), task_share("mnli")
-    (0.5, 1.0, 1.0)
-    """
-    return 1.0 / len(get_task(task).metrics)
-
-
 def _share_text(task: str) -> str:
+    """A task with several metrics (STS-B Pearson and Spearman, MRPC and QQP accuracy and F1) counts once, as on the
+    GLUE leaderboard and in Vote'n'Rank: its columns name one benchmark, whose vote they share (1/n each under
+    ``vnr rank``'s default ``--vote benchmark``). MNLI's matched and mismatched dev sets are two GLUE columns of one
+    metric each: a vote each, as there.
+
+    >>> _share_text("stsb"), _share_text("rte")
+    ("; one of stsb's 2 metrics: they share the task's one vote (1/2 each)", '')
+    """
     n = len(get_task(task).metrics)
-    return f"; weight 1/{n}: one of {task}'s {n} metrics, so the task counts once" if n > 1 else ""
+    return f"; one of {task}'s {n} metrics: they share the task's one vote (1/{n} each)" if n > 1 else ""
 
 
 def _csv_bytes(frame: Any) -> bytes:

@@ -190,7 +190,7 @@ def raw_values_html(table: ScoreTable, models: Sequence[str]) -> str:
     rows = []
     for j in criterion_order(table):
         c = table.criteria[j]
-        arrow = "↑\u00a0higher" if c.direction == "higher" else "↓\u00a0lower"
+        arrow = {"higher": "↑\u00a0higher", "lower": "↓\u00a0lower"}.get(c.direction) or f"◎\u00a0{c.describe_direction()}"
         cells = "".join(f"<td class='num'>{html.escape(number(table.values[i, j]))}</td>" for i in cols)
         unit = " ".join(filter(None, (c.unit, f"({c.method})" if c.method else "")))  # "kWh (estimate)"; none: blank
         rows.append(

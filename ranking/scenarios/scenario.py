@@ -156,6 +156,7 @@ class Scenario:
     simplex_resolution: int = 30
     path: str | None = None
     preset: str | None = None  # the scenario's preset (None: default); votenrank ranks complete rows only
+    vote: str = "benchmark"  # one vote per benchmark (ranking.votes), or per column
 
     # ------------------------------------------------------------------ parsing
     @classmethod
@@ -212,6 +213,7 @@ class Scenario:
             simplex_resolution=report.simplex_resolution if report is not None else 30,
             path=str(path) if path else None,
             preset=preset.name if preset is not None else None,
+            vote=spec.vote or "benchmark",
         )
 
     # ------------------------------------------------------------------ accessors
@@ -307,7 +309,7 @@ class Scenario:
             members = [n for n, grp in chosen.items() if grp == g.name]
             if g.direction:
                 for n in members:
-                    new[n] = replace(new[n], direction=g.direction)
+                    new[n] = replace(new[n], direction=g.direction, target=None)
             for pattern, w in g.weights:
                 hits = match_criteria(pattern, members)
                 if not hits:
@@ -325,7 +327,7 @@ class Scenario:
                     f"(criteria: {_short_list(list(chosen))})"
                 )
             for n in hits:
-                new[n] = replace(new[n], direction=d)
+                new[n] = replace(new[n], direction=d, target=None)
 
         order = [n for n in names if n in chosen]
         idx = [names.index(n) for n in order]
@@ -350,6 +352,11 @@ class Scenario:
             if partial:
                 log.warning("%s: preset %s ranks only models with every score; leaving out: %s", self.name,
                             self.preset, ", ".join(partial))
+        from ranking.votes import apply_votes, describe
+
+        out, votes = apply_votes(out, self.vote)
+        if votes["benchmarks"] != votes["columns"] or votes["not_voting"]:
+            log.warning("%s: %s", self.name, describe(votes))
         if not any(c.weight > 0 for c in out.criteria):
             raise UserError(f"{self.where}: every criterion has weight 0")
         for g in self.groups:
