@@ -29,6 +29,9 @@ A score that is null, NaN or ``"N/A"`` is missing; one that is no finite number 
   likewise (:data:`FILTER_PREFERENCES`: gsm8k's ``strict-match`` over ``flexible-extract``).
 * Group columns that do not vote under ``--vote benchmark`` (an intermediate group, a group's secondary metric)
   are details with weight 0: their parts vote in their place under ``--vote column``, so nothing counts twice.
+* A file that ran all of a group's subtasks but has no row for the group (GLUE's tasks run one by one) while
+  other files have one gets the row lm-eval would have written (:func:`_complete_groups`: the subtasks' mean
+  weighted by ``n-samples``, the pooled standard error), with a note, so that model votes for the group too.
 
 **Each score once, one meaning per column, one model per identity.**
 
@@ -48,6 +51,8 @@ A score that is null, NaN or ``"N/A"`` is missing; one that is no finite number 
 unless stated (``--higher`` / ``--lower``). A file that contradicts the documented direction of a known metric
 needs ``--higher``/``--lower`` to confirm. Known metrics carry their valid range (proportions 0-1): a score
 outside it is refused, or missing with ``--out-of-range missing``; a negative standard error is refused.
+RULER's metrics are named by context length (``"4096"``): proportions, higher is better, and its -1 ("no
+sample of this length") is a placeholder, imported as missing with a note.
 
 **Board**: :func:`board_scores` is the mean of the benchmark scores as lm-eval computed them (its group rows);
 :func:`group_parity` recomputes a file's group rows from its subtasks, size-weighted by ``n-samples`` as lm-eval
