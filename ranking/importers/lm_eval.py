@@ -683,10 +683,11 @@ def _runs(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], parent: Mapping[
     return runs
 
 
-def _newest(candidates: list[Run], options: Options, collected: list[tuple[str, str, str, list[str]]]) -> Run:
-    """The newest of several runs of one model, task and setting (:func:`pick_newest`)."""
+def _newest(candidates: list[Run], shown_as: str, options: Options,
+            collected: list[tuple[str, str, str, list[str], str]]) -> Run:
+    """The newest of several runs of one model (``shown_as``), task and setting (:func:`pick_newest`)."""
     first = candidates[0]
-    what = f"lm-eval task {first.task!r} of model {first.model.name!r}"
+    what = f"lm-eval task {first.task!r} of model {shown_as!r}"
     if len(candidates) > 1 and any(r.stamp is None for r in candidates) and options.on_duplicate != "error":
         if all(r.scores == first.scores for r in candidates):
             return first
@@ -700,11 +701,11 @@ def _newest(candidates: list[Run], options: Options, collected: list[tuple[str, 
                          stamp="date")
     if len(candidates) > 1:
         left = sorted(str(r.file) for r in candidates if r is not picked)
-        collected.append((first.model.name, first.task, str(picked.file), left) + (messages[0],))  # type: ignore[arg-type]
+        collected.append((shown_as, first.task, str(picked.file), left, messages[0]))
     return picked
 
 
-def _note_duplicates(collected: list[Any], options: Options) -> None:
+def _note_duplicates(collected: list[tuple[str, str, str, list[str], str]], options: Options) -> None:
     """One note per (model, kept file, left-out files) of re-runs; one line for the rest when there are many."""
     if not collected:
         return
@@ -765,14 +766,14 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     by_key: dict[tuple[Identity, str, tuple[tuple[str, Any], ...]], list[Run]] = {}
     for run in runs:
         by_key.setdefault((run.model, run.task, run.setting), []).append(run)
-    collected: list[Any] = []
-    kept = [_newest(sorted(c, key=lambda r: str(r.file)), options, collected) for c in by_key.values()]
-    _note_duplicates(collected, options)
-
     # every file's model, the ones without any score too (assemble names them in a note)
     models = sorted({identity_of(doc, f) for f, doc, _ in docs}, key=lambda i: (i.name, i.args))
     names = display_names(models)
     _note_identities(models, names, options)
+    collected: list[tuple[str, str, str, list[str], str]] = []
+    kept = [_newest(sorted(c, key=lambda r: str(r.file)), names[key[0]], options, collected)
+            for key, c in by_key.items()]
+    _note_duplicates(collected, options)
 
     # one column per task × metric × filter × setting; the setting named only where a task has several
     settings_of: dict[str, dict[tuple[tuple[str, Any], ...], set[str]]] = {}
