@@ -67,6 +67,7 @@ does.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -744,6 +745,29 @@ def _describe_setting(setting: Mapping[str, Any], keys: Sequence[str]) -> str:
     return "@".join(_escape(p) for p in parts)
 
 
+def _settled(runs: list[Run]) -> list[Run]:
+    """The runs with the settings that tell a task's columns apart: a setting some files state and others leave
+    out (a file without ``versions``) splits nothing unless two files state different values; where only one
+    value is stated, every run of the task has it.
+
+    >>> r = lambda s: Run(Identity("m", ()), "t", s, {}, Path("f"), None, {}, None)
+    >>> [x.setting for x in _settled([r((("n_shot", 0), ("version", "1"))), r((("n_shot", 0),))])]
+    [(('n_shot', 0), ('version', '1')), (('n_shot', 0), ('version', '1'))]
+    >>> [x.setting for x in _settled([r((("version", "1"),)), r((("version", "2"),)), r(())])]
+    [(('version', '1'),), (('version', '2'),), (('version', None),)]
+    """
+    stated: dict[str, dict[str, set[Any]]] = {}
+    for r in runs:
+        for key, value in r.setting:
+            stated.setdefault(r.task, {}).setdefault(key, set()).add(value)
+    out = []
+    for r in runs:
+        own = dict(r.setting)
+        setting = {k: (next(iter(v)) if len(v) == 1 else own.get(k)) for k, v in stated.get(r.task, {}).items()}
+        out.append(dataclasses.replace(r, setting=tuple(sorted(setting.items()))))
+    return out
+
+
 @dataclass
 class Column:
     task: str
@@ -761,7 +785,7 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     children: dict[str, list[str]] = {}
     for task, group in parent.items():
         children.setdefault(group, []).append(task)
-    runs = _runs(docs, parent, options)
+    runs = _settled(_runs(docs, parent, options))
 
     by_key: dict[tuple[Identity, str, tuple[tuple[str, Any], ...]], list[Run]] = {}
     for run in runs:
@@ -903,7 +927,7 @@ def _criterion(col: Column, primary: bool, parent: Mapping[str, str], children: 
     else:
         detail = not primary
     setting = dict(col.setting)
-    settings: dict[str, Any] = {"filter": col.filter, **setting}
+    settings: dict[str, Any] = {"filter": col.filter, **{k: v for k, v in setting.items() if v is not None}}
     if len(precisions) == 1 and None not in precisions:
         settings["precision"] = next(iter(precisions))
     version, shot = setting.get("version"), setting.get("n_shot")
