@@ -35,6 +35,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationError,
     WithJsonSchema,
     field_validator,
@@ -191,9 +192,9 @@ class SidecarCriterion(_Strict):
         "precision, ...)")
     range: Annotated[list[FiniteNumber | None], Field(min_length=2, max_length=2)] | None = Field(
         None, description="[low, high]: the valid scores (null for an open end); a score outside is refused")
-    detail: bool = Field(False, description="true: kept for reference, not voting under --vote benchmark (a "
+    detail: StrictBool = Field(False, description="true: kept for reference, not voting under --vote benchmark (a "
                          "subtask behind its benchmark's aggregate, a secondary metric)")
-    aggregate: bool = Field(False, description="true: the source's own aggregate of its benchmark's other columns "
+    aggregate: StrictBool = Field(False, description="true: the source's own aggregate of its benchmark's other columns "
                             "(votes for them under --vote benchmark; left out under --vote column)")
 
     @model_validator(mode="after")

@@ -5,6 +5,19 @@ a :class:`~ranking.errors.UserError` that names the file and what kind of file i
 A mapping that repeats a key is refused, naming the key and both lines (plain YAML
 loaders keep the last value silently, so half of a file could be ignored unseen).
 
+Scalars are read as YAML 1.2's core schema reads them, not as YAML 1.1 (PyYAML's default):
+``1:30`` is the text ``"1:30"``, not 90 (sexagesimal); ``yes``, ``no``, ``on``, ``off`` are
+text, not booleans (only ``true`` / ``false`` are); ``010`` is 10, not 8. Anchors and aliases
+(``&a`` / ``*a``) are refused before anything is expanded: a config needs none, and a few
+nested aliases expand to gigabytes ("billion laughs").
+
+>>> parse_yaml("weight: 1:30\\nflag: yes\\nok: true\\nn: 010\\n", "scenario", "s.yaml")
+{'weight': '1:30', 'flag': 'yes', 'ok': True, 'n': 10}
+>>> parse_yaml("a: &x [1, 2]\\nb: *x\\n", "scenario", "s.yaml")
+Traceback (most recent call last):
+...
+ranking.errors.UserError: s.yaml: line 1: an anchor (&x) — config files take no anchors or aliases: write the value out
+
 >>> import tempfile, os
 >>> with tempfile.TemporaryDirectory() as d:
 ...     p = os.path.join(d, "s.yaml")
@@ -36,7 +49,9 @@ def _strict_loader() -> type:
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class StrictLoader(base):  # type: ignore[misc, valid-type]
-        """Safe loading, no duplicate keys."""
+        """Safe loading, YAML 1.2 core scalars, no duplicate keys (aliases are refused before composing)."""
+
+    StrictLoader.yaml_implicit_resolvers = _core_schema_resolvers(yaml)
 
     def construct_mapping(loader: Any, node: Any, deep: bool = False) -> Any:
         seen: dict[Any, int] = {}
@@ -54,9 +69,55 @@ def _strict_loader() -> type:
             seen[key] = line
         return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
+    def construct_int(loader: Any, node: Any) -> int:
+        text = str(loader.construct_scalar(node))
+        body = text.lstrip("+-")
+        sign = -1 if text.startswith("-") else 1
+        if body.startswith(("0o", "0x")):
+            return sign * int(body[2:], 8 if body[1] == "o" else 16)
+        return sign * int(body, 10)  # "010" is ten, as YAML 1.2 reads it (1.1: octal eight)
+
     StrictLoader.add_constructor("tag:yaml.org,2002:map", construct_mapping)
+    StrictLoader.add_constructor("tag:yaml.org,2002:int", construct_int)
     _LOADER = StrictLoader
     return StrictLoader
+
+
+def _core_schema_resolvers(yaml: Any) -> dict[Any, list[Any]]:
+    """PyYAML's implicit resolvers with YAML 1.2 core schema booleans, integers and floats (no ``yes``/``on``,
+    no sexagesimal ``1:30``, no leading-zero octal), the rest (null, timestamps, merge keys) as PyYAML has them."""
+    import re
+
+    core = {
+        "tag:yaml.org,2002:bool": re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+        "tag:yaml.org,2002:int": re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+        "tag:yaml.org,2002:float": re.compile(
+            r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    }
+    out: dict[Any, list[Any]] = {}
+    for first, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items():
+        out[first] = [(tag, regexp) for tag, regexp in resolvers if tag not in core]
+    for tag, regexp in core.items():
+        for first in "-+0123456789.tTfF":
+            out.setdefault(first, []).append((tag, regexp))
+    return out
+
+
+def _no_anchors(text: str, where: Any) -> None:
+    """A one-line :class:`UserError` at the first anchor or alias of ``text`` (found by the scanner, before any
+    value is built or expanded)."""
+    import yaml
+
+    try:
+        for token in yaml.scan(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(token, (yaml.AnchorToken, yaml.AliasToken)):
+                sign = "&" if isinstance(token, yaml.AnchorToken) else "*"
+                kind = "an anchor" if sign == "&" else "an alias"
+                name = str(token.value)[:40]
+                raise UserError(f"{where}: line {token.start_mark.line + 1}: {kind} ({sign}{name}) — config files "
+                                "take no anchors or aliases: write the value out")
+    except yaml.YAMLError:
+        return  # the parser says what is wrong, with its own line
 
 
 class _DuplicateKey(Exception):
@@ -69,6 +130,8 @@ def parse_yaml(text: str, what: str, where: Any) -> Any:
     """Parse YAML ``text`` of a ``what`` read from ``where`` (its name in errors); one-line errors."""
     import yaml
 
+    if "&" in text or "*" in text:
+        _no_anchors(text, where)
     try:
         return yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
     except _DuplicateKey as dup:

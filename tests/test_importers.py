@@ -367,18 +367,19 @@ def test_open_llm_leaderboard_round_trips(tmp_path, capsys):
     path = write_open_llm(tmp_path / "contents.csv", [
         ("org/big", "bfloat16", 40.0, 70.0, 30.0, "2024-06-12"),
         ("org/mid", "bfloat16", 30.0, 7.0, 3.0, "2024-06-12"),
-        ("org/small", "float16", 10.0, 0.5, 0.2, "2024-06-10"),
-        ("org/small", "bfloat16", 12.0, 0.5, 0.25, "2024-07-01"),  # the same model again, submitted later
+        ("org/small", "bfloat16", 10.0, 0.5, 0.2, "2024-06-10"),
+        ("org/small", "bfloat16", 12.0, 0.5, 0.25, "2024-07-01"),  # the same model and precision, submitted later
     ])
     res = tmp_path / "res"
     code, _, err = vnr(capsys, "import", "open-llm-leaderboard", path, "-o", res)
     assert code == 0, err
-    assert "left out the 'Average ⬆️' column" in err and "'org/small' of the leaderboard appears 2 times" in err
+    assert "'Average ⬆️' left out" in err and "'org/small' of the leaderboard appears 2 times" in err
     doc = sidecar(res)
-    assert list(doc["criteria"]) == ["#Params (B)", "CO₂ cost (kg)", "IFEval", "BBH", "MATH Lvl 5", "GPQA", "MUSR",
-                                     "MMLU-PRO"]
-    assert doc["criteria"]["CO₂ cost (kg)"] | {} == {"direction": "lower", "weight": 1.0, "group": "efficiency",
-                                                     "unit": "kg CO2eq", "source": "Open LLM Leaderboard"}
+    assert list(doc["criteria"]) == ["#Params (B)", "CO₂ cost (kg)", "IFEval Raw", "IFEval", "BBH Raw", "BBH",
+                                     "MATH Lvl 5 Raw", "MATH Lvl 5", "GPQA Raw", "GPQA", "MUSR Raw", "MUSR",
+                                     "MMLU-PRO Raw", "MMLU-PRO"]
+    assert {k: doc["criteria"]["CO₂ cost (kg)"][k] for k in ("direction", "weight", "group", "unit", "source")} == {
+        "direction": "lower", "weight": 1.0, "group": "efficiency", "unit": "kg CO2eq", "source": "Open LLM Leaderboard"}
     assert doc["criteria"]["#Params (B)"]["unit"] == "billion parameters"
     assert doc["criteria"]["BBH"]["direction"] == "higher" and doc["criteria"]["BBH"]["group"] == "performance"
     table = ranking.load_table(res)
@@ -412,9 +413,11 @@ def test_helm_round_trips(tmp_path, capsys):
     assert "left out 2 win-rate column(s)" in err and "MMLU - # eval" in err
     doc = sidecar(res)
     assert doc["criteria"]["MMLU - EM"] == {"direction": "higher", "weight": 1.0, "group": "Accuracy", "unit": "EM",
-                                            "source": "HELM core_scenarios"}
+                                            "source": "HELM core_scenarios", "benchmark": "MMLU", "task": "MMLU",
+                                            "metric": "EM", "range": [0.0, 1.0]}
     eff = doc["criteria"]["MMLU - Observed inference time (s)"]
-    assert eff["direction"] == "lower" and eff["group"] == "Efficiency"
+    # MMLU votes once, through its Accuracy-table column: its inference time is detail
+    assert eff["direction"] == "lower" and eff["group"] == "Efficiency" and eff["detail"] is True
     table = ranking.load_table(res)
     assert np.isnan(table.values[table.model_index("Small Z (7B)"), table.names.index("NarrativeQA - F1")])
     assert borda_order(capsys, res)[0] == "GPT-X (0613)"  # best accuracy on both (inference time: the slowest)
@@ -447,18 +450,13 @@ def test_mteb_round_trips(tmp_path, capsys):
 
 
 def test_mteb_duplicate_revisions_and_bad_files(tmp_path, capsys):
+    """Two revisions of a model are two rows (identity is model + revision; file times never decide)."""
     root = tmp_path / "results"
-    old = write_mteb(root, "org__m", "rev1", "Banking77Classification", [0.5])
+    write_mteb(root, "org__m", "rev1", "Banking77Classification", [0.5])
     new = write_mteb(root, "org__m", "rev2", "Banking77Classification", [0.6])
-    import os
-
-    os.utime(old, (1_700_000_000, 1_700_000_000))
-    os.utime(new, (1_800_000_000, 1_800_000_000))
     notes = []
     table = ranking.load_table(root, format="mteb", note=notes.append)
-    assert table.values[0, 0] == 0.6 and any("kept the newest" in n for n in notes)
-    with pytest.raises(UserError, match="appears 2 times"):
-        ranking.load_table(root, format="mteb", on_duplicate="error")
+    assert table.models == ("org/m (rev1)", "org/m (rev2)") and table.values[:, 0].tolist() == [0.5, 0.6]
     new.write_text("{not json")
     code, _, err = vnr(capsys, "import", "mteb", root, "-o", tmp_path / "res")
     assert code == 2 and err.count("\n") == 1 and "Banking77Classification.json is not valid JSON" in err
@@ -479,7 +477,8 @@ def test_codecarbon_joins_lm_eval_as_efficiency(lm_eval_out, tmp_path, capsys):
     assert "no emissions for org/C" in notes
     doc = sidecar(res)
     assert doc["criteria"]["energy_kwh"] == {"direction": "lower", "weight": 1.0, "group": "efficiency", "unit": "kWh",
-                                             "source": "codecarbon energy_consumed"}
+                                             "source": "codecarbon energy_consumed", "benchmark": "energy_kwh",
+                                             "metric": "energy_consumed", "range": [0.0, None]}
     assert doc["criteria"]["emissions_kg"]["unit"] == "kg CO2eq" and doc["criteria"]["duration_s"]["unit"] == "s"
     table = ranking.load_table(res)
     np.testing.assert_allclose(table.values[:, table.names.index("energy_kwh")], [1.5, 0.2, np.nan])
@@ -517,9 +516,9 @@ def test_helm_table_given_twice(tmp_path):
         (tmp_path / name).write_text(json.dumps(helm_tables()[:1]))
     notes = []
     table = ranking.load_table([tmp_path / "a.json", tmp_path / "b.json"], format="helm", note=notes.append)
-    assert "Accuracy / MMLU - EM" in table.names  # a name two tables share carries the table's title
-    assert any("appears twice: kept the one of" in n for n in notes)
-    with pytest.raises(UserError, match="appears twice"):
+    assert table.names == ("MMLU - EM", "NarrativeQA - F1")  # the same measure twice is one column
+    assert any(n.startswith("helm: 2 column(s) repeat a measure already imported") for n in notes)
+    with pytest.raises(UserError, match="'MMLU - EM' appears 2 times"):
         ranking.load_table([tmp_path / "a.json", tmp_path / "b.json"], format="helm", on_duplicate="error")
 
 

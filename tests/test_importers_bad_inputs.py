@@ -286,15 +286,19 @@ def test_helm_a_model_twice_in_one_table(capsys):
         "--on-duplicate newest (which keeps one when their scores agree)")
 
 
-def test_helm_a_column_given_twice_keeps_all_of_the_last_files_scores(capsys):
-    """The column of the file given last replaces the other's entirely: no model keeps a score of the other file."""
+def test_helm_a_column_given_twice_with_other_scores_keeps_both_apart(capsys):
+    """Two files' copies of a column that differ are other runs: each is its own column (named by its file), neither
+    file's scores are dropped, and they share the benchmark's vote."""
     helm('[{"value": "M"}, {"value": 0.9}]', '[{"value": "N"}, {"value": 0.5}]')
     Path("core.json").rename("a.json")
     helm('[{"value": "N"}, {"value": 0.6}]', '[{"value": "O"}, {"value": 0.4}]')
     table, notes = imported(capsys, "helm", "a.json", "core.json")
-    assert table.models == ("N", "O") and table.values.tolist() == [[0.6], [0.4]]
-    assert "helm: column 'Acc / X - EM' appears twice: kept the one of core.json (given last)" in notes
-    assert "helm a.json, core.json: left out 1 model(s) without any score (M)" in notes
+    assert table.names == ("X - EM [a.json]", "X - EM [core.json]")
+    assert table.models == ("M", "N", "O")
+    np.testing.assert_array_equal(table.values, [[0.9, np.nan], [0.5, 0.6], [np.nan, 0.4]])
+    assert [c.benchmark for c in table.criteria] == ["X", "X"] and not any(c.detail for c in table.criteria)
+    assert ("helm: X 'EM' is given 2 times with different scores (a.json .[0].header[1]; core.json .[0].header[1]): "
+            "other runs, kept as separate columns that share X's vote") in notes
 
 
 # ---------------------------------------------------------------------- MTEB
@@ -375,10 +379,13 @@ CODECARBON_BAD = {
     ("t,,x,10,0.1,1.0\n", None): "e.csv: line 2 has an empty project_name: name every run's project "
                                  "(or pass --by experiment_id)",
     ("t,a,x,10,0.1\n", None): "e.csv: line 2 has 5 field(s), the header 6: give every row one value per column "
-                              "(an empty value for a missing one)",
-    ("t,a,x,10,0.1,inf\n", None): "e.csv: line 2, project_name 'a', energy_consumed is 'inf', not a finite number",
+                              "(an empty value for a missing one), or pass --skip-bad-rows to skip codecarbon's "
+                              "corrupt rows",
+    ("t,a,x,10,0.1,inf\n", None): "e.csv: line 2, project_name 'a', energy_consumed is 'inf', not a finite number; or "
+                                  "pass --skip-bad-rows to skip codecarbon's corrupt rows",
     ("t,a,x,10,0.1,1 kWh\n", None): "e.csv: line 2, project_name 'a', energy_consumed is '1 kWh', not a number "
-                                    "(leave it empty for a missing score)",
+                                    "(leave it empty for a missing score); or pass --skip-bad-rows to skip "
+                                    "codecarbon's corrupt rows",
     ("t,a,x,10,0.1,1\n", "a: null"): "codecarbon model map map.yaml: project 'a' maps to null, not a model name: "
                                      "write `a: ORG/MODEL` (a model name as text)",
     ("t,a,x,10,0.1,1\n", "a: {x: 1}"): 'codecarbon model map map.yaml: project \'a\' maps to {"x": 1}, not a model '
@@ -439,13 +446,13 @@ def test_open_llm_empty_cells_are_missing(capsys):
     (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/b,bf16,41,31"],
      "contents.csv: line 3 has 4 field(s), the header 10: give every row one value per column (an empty value for a "
      "missing one)"),
-    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,yesterday"],
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,bf16,41,31,11,6,8,21,19.7,yesterday"],
      "contents.csv: line 3: model 'org/a' is listed more than once and this row's 'Submission Date' is 'yesterday', "
      "not a date (YYYY-MM-DD or ISO 8601), so the newest row cannot be told: give its date, or keep one row"),
-    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,"],
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,bf16,41,31,11,6,8,21,19.7,"],
      "contents.csv: line 3: model 'org/a' is listed more than once and this row's 'Submission Date' is empty, "
      "not a date (YYYY-MM-DD or ISO 8601), so the newest row cannot be told: give its date, or keep one row"),
-    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,f16,41,31,11,6,8,21,19.7,2024-06-12"],
+    (["org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12", "org/a,bf16,41,31,11,6,8,21,19.7,2024-06-12"],
      "model 'org/a' of the leaderboard appears 2 times with the same Submission Date but different scores "
      "(contents.csv line 2, contents.csv line 3), so none is the newest: keep one of them"),
 ])
@@ -456,7 +463,7 @@ def test_open_llm_rows_that_cannot_be_read_or_chosen(rows, message, capsys):
 
 def test_open_llm_dates_are_compared_as_dates(capsys):
     """`2024-06-12T09:00:00Z` is newer than `2024-06-12`; the date of a model listed once is not needed."""
-    leaderboard("org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12T09:00:00Z", "org/a,f16,41,31,11,6,8,21,19.7,2024-06-12",
+    leaderboard("org/a,bf16,40,30,10,5,7,20,18.7,2024-06-12T09:00:00Z", "org/a,bf16,41,31,11,6,8,21,19.7,2024-06-12",
                 "org/b,bf16,41,31,11,6,8,21,19.7,yesterday")  # one row: its date is not needed
     table, notes = imported(capsys, "open-llm-leaderboard", "contents.csv")
     assert table.values[table.model_index("org/a"), table.names.index("IFEval")] == 40.0

@@ -411,7 +411,7 @@ def test_scenario_classes(tmp_path, scenario_results):
         good.replace("rule: copeland", "rule: null"): "columns[4].rule: input should be a valid string (got None)",
         good.replace("simplex_resolution: 24", "simplex_resolution: 1e9"): "report.simplex_resolution: input should "
         "be a valid integer",
-        good.replace("  performance: {}", "  performance: {}\n  yes: {}"): "groups: key True is not text (YAML read "
+        good.replace("  performance: {}", "  performance: {}\n  true: {}"): "groups: key True is not text (YAML read "
         "it as a boolean) — quote it: \"True\":",
     }
     for text, expected in cases.items():

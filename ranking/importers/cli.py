@@ -40,8 +40,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--codecarbon", metavar="EMISSIONS_CSV", help="join codecarbon emissions as efficiency criteria")
     p.add_argument("--map", dest="model_map", action="append", default=[], metavar="PROJECT=MODEL|FILE.yaml",
                    help="codecarbon project name → model name (repeatable), or a YAML file of such pairs")
-    p.add_argument("--by", dest="codecarbon_key", choices=("project_name", "experiment_id"), default="project_name",
-                   help="the codecarbon column that names the model (default: project_name)")
+    p.add_argument("--by", dest="codecarbon_key", choices=("project_name", "experiment_id", "run_id", "file"),
+                   default="project_name", help="what names a codecarbon model: a column (default: project_name), "
+                   "or file (one model per emissions.csv)")
     p.add_argument("--out-of-range", choices=("error", "missing"), default="error",
                    help="a score outside its criterion's range (a proportion above 1, a negative energy): refuse "
                    "the import (default) or import it as missing, with a note")
