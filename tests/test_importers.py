@@ -194,22 +194,26 @@ def test_lm_eval_round_trips_into_rank_and_report_with_standard_errors(capsys, l
     res = tmp_path / "res"
     code, out, err = vnr(capsys, "import", "lm-eval", lm_eval_out, "-o", res)
     assert code == 0, err
-    assert "3 models × 3 criteria" in out and "stderr.csv" in out
-    assert "left out the rows of groups mmlu, mmlu_stem" in err  # aggregates, not counted twice
+    # the group rows are imported now (mmlu votes through its own score, its parts are details)
+    assert "3 models × 5 criteria" in out and "stderr.csv" in out
     doc = sidecar(res)
-    assert doc["standard_errors"] == "stderr.csv"
-    assert doc["criteria"]["arc_easy/acc"] == {"direction": "higher", "weight": 1.0, "group": "arc_easy",
-                                               "unit": "proportion (0-1)", "source": "lm-eval arc_easy v1.0, 0-shot"}
+    assert doc["standard_errors"] == "stderr.csv" and doc["board"] == "lm-eval"
+    assert doc["criteria"]["arc_easy/acc"] == {
+        "direction": "higher", "weight": 1.0, "group": "arc_easy", "unit": "proportion (0-1)",
+        "source": "lm-eval arc_easy v1.0, 0-shot", "benchmark": "arc_easy", "task": "arc_easy", "metric": "acc",
+        "settings": {"filter": "none", "n_shot": 0, "precision": "float32", "version": "1.0"}, "range": [0.0, 1.0],
+        "detail": True}  # acc_norm is arc's primary metric
     assert doc["criteria"]["mmlu_anatomy/acc"]["group"] == "mmlu"  # the top of its group hierarchy
     assert doc["criteria"]["mmlu_anatomy/acc"]["source"] == "lm-eval mmlu_anatomy v1.0, 5-shot"
+    assert doc["criteria"]["mmlu/acc"]["aggregate"] is True
     table = ranking.load_table(res)
     assert table.models == ("org/A", "org/B", "org/C")
-    assert table.names == ("arc_easy/acc", "arc_easy/acc_norm", "mmlu_anatomy/acc")
+    assert table.names == ("arc_easy/acc", "arc_easy/acc_norm", "mmlu/acc", "mmlu_anatomy/acc", "mmlu_stem/acc")
     np.testing.assert_allclose(table.values[:, 0], [0.8, 0.7, 0.6])
     se = table.standard_errors
     np.testing.assert_array_equal(se[:, 0], [0.01] * 3)
     assert np.isnan(se[:, 1]).all()  # "N/A" in the file: unknown
-    np.testing.assert_array_equal(se[:, 2], [0.04] * 3)
+    np.testing.assert_array_equal(se[:, 3], [0.04] * 3)
     assert borda_order(capsys, res) == ["org/A", "org/B", "org/C"]
     html = report_html(capsys, res, tmp_path / "report", "--bootstrap", "30")
     assert "Uncertainty from the standard errors" in html and "Normal(score, its standard error)" in html
@@ -233,9 +237,9 @@ def test_lm_eval_missing_tasks_are_missing_scores(lm_eval_out, capsys, tmp_path)
     table = ranking.load_table(lm_eval_out, format="lm-eval", note=notes.append)
     d = table.model_index("org/D")
     assert np.isnan(table.values[d, table.names.index("mmlu_anatomy/acc")])
-    assert any("org/D (2)" in n and "left empty (missing)" in n for n in notes)
+    assert any("org/D (4)" in n and "left empty (missing)" in n for n in notes)  # acc_norm and the 3 mmlu rows
     code, _, err = vnr(capsys, "import", "lm-eval", lm_eval_out, "-o", tmp_path / "res")
-    assert code == 0 and "org/D (2)" in err
+    assert code == 0 and "org/D (4)" in err
 
 
 def test_lm_eval_duplicate_runs_keep_the_newest_or_are_refused(lm_eval_out, capsys, tmp_path):
@@ -244,7 +248,9 @@ def test_lm_eval_duplicate_runs_keep_the_newest_or_are_refused(lm_eval_out, caps
     notes = []
     table = ranking.load_table(lm_eval_out, format="lm-eval", note=notes.append)
     assert table.values[table.model_index("org/C"), 0] == 0.95  # the newer file's arc_easy
-    assert any("'arc_easy' of model 'org/C' appears 2 times: kept the newest" in n and str(newer) in n for n in notes)
+    # one note for the re-run's four rows (arc_easy and the mmlu rows)
+    assert any("tasks 'arc_easy', 'mmlu', 'mmlu_anatomy', 'mmlu_stem' of model 'org/C' appear 2 times: kept the "
+               f"newest ({newer})" in n for n in notes)
     code, _, err = vnr(capsys, "import", "lm-eval", lm_eval_out, "-o", tmp_path / "res", "--on-duplicate", "error")
     assert code == 2 and err.count("\n") == 1 and "appears 2 times" in err and "--on-duplicate newest" in err
     assert not (tmp_path / "res").exists()  # nothing half-written
@@ -298,9 +304,9 @@ def test_lm_eval_bad_sources_are_one_line_errors(tmp_path, capsys):
     (bad / "results_2024-01-01T00-00-00.json").write_text('{"results": {"arc_easy": {"acc,none": 0.5,}}}')
     code, _, err = vnr(capsys, "import", "lm-eval", tmp_path / "bad", "-o", tmp_path / "res")
     assert code == 2 and err.count("\n") == 1 and "results_2024-01-01T00-00-00.json is not valid JSON" in err
-    (bad / "results_2024-01-01T00-00-00.json").write_text('{"results": {"arc_easy": {"acc": 0.5, "acc_stderr": 0.01}}}')
-    code, _, err = vnr(capsys, "import", "lm-eval", tmp_path / "bad", "-o", tmp_path / "res")
-    assert code == 2 and "no '<metric>,<filter>' scores (lm-eval 0.3's format?)" in err
+    (bad / "results_2024-01-01T00-00-00.json").write_text('{"results": {"arc_easy": {"acc": 1.5, "acc_stderr": 0.01}}}')
+    code, _, err = vnr(capsys, "import", "lm-eval", tmp_path / "bad", "-o", tmp_path / "res")  # 0.3 is read now
+    assert code == 2 and err.count("\n") == 1 and "metric 'acc' is 1.5, outside its range [0, 1]" in err
     (bad / "results_2024-01-01T00-00-00.json").write_text('{"scores": {}}')
     code, _, err = vnr(capsys, "import", "lm-eval", tmp_path / "bad", "-o", tmp_path / "res")
     assert code == 2 and "no top-level 'results' mapping" in err

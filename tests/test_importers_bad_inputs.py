@@ -181,13 +181,17 @@ def test_lm_eval_files_that_disagree_on_a_direction(capsys):
 
 
 def test_lm_eval_source_does_not_depend_on_the_order(capsys):
+    """Two settings of one task are two columns now (one setting per column), whichever file is read first."""
     lm_eval('"versions": {"t": 1}, "n-shot": {"t": 0}')
     lm_eval('"versions": {"t": 2}, "n-shot": {"t": 5}', results='{"t": {"acc,none": 0.4}}', model="B",
             path="o/B/results_x.json")
     for order in (["o/A", "o/B"], ["o/B", "o/A"]):
         table, notes = imported(capsys, "lm-eval", *order)
-        assert table.criterion("t/acc").source == "lm-eval t v1/2, 0/5-shot"
-    assert "lm-eval: task 't' was run with different versions: B 2, A 1" in notes
+        assert table.names == ("t/acc@0-shot@v1", "t/acc@5-shot@v2")
+        assert table.criterion("t/acc@0-shot@v1").source == "lm-eval t v1, 0-shot"
+        assert table.criterion("t/acc@5-shot@v2").source == "lm-eval t v2, 5-shot"
+    assert ("lm-eval: 1 task(s) (t) were run with different settings, one column per setting (sharing the task's "
+            "vote) — n_shot=0, version=1: A; n_shot=5, version=2: B") in notes
 
 
 def test_lm_eval_equal_dates_with_different_scores_are_no_newest(capsys):
@@ -210,8 +214,13 @@ def test_lm_eval_group_does_not_depend_on_the_order(capsys):
     lm_eval(results='{"t": {"acc,none": 0.4}}', model="B", path="o/B/results_x.json")
     for order in (["o/A", "o/B"], ["o/B", "o/A"]):
         table, notes = imported(capsys, "lm-eval", *order)
-        assert table.criterion("t/acc").group == "g"
-        assert "lm-eval: task 't' is in different groups in different files (g, t): its criterion group is 'g'" in notes
+        assert table.criterion("t/acc").group == "g" and table.criterion("t/acc").benchmark == "g"
+    # two files that put t in different groups: the first by name, said in a note
+    lm_eval('"group_subtasks": {"h": ["t"]}', results='{"t": {"acc,none": 0.4}}', model="B", path="o/B/results_x.json")
+    for order in (["o/A", "o/B"], ["o/B", "o/A"]):
+        table, notes = imported(capsys, "lm-eval", *order)
+        assert table.criterion("t/acc").benchmark == "g"
+        assert "lm-eval: task 't' is in different groups in different files (g, h): its group is 'g'" in notes
 
 
 # ---------------------------------------------------------------------- HELM

@@ -1,39 +1,74 @@
-"""lm-evaluation-harness output: ``results_*.json`` files, one row per model, one column per task × metric × filter.
+"""lm-evaluation-harness output (0.3 and 0.4.x results files): one row per model, one column per task × metric × filter
+× setting, each column knowing its benchmark so that a benchmark casts one vote.
 
-What is read from each results file (the structure lm-eval writes with ``--output_path``):
+Files. Every ``*.json`` under the folders given (lm-eval 0.4 writes ``<model>/results_<date>.json``; 0.3 wrote
+whatever ``--output_path`` named, e.g. Pythia's ``160m_step143000.json``), or the files themselves:
 
-* ``results`` → task → ``"<metric>,<filter>"`` scores (``"acc,none"``) and ``"<metric>_stderr,<filter>"``
-  standard errors (``"N/A"`` = unknown); a score that is null, NaN or ``"N/A"`` is missing, one that is
-  there but is no finite number (``"high"``, ``true``, ``1e999``) is an error naming the file, model and metric;
-* the model: ``model_name``, else ``pretrained=`` of ``config.model_args``, else the folder's name;
-* ``higher_is_better`` → task → metric → bool: the direction (files that disagree on it are refused
-  unless it is stated). Where no file states it, the direction comes from :data:`KNOWN_METRICS`;
-  any other metric is refused unless stated (``--higher METRIC`` / ``--lower METRIC``);
-* ``group_subtasks`` (and ``groups``): a task inside a group gets the group at the top of
-  its hierarchy as its criterion group (``mmlu_anatomy`` → ``mmlu``); a task outside any
-  group is its own group. Rows of groups themselves are aggregates of their subtasks and
-  are left out (stated in a note), so no score counts twice;
-* ``versions`` and ``n-shot``: in each criterion's ``source`` (``lm-eval arc_easy v1.0, 0-shot``);
-  a task run with different shot counts for different models is pointed out in a note.
+* 0.4.x: ``results`` → task → ``"<metric>,<filter>"`` scores (``"acc,none"``) and ``"<metric>_stderr,<filter>"``
+  standard errors; ``groups``, ``group_subtasks``, ``versions``, ``n-shot``, ``higher_is_better``, ``n-samples``,
+  ``config.model_args``, ``model_name``, ``date``;
+* 0.3: ``results`` → task → ``"<metric>"`` and ``"<metric>_stderr"`` (filter ``none``), ``versions``, and
+  ``config`` with ``model_args`` and ``num_fewshot``.
 
-Column names: ``<task>/<metric>`` for lm-eval's default filter ``none``, else
-``<task>/<metric>/<filter>`` (``gsm8k/exact_match/strict-match``).
+A JSON file of another shape found in a folder (a BigScience-fork result list, a bare results mapping, a file that
+is no JSON) is skipped and named in one note; given by name, or when no file is readable, it is a one-line error.
+A score that is null, NaN or ``"N/A"`` is missing; one that is no finite number is an error naming the file.
 
-The same task of the same model in several files (a re-run): the newest file wins,
-by the file's ``date`` (else the time stamp in its name, else its modification time),
-said in a note; ``on_duplicate="error"`` refuses, and so do files of the same date with
-different scores (none of them is the newest).
+**One benchmark, one vote** (``Criterion.benchmark`` / ``detail`` / ``aggregate``, :mod:`ranking.votes`):
 
-Every part read is checked for the shape lm-eval writes; one of another shape is a one-line
-error naming the file and the place in it (``.higher_is_better.arc_easy``). Different tasks of one model in
-different files are merged into its row.
+* A task inside a group (``group_subtasks``) belongs to the benchmark at the top of its hierarchy (``mmlu_anatomy``
+  → ``mmlu``), except that a group listed in :data:`SUITES` (a collection of separate benchmarks, such as
+  ``leaderboard``) is never a benchmark: its members are. lm-eval 0.3 has no groups: the task families of
+  :data:`FAMILIES_03` (``hendrycksTest-*`` → ``hendrycksTest``, ...) play their part.
+* The benchmark's own group row, as lm-eval computed it, is its ``aggregate`` column and casts the vote; its
+  subtasks and intermediate groups (``mmlu_stem``) are ``detail`` columns. A benchmark without a group row
+  (lm-eval 0.3's MMLU) is voted for by its subtasks, which share the one vote.
+* A task (or group) with several metrics votes with its primary metric(s): in each chain of :data:`PREFERENCES`
+  the first metric present is primary and the later ones present are details (``acc_norm`` over ``acc``, except
+  for MMLU whose answers are single letters, :data:`ACC_TASKS`); metrics in no chain share the vote. Filters
+  likewise (:data:`FILTER_PREFERENCES`: gsm8k's ``strict-match`` over ``flexible-extract``).
+* Group columns that do not vote under ``--vote benchmark`` (an intermediate group, a group's secondary metric)
+  are details with weight 0: their parts vote in their place under ``--vote column``, so nothing counts twice.
+* A file that ran all of a group's subtasks but has no row for the group (GLUE's tasks run one by one) while
+  other files have one gets the row lm-eval would have written (:func:`_complete_groups`: the subtasks' mean
+  weighted by ``n-samples``, the pooled standard error), with a note, so that model votes for the group too.
+
+**Each score once, one meaning per column, one model per identity.**
+
+* Column names ``<task>/<metric>`` (``/<filter>`` when not ``none``); ``%`` and ``/`` inside a name part are
+  written ``%25`` and ``%2F``, so two metrics never share a column (two that still would are refused).
+* A column holds one setting (n-shot, task version, ``limit``, chat template, few-shot as multi-turn): a task run
+  with several settings gets one column per setting, named with ``@`` and what differs (``mmlu/acc@5-shot``),
+  all in the task's benchmark (they share its vote), with a note naming the models of each setting.
+* A model is ``model_name`` (else ``model`` or ``pretrained=`` of the model args) with its model args, less
+  the ones that only say how it ran (:data:`RUNTIME_ARGS`): two runs of one local path with another
+  ``tmix_backend`` or ``dtype`` are two models. Local paths are shown by their last part(s); where two models
+  would show alike, the differing args are added (``v7-1B5-world (tmix_backend=fla)``).
+* Re-runs of one model, task and setting: the newest wins by the file's ``date`` (else the time stamp in its
+  name); never by file time. ``on_duplicate="error"`` refuses; so do re-runs that cannot be ordered.
+
+**Directions, ranges**: a file's ``higher_is_better``; where none says, :data:`KNOWN_METRICS`; else refused
+unless stated (``--higher`` / ``--lower``). A file that contradicts the documented direction of a known metric
+needs ``--higher``/``--lower`` to confirm. Known metrics carry their valid range (proportions 0-1): a score
+outside it is refused, or missing with ``--out-of-range missing``; a negative standard error is refused.
+RULER's metrics are named by context length (``"4096"``): proportions, higher is better, and its -1 ("no
+sample of this length") is a placeholder, imported as missing with a note.
+
+**Board**: :func:`board_scores` is the mean of the benchmark scores as lm-eval computed them (its group rows);
+:func:`group_parity` recomputes a file's group rows from its subtasks, size-weighted by ``n-samples`` as lm-eval
+does.
 
 >>> column_name("arc_easy", "acc", "none"), column_name("gsm8k", "exact_match", "strict-match")
 ('arc_easy/acc', 'gsm8k/exact_match/strict-match')
+>>> column_name("t", "rouge/f", "none"), column_name("t", "rouge", "f")
+('t/rouge%2Ff', 't/rouge/f')
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -45,8 +80,9 @@ from ranking.importers.common import (
     Options,
     assemble,
     describe_paths,
+    existing,
     expect,
-    files_in,
+    in_range,
     json_kind,
     json_path,
     number,
@@ -58,35 +94,153 @@ from ranking.importers.common import (
     unknown_direction,
 )
 
-#: Directions and units of metrics lm-eval reports, for files without ``higher_is_better``.
+PROPORTION = "proportion (0-1)"
+
+#: metric → (direction, unit), for files without ``higher_is_better`` and to check the files that have one
+#: (lm-eval's own metric registry and task configs: ``lm_eval/api/metrics.py``, ``tasks/*/*.yaml``).
 KNOWN_METRICS: dict[str, tuple[str, str]] = {
-    **{m: ("higher", "proportion (0-1)") for m in (
+    **{m: ("higher", PROPORTION) for m in (
         "acc", "acc_norm", "acc_mutual_info", "exact_match", "em", "f1", "contains", "pass@1", "pass_at_1",
         "prompt_level_strict_acc", "inst_level_strict_acc", "prompt_level_loose_acc", "inst_level_loose_acc",
+        "mc1", "mc2", "math_verify",
     )},
     "mcc": ("higher", "correlation (-1 to 1)"),
     "bleu": ("higher", "BLEU (0-100)"),
     "chrf": ("higher", "chrF (0-100)"),
-    "ter": ("lower", "TER (0-100)"),
+    "ter": ("lower", "TER (0 or more)"),
     "perplexity": ("lower", "perplexity"),
+    "ppl": ("lower", "perplexity"),
     "word_perplexity": ("lower", "perplexity per word"),
     "byte_perplexity": ("lower", "perplexity per byte"),
     "bits_per_byte": ("lower", "bits per byte"),
-    "brier_score": ("lower", "Brier score (0-1)"),
+    "brier_score": ("lower", "Brier score (0 or more)"),
+    # CrowS-Pairs: lm-eval's crows_pairs configs say lower is better for both
+    "pct_stereotype": ("lower", PROPORTION),
+    "likelihood_diff": ("lower", "log-likelihood difference (0 or more)"),
+    "likelihood_difference": ("lower", "log-likelihood difference (0 or more)"),
 }
 
+#: RULER (``ruler``, ``niah_*``) names its metrics by the context length (``"4096"``): the share of needles
+#: found, higher is better (what its task configs say), and -1 where it had no sample of that length (its
+#: aggregation's placeholder, imported as missing with a note).
+RULER_PLACEHOLDER = -1.0
+
+
+def known_metric(metric: str) -> tuple[str, str] | None:
+    """(direction, unit) of a metric this importer knows (:data:`KNOWN_METRICS`, RULER's context lengths).
+
+    >>> known_metric("acc_norm"), known_metric("4096"), known_metric("toxicity")
+    (('higher', 'proportion (0-1)'), ('higher', 'proportion (0-1)'), None)
+    """
+    if metric in KNOWN_METRICS:
+        return KNOWN_METRICS[metric]
+    return ("higher", PROPORTION) if metric.isdigit() else None
+
+
+#: unit → the valid (lo, hi) of its scores (None: open).
+RANGES: dict[str, tuple[float | None, float | None]] = {
+    PROPORTION: (0.0, 1.0),
+    "correlation (-1 to 1)": (-1.0, 1.0),
+    "BLEU (0-100)": (0.0, 100.0),
+    "chrF (0-100)": (0.0, 100.0),
+    "TER (0 or more)": (0.0, None),
+    "perplexity": (0.0, None),
+    "perplexity per word": (0.0, None),
+    "perplexity per byte": (0.0, None),
+    "bits per byte": (0.0, None),
+    "Brier score (0 or more)": (0.0, None),
+    "log-likelihood difference (0 or more)": (0.0, None),
+}
+
+#: Primary metrics: in each chain, the first metric a task reports is primary, the later ones it reports are
+#: details. ``acc_norm`` (accuracy normalised by answer length) is what the Open LLM Leaderboard used for every
+#: multiple-choice task whose answers differ in length (v1: ARC, HellaSwag; v2: BBH, GPQA, MuSR), ``mc2`` its
+#: TruthfulQA score; LAMBADA and CrowS-Pairs report accuracy / the stereotype rate as their headline and the
+#: perplexity / likelihood difference beside it; wikitext's headline is word perplexity.
+PREFERENCES: tuple[tuple[str, ...], ...] = (
+    ("acc_norm", "acc"),
+    ("mc2", "mc1"),
+    ("acc", "perplexity", "ppl"),
+    ("pct_stereotype", "likelihood_diff", "likelihood_difference"),
+    ("word_perplexity", "byte_perplexity", "bits_per_byte"),
+)
+#: Tasks (name prefixes) whose primary accuracy is ``acc``: MMLU's answers are the letters A-D, so length
+#: normalisation changes nothing it should (the Open LLM Leaderboard v1 used ``acc`` for MMLU).
+ACC_TASKS: tuple[str, ...] = ("mmlu", "hendrycksTest")
+#: For one metric under several filters: the first filter present is primary (gsm8k's ``strict-match`` is
+#: the answer in the format asked for, the one lm-eval's gsm8k config lists first).
+FILTER_PREFERENCES: tuple[tuple[str, ...], ...] = (("strict-match", "flexible-extract"),)
+
+#: Groups that collect separate benchmarks (each member is its own benchmark, with its own vote).
+SUITES: frozenset[str] = frozenset({"leaderboard", "openllm", "tinyBenchmarks", "metabench"})
+
+#: lm-eval 0.3 task families (name prefix → benchmark): 0.3 wrote no groups, so these stand for them. A task
+#: named like the benchmark itself (0.3's ``crows_pairs_english``, the whole set) is its aggregate.
+FAMILIES_03: dict[str, str] = {
+    "hendrycksTest-": "hendrycksTest",
+    "blimp_": "blimp",
+    "crows_pairs_english_": "crows_pairs_english",
+    "crows_pairs_french_": "crows_pairs_french",
+    "arithmetic_": "arithmetic",
+    "pile_": "pile",
+    "lambada_openai_mt_": "lambada_openai_mt",
+}
+
+#: model args that say how a model was run, not which model it is (left out of its identity).
+RUNTIME_ARGS: frozenset[str] = frozenset({
+    "parallelize", "device_map", "device", "batch_size", "max_batch_size", "trust_remote_code", "use_accelerate",
+    "device_map_option", "max_memory_per_gpu", "max_cpu_memory", "offload_folder", "low_cpu_mem_usage",
+    "gpu_memory_utilization", "tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size",
+    "swap_space", "enforce_eager", "max_num_seqs", "num_concurrent", "max_retries", "timeout", "cache_dir",
+})
+NAME_ARGS = ("pretrained", "model", "path")
+
 STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(?:\.\d+)?)")
+STAMP_03 = re.compile(r"(\d{2})-(\d{2})-(\d{4})-(\d{2})-(\d{2})-(\d{2})")  # 0.3 forks: _eval_results_MM-DD-YYYY-HH-MM-SS
+
+
+# ---------------------------------------------------------------------- names
+def _escape(part: str) -> str:
+    return str(part).replace("%", "%25").replace("/", "%2F")
 
 
 def column_name(task: str, metric: str, filter_name: str) -> str:
-    """The criterion name of one task's metric under one filter (the filter only when it is not ``none``)."""
-    return f"{task}/{metric}" if filter_name == "none" else f"{task}/{metric}/{filter_name}"
+    """The criterion name of one task's metric under one filter (the filter only when it is not ``none``); the
+    parts are escaped, so a ``/`` inside a metric name never makes it another metric's column."""
+    base = f"{_escape(task)}/{_escape(metric)}"
+    return base if filter_name == "none" else f"{base}/{_escape(filter_name)}"
 
 
-def result_files(paths: Sequence[Path]) -> list[Path]:
-    """Every ``results*.json`` under the given folders (or the files themselves); an empty folder is an error."""
-    return files_in(paths, "lm-eval output", "results*.json",
-                    "lm-eval results_*.json: give the folder lm-eval wrote with --output_path", recursive=True)
+def _note(options: Options, message: str, kind: str, ranks: bool = False) -> None:
+    """A note of ``kind`` (ranks: it changes a ranking)."""
+    options.note(message, kind=kind, ranks=ranks)
+
+
+def _listed(items: Sequence[str], limit: int = 4) -> str:
+    items = list(items)
+    return ", ".join(items[:limit]) + (f", … ({len(items)} in all)" if len(items) > limit else "")
+
+
+# ---------------------------------------------------------------------- files
+def result_files(paths: Sequence[Path]) -> list[tuple[Path, bool]]:
+    """(file, named by the user) for every ``*.json`` under the given folders and every file given."""
+    out: list[tuple[Path, bool]] = []
+    for p in existing(paths, "lm-eval output"):
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*.json") if f.is_file())
+            if not found:
+                raise UserError(f"{p} holds no lm-eval results_*.json (nor lm-eval 0.3 *.json): give the folder "
+                                "lm-eval wrote with --output_path")
+            out.extend((f, False) for f in found)
+        else:
+            out.append((p, True))
+    return out
+
+
+def _is_03(results: Mapping[str, Any]) -> bool:
+    """Whether a results mapping is lm-eval 0.3's (``"acc"`` keys, no ``"<metric>,<filter>"`` ones)."""
+    keys = [str(k) for m in results.values() if isinstance(m, Mapping) for k in m]
+    return bool(keys) and not any("," in k for k in keys)
 
 
 def checked(doc: Any, path: Path) -> Mapping[str, Any]:
@@ -119,29 +273,106 @@ def checked(doc: Any, path: Path) -> Mapping[str, Any]:
             for i, sub in enumerate(subs):
                 expect(sub, "text", path, ["group_subtasks", group, i], "text (a task name)")
     optional(doc, "groups", "object", path, [], "an object of group → scores")
+    samples = optional(doc, "n-samples", "object", path, [], "an object of task → {original, effective}")
+    for task, counts in (samples or {}).items():
+        expect(counts, "object", path, ["n-samples", task], "an object {original, effective}")
     return doc
 
 
-def model_of(doc: Mapping[str, Any], path: Path) -> str:
-    """The model a results file is about: ``model_name``, else ``pretrained=`` of the model args, else the folder."""
-    name = doc.get("model_name")
-    if isinstance(name, str) and name.strip():
-        return name.strip()
+# ---------------------------------------------------------------------- models
+def _is_path(name: str) -> bool:
+    return name.startswith(("/", "~", "./", "../")) or bool(re.match(r"^[A-Za-z]:[\\/]", name)) or "\\" in name
+
+
+def _args(doc: Mapping[str, Any]) -> dict[str, str]:
+    """The model args of a file as text → text (``pretrained=x,dtype=float16`` or an object)."""
     args = (doc.get("config") or {}).get("model_args")
+    out: dict[str, str] = {}
     if isinstance(args, Mapping):
-        for key in ("pretrained", "model", "path"):
-            if isinstance(args.get(key), str) and args[key].strip():
-                return args[key].strip()
-    if isinstance(args, str):
-        for part in args.split(","):
-            key, _, value = part.partition("=")
-            if key.strip() in ("pretrained", "model", "path") and value.strip():
-                return value.strip()
-    return path.parent.name
+        if "load" in args and not any(k in args for k in NAME_ARGS):  # gpt-neox's whole config: its checkpoint
+            for key in ("load", "iteration", "precision"):
+                if args.get(key) is not None:
+                    out[key] = str(args[key])
+            return out
+        items = [(str(k), v) for k, v in args.items() if not isinstance(v, (Mapping, list))]
+    elif isinstance(args, str):
+        items = [(k.strip(), v) for k, _, v in (part.partition("=") for part in args.split(",")) if k.strip()]
+    else:
+        items = []
+    for key, value in items:
+        text = str(value).strip().strip("'\"")
+        out[key] = {"true": "True", "false": "False"}.get(text.lower(), text)
+    return out
 
 
-def stamp_of(doc: Mapping[str, Any], path: Path) -> float:
-    """When a results file was made: its ``date``, else the time stamp in its name, else its modification time."""
+@dataclass(frozen=True)
+class Identity:
+    """A model as its source identifies it: its name and the model args that change what it is."""
+
+    name: str
+    args: tuple[tuple[str, str], ...]
+
+
+def identity_of(doc: Mapping[str, Any], path: Path) -> Identity:
+    """The model a results file is about: ``model_name`` (else ``model``, else the name args, else the folder)
+    with its model args less :data:`RUNTIME_ARGS`."""
+    args = _args(doc)
+    name = None
+    for candidate in (doc.get("model_name"), doc.get("model")):
+        if isinstance(candidate, str) and candidate.strip():
+            name = candidate.strip()
+            break
+    if name is None:
+        name = next((args[k] for k in (*NAME_ARGS, "load") if args.get(k)), None) or path.parent.name
+    kept = tuple(sorted((k, v) for k, v in args.items()
+                        if k not in RUNTIME_ARGS and not (k in (*NAME_ARGS, "load") and v.rstrip("/") == name.rstrip("/"))))
+    return Identity(name.rstrip("/") if _is_path(name) and name != "/" else name, kept)
+
+
+def display_names(identities: Sequence[Identity]) -> dict[Identity, str]:
+    """A short, distinct row name per model: a local path by its last part(s), a hub id as it is; where two
+    would still show alike, the model args that differ in parentheses.
+
+    >>> a = Identity("/ws/build/v7-1B5-world", (("tmix_backend", "fla"),))
+    >>> b = Identity("/ws/build/v7-1B5-world", (("tmix_backend", "pytorch"),))
+    >>> c = Identity("org/m", ())
+    >>> sorted(display_names([a, b, c]).values())
+    ['org/m', 'v7-1B5-world (tmix_backend=fla)', 'v7-1B5-world (tmix_backend=pytorch)']
+    """
+    names = {i.name for i in identities}
+    shown_name: dict[str, str] = {}
+    depth = {n: 1 for n in names if _is_path(n)}
+    while True:
+        shown_name = {n: ("/".join(re.split(r"[\\/]", n)[-depth[n]:]) if n in depth else n) for n in names}
+        clash = {n for n in depth for m in names if m != n and shown_name[m] == shown_name[n]}
+        grow = {n for n in clash if depth[n] < len(re.split(r"[\\/]", n))}
+        if not grow:
+            break
+        for n in grow:
+            depth[n] += 1
+    by_shown: dict[str, list[Identity]] = {}
+    for i in identities:
+        by_shown.setdefault(shown_name[i.name], []).append(i)
+    out: dict[Identity, str] = {}
+    for base, group in by_shown.items():
+        if len(group) == 1:
+            out[group[0]] = base
+            continue
+        keys = sorted({k for i in group for k, _ in i.args})
+        differ = [k for k in keys if len({dict(i.args).get(k) for i in group}) > 1]
+        for i in group:
+            args = dict(i.args)
+            shown_args = " ".join(f"{k}={args[k]}" for k in differ if k in args) or "default args"
+            out[i] = f"{base} ({shown_args})"
+    return out
+
+
+# ---------------------------------------------------------------------- stamps
+def stamp_of(doc: Mapping[str, Any], path: Path) -> float | None:
+    """When a results file was made: its ``date`` (Unix seconds), else the time stamp in its name, else None
+    (never the file's modification time: a checkout or a copy changes it)."""
+    from datetime import datetime, timezone
+
     if doc.get("date") is not None:
         date = number(doc["date"])
         if date is None:
@@ -150,163 +381,626 @@ def stamp_of(doc: Mapping[str, Any], path: Path) -> float:
         return date
     match = STAMP.search(path.name)
     if match:
-        from datetime import datetime, timezone
-
-        text = match.group(1)
-        day, _, clock = text.partition("T")
+        day, _, clock = match.group(1).partition("T")
         try:
             return datetime.fromisoformat(f"{day}T{clock.replace('-', ':')}").replace(tzinfo=timezone.utc).timestamp()
         except ValueError:
             pass
-    return path.stat().st_mtime
+    match = STAMP_03.search(path.name)
+    if match:
+        mo, d, y, h, mi, s = (int(x) for x in match.groups())
+        try:
+            return datetime(y, mo, d, h, mi, s, tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            pass
+    return None
 
 
-def subtask_roots(doc: Mapping[str, Any]) -> tuple[dict[str, str], set[str]]:
-    """(task → the group at the top of its hierarchy, the names that are groups) from ``group_subtasks``/``groups``."""
-    hierarchy = doc.get("group_subtasks") or {}
-    groups = {g for g, subs in hierarchy.items() if subs} | set(doc.get("groups") or {})
-    parent: dict[str, str] = {}
-    for g, subs in hierarchy.items():
-        for s in subs or ():
-            parent.setdefault(str(s), str(g))
-    roots = {}
-    for task in parent:
-        top, seen = task, set()
-        while top in parent and top not in seen:
-            seen.add(top)
-            top = parent[top]
-        roots[task] = top
-    return roots, groups
-
-
+# ---------------------------------------------------------------------- runs
 @dataclass(frozen=True)
 class Run:
-    """One task of one model in one results file: its scores (column → (metric, score, standard error))."""
+    """One task (or group) of one model in one results file under one setting."""
 
-    doc: Mapping[str, Any]
+    model: Identity
+    task: str
+    setting: tuple[tuple[str, Any], ...]
+    scores: dict[tuple[str, str], tuple[float, float | None]]  # (metric, filter) → (score, standard error)
     file: Path
-    group: str
-    scores: dict[str, tuple[str, float, float | None]]
+    stamp: float | None
+    directions: Mapping[str, Any]  # metric → the file's higher_is_better (True / False / None)
+    precision: str | None
 
 
-def task_scores(metrics: Mapping[str, Any], path: Path, model: str, task: str) -> dict[str, tuple[str, float, float | None]]:
-    """column → (metric, score, standard error or None) of one task's ``results`` entry; a score that is there but
-    is no finite number, or a key with an empty metric or filter name, is a one-line :class:`UserError`."""
-    out: dict[str, tuple[str, float, float | None]] = {}
+def task_scores(metrics: Mapping[str, Any], path: Path, model: str, task: str, old: bool,
+                options: Options, placeholders: list[str]) -> dict[tuple[str, str], tuple[float, float | None]]:
+    """(metric, filter) → (score, standard error or None) of one task's ``results`` entry; a score that is there
+    but is no finite number (or outside its metric's range), a negative standard error, or a key with an empty
+    metric or filter name is a one-line :class:`UserError`."""
+    out: dict[tuple[str, str], tuple[float, float | None]] = {}
     for key, value in metrics.items():
-        metric, sep, filter_name = str(key).partition(",")
-        if not sep or metric.endswith("_stderr"):
-            continue
-        if not metric.strip() or not filter_name.strip():
-            raise UserError(f"{path}: {json_path(['results', task, key])}: a score key must be '<metric>,<filter>' "
-                            "with both names (such as 'acc,none'), not an empty one")
+        key = str(key)
+        if old:
+            if key in ("alias", "samples") or key.endswith("_stderr"):
+                continue
+            metric, filter_name, se_key = key, "none", f"{key}_stderr"
+        else:
+            metric, sep, filter_name = key.partition(",")
+            if not sep or metric.endswith("_stderr"):
+                continue
+            if not metric.strip() or not filter_name.strip():
+                raise UserError(f"{path}: {json_path(['results', task, key])}: a score key must be "
+                                "'<metric>,<filter>' with both names (such as 'acc,none'), not an empty one")
+            se_key = f"{metric}_stderr,{filter_name}"
         where = f"{path}: model {model!r}, task {task!r}, metric {key!r}"
         value = score(value, where, missing=["N/A"], absent='null or "N/A"')
         if value is None:
             continue
-        se_key = f"{metric}_stderr,{filter_name}"
-        se = score(metrics.get(se_key), f"{path}: model {model!r}, task {task!r}, standard error {se_key!r}",
-                   missing=["N/A"], absent='null or "N/A"')
-        out[column_name(task, metric, filter_name)] = (metric, value, se if se is not None and se >= 0 else None)
+        if metric.isdigit() and value == RULER_PLACEHOLDER:
+            placeholders.append(f"{task} {metric}")
+            continue
+        known = known_metric(metric)
+        if known is not None and known[1] in RANGES:
+            value = in_range(value, *RANGES[known[1]], where, options)
+            if value is None:
+                continue
+        se_where = f"{path}: model {model!r}, task {task!r}, standard error {se_key!r}"
+        se = score(metrics.get(se_key), se_where, missing=["N/A"], absent='null or "N/A"')
+        if se is not None and se < 0:
+            raise UserError(f"{se_where} is {se:g}: a standard error is never negative (fix the file, or write "
+                            "\"N/A\" for an unknown one)")
+        out[(metric, filter_name)] = (value, se)
     return out
+
+
+def _setting(doc: Mapping[str, Any], task: str, old: bool, leaves: Sequence[str]) -> tuple[tuple[str, Any], ...]:
+    """The settings a task ran under (n_shot, version, limit, chat template, few-shot as multi-turn)."""
+    config = doc.get("config") or {}
+    shots = doc.get("n-shot") or {}
+    if old:
+        shot = config.get("num_fewshot", doc.get("num_fewshot"))
+    elif shots.get(task) is not None:
+        shot = shots.get(task)
+    else:  # a group: its subtasks' common n-shot (lm-eval writes none for it)
+        found = {shots.get(t) for t in leaves if shots.get(t) is not None}
+        shot = found.pop() if len(found) == 1 else (doc.get("num_fewshot") if not found else None)
+    if shot is None and not old:
+        shot = doc.get("num_fewshot")
+    version = (doc.get("versions") or {}).get(task)
+    out: dict[str, Any] = {}
+    if shot is not None:
+        out["n_shot"] = int(shot) if isinstance(shot, (int, float)) and float(shot).is_integer() else shot
+    if version is not None:
+        out["version"] = str(version)
+    if config.get("limit") is not None:
+        out["limit"] = config["limit"]
+    if doc.get("chat_template") is not None:
+        out["chat_template"] = True
+    if doc.get("fewshot_as_multiturn"):
+        out["fewshot_as_multiturn"] = True
+    return tuple(sorted(out.items()))
+
+
+def _precision(doc: Mapping[str, Any], identity: Identity) -> str | None:
+    args = dict(identity.args)
+    for key in ("dtype", "torch_dtype", "precision"):
+        if args.get(key):
+            return args[key]
+    dtype = (doc.get("config") or {}).get("model_dtype")
+    return str(dtype).removeprefix("torch.") if dtype else None
+
+
+# ---------------------------------------------------------------------- hierarchy
+def _parents(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], options: Options) -> dict[str, str]:
+    """task → its group, from every file's ``group_subtasks`` (0.3: :data:`FAMILIES_03`); a task that files put
+    in different groups gets the first by name (noted)."""
+    found: dict[str, set[str]] = {}
+    for _, doc, old in docs:
+        if old:
+            for task in doc["results"]:
+                for prefix, family in FAMILIES_03.items():
+                    if str(task).startswith(prefix):
+                        found.setdefault(str(task), set()).add(family)
+        for group, subs in (doc.get("group_subtasks") or {}).items():
+            for sub in subs or ():
+                if str(sub) != str(group):
+                    found.setdefault(str(sub), set()).add(str(group))
+    parent = {task: sorted(groups)[0] for task, groups in found.items()}
+    for task, groups in sorted(found.items()):
+        if len(groups) > 1:
+            _note(options, f"lm-eval: task {task!r} is in different groups in different files "
+                           f"({', '.join(sorted(groups))}): its group is {parent[task]!r}", "format")
+    return parent
+
+
+def _ancestors(task: str, parent: Mapping[str, str]) -> list[str]:
+    chain, seen = [], {task}
+    while task in parent and parent[task] not in seen:
+        task = parent[task]
+        seen.add(task)
+        chain.append(task)
+    return chain
+
+
+def benchmark_of(task: str, parent: Mapping[str, str]) -> str:
+    """The benchmark a task belongs to: the top of its group hierarchy, a :data:`SUITES` group not counting.
+
+    >>> benchmark_of("mmlu_anatomy", {"mmlu_anatomy": "mmlu_stem", "mmlu_stem": "mmlu"})
+    'mmlu'
+    >>> benchmark_of("leaderboard_bbh_navigate", {"leaderboard_bbh_navigate": "leaderboard_bbh",
+    ...                                           "leaderboard_bbh": "leaderboard"})
+    'leaderboard_bbh'
+    """
+    chain = [g for g in _ancestors(task, parent) if g not in SUITES]
+    return chain[-1] if chain else task
+
+
+def _leaves(task: str, children: Mapping[str, list[str]]) -> list[str]:
+    out: list[str] = []
+    for sub in children.get(task, ()):
+        out.extend(_leaves(sub, children) if children.get(sub) else [sub])
+    return out
+
+
+def secondary(keys: Sequence[tuple[str, str]], task: str) -> set[tuple[str, str]]:
+    """The (metric, filter) pairs of one task that are details behind its primary ones (:data:`PREFERENCES`,
+    :data:`FILTER_PREFERENCES`, :data:`ACC_TASKS`).
+
+    >>> sorted(secondary([("acc", "none"), ("acc_norm", "none")], "arc_easy"))
+    [('acc', 'none')]
+    >>> sorted(secondary([("acc", "none"), ("acc_norm", "none")], "hendrycksTest-anatomy"))
+    [('acc_norm', 'none')]
+    >>> sorted(secondary([("exact_match", "strict-match"), ("exact_match", "flexible-extract")], "gsm8k"))
+    [('exact_match', 'flexible-extract')]
+    """
+    metrics = {m for m, _ in keys}
+    chains = [c for c in PREFERENCES if not (c[:2] == ("acc_norm", "acc") and task.startswith(ACC_TASKS))]
+    if task.startswith(ACC_TASKS):
+        chains.append(("acc", "acc_norm"))
+    later_metrics: set[str] = set()
+    for chain in chains:
+        present = [m for m in chain if m in metrics]
+        later_metrics.update(present[1:])
+    out = {k for k in keys if k[0] in later_metrics}
+    for chain in FILTER_PREFERENCES:
+        for metric in metrics:
+            present = [f for f in chain if (metric, f) in keys]
+            out.update((metric, f) for f in present[1:])
+    return out
+
+
+# ---------------------------------------------------------------------- reading
+def _read_files(paths: Sequence[Path], options: Options) -> list[tuple[Path, Mapping[str, Any], bool]]:
+    """(file, checked document, is lm-eval 0.3) of every results file; foreign files in folders are skipped
+    (one note), unless none is readable."""
+    docs: list[tuple[Path, Mapping[str, Any], bool]] = []
+    skipped: list[tuple[Path, UserError]] = []
+    for f, named in result_files(paths):
+        try:
+            doc = read_json(f, "lm-eval results file")
+            if not isinstance(doc, Mapping) or not isinstance(doc.get("results"), Mapping):
+                raise UserError(f"{f} is not an lm-eval results file: it has no top-level 'results' mapping")
+        except UserError as exc:
+            if named:
+                raise
+            skipped.append((f, exc))
+            continue
+        docs.append((f, checked(doc, f), _is_03(doc["results"])))
+    if not docs:
+        raise skipped[0][1]
+    if skipped:
+        _note(options, f"lm-eval: skipped {len(skipped)} file(s) that are no lm-eval results file: "
+                       + _listed([str(f) for f, _ in skipped], 3), "left-out")
+    old = [f for f, _, o in docs if o]
+    if old:
+        _note(options, f"lm-eval: read {len(old)} file(s) in lm-eval 0.3's format ('acc' keys without a filter; "
+                       f"filter 'none'): {_listed([str(f) for f in old], 2)}", "format")
+    return docs
+
+
+def _pooled_stderr(errors: Sequence[float], sizes: Sequence[float]) -> float:
+    """lm-eval's ``pooled_sample_stderr``: the standard error of a size-weighted mean of subtasks."""
+    pooled = sum((n - 1) * e * e * n for e, n in zip(errors, sizes)) / (sum(sizes) - len(sizes))
+    return math.sqrt(pooled / sum(sizes))
+
+
+def _complete_groups(docs: list[tuple[Path, Mapping[str, Any], bool]], parent: Mapping[str, str],
+                     options: Options) -> list[tuple[Path, Mapping[str, Any], bool]]:
+    """Files that ran a group's subtasks without its group row (others have one) get the row lm-eval would have
+    written: the mean of the subtasks weighted by their ``n-samples``, the pooled standard error, the version
+    the other files give the group. So a model that ran GLUE's tasks one by one still votes for GLUE."""
+    children: dict[str, list[str]] = {}
+    for task, group in parent.items():
+        children.setdefault(group, []).append(task)
+    keys: dict[str, set[str]] = {}
+    versions: dict[str, set[str]] = {}
+    for _, doc, old in docs:
+        for group in children:
+            row = doc["results"].get(group)
+            if not old and isinstance(row, Mapping) and any(
+                    "," in str(k) and "_stderr" not in str(k) and number(v) is not None for k, v in row.items()):
+                keys.setdefault(group, set()).update(
+                    str(k) for k, v in row.items() if "," in str(k) and "_stderr" not in str(k) and number(v) is not None)
+                if (doc.get("versions") or {}).get(group) is not None:
+                    versions.setdefault(group, set()).add(str(doc["versions"][group]))
+    made: dict[str, list[str]] = {}
+    out = []
+    for f, doc, old in docs:
+        results = doc["results"]
+        added: dict[str, dict[str, Any]] = {}
+        for group, metric_keys in sorted(keys.items()):
+            if old or any("," in str(k) for k in (results.get(group) or {})):
+                continue
+            leaves = _leaves(group, children)
+            sizes = [number(((doc.get("n-samples") or {}).get(t) or {}).get("effective")) for t in leaves]
+            if not leaves or any(t not in results for t in leaves) or any(n is None or n <= 1 for n in sizes):
+                continue
+            row: dict[str, Any] = {}
+            for key in sorted(metric_keys):  # as lm-eval does: over the subtasks that report the metric
+                have = [(number(results[t].get(key)), n, results[t].get(key.replace(",", "_stderr,", 1)))
+                        for t, n in zip(leaves, sizes) if number(results[t].get(key)) is not None]
+                if not have:
+                    continue
+                total = sum(n for _, n, _ in have)  # type: ignore[misc]
+                row[key] = sum(x * n for x, n, _ in have) / total  # type: ignore[operator]
+                errors = [number(e) for _, _, e in have]
+                if not any(e is None for e in errors):
+                    row[key.replace(",", "_stderr,", 1)] = _pooled_stderr(errors, [n for _, n, _ in have])  # type: ignore[arg-type,misc]
+            if row:
+                added[group] = row
+                made.setdefault(group, []).append(str(f))
+        if added:
+            doc = dict(doc, results={**results, **added},
+                       versions={**(doc.get("versions") or {}),
+                                 **{g: next(iter(versions[g])) for g in added if len(versions.get(g, ())) == 1}})
+        out.append((f, doc, old))
+    for group, files in made.items():
+        _note(options, f"lm-eval: {len(files)} file(s) ran the subtasks of {group!r} without its group row: its score "
+                       "computed as lm-eval does (mean weighted by n-samples), so they vote for it too: "
+                       f"{_listed(files, 2)}", "aggregate", ranks=True)
+    return out
+
+
+def _runs(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], parent: Mapping[str, str],
+          options: Options) -> list[Run]:
+    children: dict[str, list[str]] = {}
+    for task, group in parent.items():
+        children.setdefault(group, []).append(task)
+    runs: list[Run] = []
+    placeholders: list[str] = []
+    for f, doc, old in docs:
+        model = identity_of(doc, f)
+        stamp, precision = stamp_of(doc, f), _precision(doc, model)
+        hib = doc.get("higher_is_better") or {}
+        for task, metrics in doc["results"].items():
+            task = str(task)
+            scores = task_scores(metrics, f, model.name, task, old, options, placeholders)
+            if not scores:
+                continue
+            runs.append(Run(model, task, _setting(doc, task, old, _leaves(task, children)), scores, f, stamp,
+                            hib.get(task) or {}, precision))
+    if placeholders:
+        _note(options, f"lm-eval: {len(placeholders)} RULER score(s) of -1 (no sample of that context length) "
+                       f"imported as missing: {_listed(sorted(set(placeholders)), 3)}", "placeholder", ranks=True)
+    return runs
+
+
+def _newest(candidates: list[Run], shown_as: str, options: Options,
+            collected: list[tuple[str, str, str, list[str], str]]) -> Run:
+    """The newest of several runs of one model (``shown_as``), task and setting (:func:`pick_newest`)."""
+    first = candidates[0]
+    what = f"lm-eval task {first.task!r} of model {shown_as!r}"
+    if len(candidates) > 1 and any(r.stamp is None for r in candidates) and options.on_duplicate != "error":
+        if all(r.scores == first.scores for r in candidates):
+            return first
+        raise UserError(f"{what} appears {len(candidates)} times with different scores and "
+                        f"{', '.join(str(r.file) for r in candidates if r.stamp is None)} carries no date (no 'date', "
+                        "no time stamp in its name), so none is the newest: keep one of them")
+    messages: list[str] = []
+    quiet = copy.copy(options)  # pick_newest's note, collected here: the re-runs are summarised in one note
+    quiet.note = messages.append  # type: ignore[method-assign]
+    picked = pick_newest([(r.stamp, r.file, r) for r in candidates], what, quiet, same=lambda r: r.scores,
+                         stamp="date")
+    if len(candidates) > 1:
+        left = sorted(str(r.file) for r in candidates if r is not picked)
+        collected.append((shown_as, first.task, str(picked.file), left, messages[0]))
+    return picked
+
+
+def _note_duplicates(collected: list[tuple[str, str, str, list[str], str]], options: Options) -> None:
+    """One note per (model, kept file, left-out files) of re-runs; one line for the rest when there are many."""
+    if not collected:
+        return
+    if len(collected) == 1:
+        _note(options, collected[0][4], "duplicate", ranks=True)
+        return
+    patterns: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
+    for model, task, kept, left, _ in collected:
+        patterns.setdefault((model, kept, tuple(left)), []).append(task)
+    lines = []
+    for (model, kept, left), tasks in patterns.items():
+        names = _listed([repr(t) for t in sorted(tasks)], 4)
+        lines.append(f"lm-eval tasks {names} of model {model!r} appear {len(left) + 1} times: kept the newest "
+                     f"({kept}), left out {_listed(list(left), 2)}")
+    shown_lines = lines[:3]
+    more = f"; and {len(lines) - 3} more re-runs like these" if len(lines) > 3 else ""
+    _note(options, "; ".join(shown_lines) + more + " (--on-duplicate error refuses duplicates)", "duplicate",
+          ranks=True)
+
+
+def _describe_setting(setting: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """The part of a column name that says its setting (``5-shot``, ``v2``, ``limit100``, ``chat``)."""
+    parts = []
+    for key in keys:
+        value = setting.get(key)
+        if key == "n_shot":
+            parts.append(f"{value}-shot" if value is not None else "n-shot-unknown")
+        elif key == "version":
+            parts.append(f"v{value}" if value is not None else "v-unknown")
+        elif key == "limit":
+            parts.append(f"limit{value}" if value is not None else "no-limit")
+        elif key == "chat_template":
+            parts.append("chat" if value else "no-chat")
+        elif key == "fewshot_as_multiturn":
+            parts.append("multiturn" if value else "single-turn")
+    return "@".join(_escape(p) for p in parts)
+
+
+def _settled(runs: list[Run]) -> list[Run]:
+    """The runs with the settings that tell a task's columns apart: a setting some files state and others leave
+    out (a file without ``versions``) splits nothing unless two files state different values; where only one
+    value is stated, every run of the task has it.
+
+    >>> r = lambda s: Run(Identity("m", ()), "t", s, {}, Path("f"), None, {}, None)
+    >>> [x.setting for x in _settled([r((("n_shot", 0), ("version", "1"))), r((("n_shot", 0),))])]
+    [(('n_shot', 0), ('version', '1')), (('n_shot', 0), ('version', '1'))]
+    >>> [x.setting for x in _settled([r((("version", "1"),)), r((("version", "2"),)), r(())])]
+    [(('version', '1'),), (('version', '2'),), (('version', None),)]
+    """
+    stated: dict[str, dict[str, set[Any]]] = {}
+    for r in runs:
+        for key, value in r.setting:
+            stated.setdefault(r.task, {}).setdefault(key, set()).add(value)
+    out = []
+    for r in runs:
+        own = dict(r.setting)
+        setting = {k: (next(iter(v)) if len(v) == 1 else own.get(k)) for k, v in stated.get(r.task, {}).items()}
+        out.append(dataclasses.replace(r, setting=tuple(sorted(setting.items()))))
+    return out
+
+
+@dataclass
+class Column:
+    task: str
+    metric: str
+    filter: str
+    setting: tuple[tuple[str, Any], ...]
+    name: str = ""
 
 
 def read(paths: Sequence[Path], options: Options) -> Any:
     """The score table of lm-eval output (module docstring)."""
-    files = result_files(paths)
-    runs: dict[tuple[str, str], list[tuple[float, Path, Run]]] = {}
-    left_out_groups: set[str] = set()
-    for f in files:
-        doc = checked(read_json(f, "lm-eval results file"), f)
-        if doc["results"] and not any("," in str(k) for m in doc["results"].values() for k in m):
-            raise UserError(f"{f} has no '<metric>,<filter>' scores (lm-eval 0.3's format?): re-run with "
-                            "lm-evaluation-harness >= 0.4, which writes keys such as 'acc,none'")
-        model, stamp = model_of(doc, f), stamp_of(doc, f)
-        roots, groups = subtask_roots(doc)
-        for task, metrics in doc["results"].items():
-            if task in groups:
-                left_out_groups.add(task)
-            else:
-                run = Run(doc, f, roots.get(str(task), str(task)), task_scores(metrics, f, model, str(task)))
-                runs.setdefault((model, str(task)), []).append((stamp, f, run))
-    scores: dict[str, dict[str, float]] = {}
+    docs = _read_files(paths, options)
+    parent = _parents(docs, options)
+    docs = _complete_groups(docs, parent, options)
+    children: dict[str, list[str]] = {}
+    for task, group in parent.items():
+        children.setdefault(group, []).append(task)
+    runs = _settled(_runs(docs, parent, options))
+
+    by_key: dict[tuple[Identity, str, tuple[tuple[str, Any], ...]], list[Run]] = {}
+    for run in runs:
+        by_key.setdefault((run.model, run.task, run.setting), []).append(run)
+    # every file's model, the ones without any score too (assemble names them in a note)
+    models = sorted({identity_of(doc, f) for f, doc, _ in docs}, key=lambda i: (i.name, i.args))
+    names = display_names(models)
+    _note_identities(models, names, options)
+    collected: list[tuple[str, str, str, list[str], str]] = []
+    kept = [_newest(sorted(c, key=lambda r: str(r.file)), names[key[0]], options, collected)
+            for key, c in by_key.items()]
+    _note_duplicates(collected, options)
+
+    # one column per task × metric × filter × setting; the setting named only where a task has several
+    settings_of: dict[str, dict[tuple[tuple[str, Any], ...], set[str]]] = {}
+    for r in kept:
+        settings_of.setdefault(r.task, {}).setdefault(r.setting, set()).add(names[r.model])
+    _note_settings(settings_of, options)
+    columns: dict[tuple[str, str, str, tuple[tuple[str, Any], ...]], Column] = {}
+    scores: dict[str, dict[str, float]] = {names[m]: {} for m in models}
     errors: dict[str, dict[str, float]] = {}
-    columns: dict[str, tuple[str, str]] = {}  # column → (task, metric)
-    # column → the files' higher_is_better (True / False) → the files that say so; None → every file with the column
     said: dict[str, dict[bool | None, list[Path]]] = {}
-    groups_of: dict[str, set[str]] = {}  # task → its criterion group in each file
-    shots: dict[str, dict[str, Any]] = {}
-    versions: dict[str, dict[str, Any]] = {}
-    for (model, task), candidates in runs.items():
-        run = pick_newest(candidates, f"lm-eval task {task!r} of model {model!r}", options,
-                          same=lambda r: r.scores, stamp="date")
-        shot = (run.doc.get("n-shot") or {}).get(task)
-        version = (run.doc.get("versions") or {}).get(task)
-        shots.setdefault(task, {})[model] = shot
-        versions.setdefault(task, {})[model] = version
-        groups_of.setdefault(task, set()).add(run.group)
-        scores.setdefault(model, {})
-        for name, (metric, value, se) in run.scores.items():
-            columns[name] = (task, metric)
-            scores[model][name] = value
+    precisions: dict[str, set[str | None]] = {}
+    escaped: set[str] = set()
+    for r in kept:
+        variants = settings_of[r.task]
+        differ = sorted({k for s in variants for k, _ in s if len({dict(t).get(k) for t in variants}) > 1})
+        for (metric, filter_name), (value, se) in r.scores.items():
+            key = (r.task, metric, filter_name, r.setting)
+            if key not in columns:
+                name = column_name(r.task, metric, filter_name)
+                if "%" in name:
+                    escaped.add(f"{r.task} {metric}" + ("" if filter_name == "none" else f" {filter_name}"))
+                if len(variants) > 1:
+                    name += "@" + _describe_setting(dict(r.setting), differ)
+                columns[key] = Column(r.task, metric, filter_name, r.setting, name)
+            name = columns[key].name
+            scores[names[r.model]][name] = value
             if se is not None:
-                errors.setdefault(model, {})[name] = se
-            flag = ((run.doc.get("higher_is_better") or {}).get(task) or {}).get(metric)
+                errors.setdefault(names[r.model], {})[name] = se
+            flag = r.directions.get(metric)
             files = said.setdefault(name, {})
             if isinstance(flag, bool):
-                files.setdefault(flag, []).append(run.file)
-            files.setdefault(None, []).append(run.file)
-    group_of = {task: _group(task, found) for task, found in groups_of.items()}
-    ordered = [_criterion(name, *columns[name], group_of[columns[name][0]], said[name],
-                          shots[columns[name][0]], versions[columns[name][0]], options) for name in sorted(columns)]
-    if left_out_groups:
-        options.note(f"lm-eval: left out the rows of groups {', '.join(sorted(left_out_groups))} (aggregates of their "
-                     "subtasks, which are imported, each with its group as criterion group)")
-    for what, by_task in (("n-shot settings", shots), ("versions", versions)):
-        for task, by_model in by_task.items():
-            if len({str(s) for s in by_model.values()}) > 1:
-                options.note(f"lm-eval: task {task!r} was run with different {what}: "
-                             + ", ".join(f"{m} {s}" for m, s in by_model.items()))
-    for task, found in groups_of.items():
-        if len(found) > 1:
-            options.note(f"lm-eval: task {task!r} is in different groups in different files "
-                         f"({', '.join(sorted(found))}): its criterion group is {group_of[task]!r}")
-    return assemble(scores, ordered, f"lm-eval {describe_paths(paths)}", options, errors)
+                files.setdefault(flag, []).append(r.file)
+            files.setdefault(None, []).append(r.file)
+            precisions.setdefault(name, set()).add(r.precision)
+    if escaped:
+        _note(options, "lm-eval: names with '/' or '%' are written escaped (%2F, %25) so that no two "
+                       f"metrics share a column: {_listed(sorted(escaped), 3)}", "format")
+    names_seen: dict[str, Column] = {}
+    for col in columns.values():
+        if col.name in names_seen:
+            raise UserError(f"lm-eval: tasks {names_seen[col.name].task!r} and {col.task!r} would share column "
+                            f"{col.name!r}: rename one of the tasks")
+        names_seen[col.name] = col
+
+    scored_groups = {c.task for c in columns.values() if children.get(c.task)}
+    keys_of: dict[tuple[str, Any], list[tuple[str, str]]] = {}
+    for c in columns.values():
+        keys_of.setdefault((c.task, c.setting), []).append((c.metric, c.filter))
+    details = {k: secondary(v, k[0]) for k, v in keys_of.items()}
+    criteria = []
+    for col in sorted(columns.values(), key=lambda c: c.name):
+        primary = (col.metric, col.filter) not in details[(col.task, col.setting)]
+        criteria.append(_criterion(col, primary, parent, children, scored_groups, said[col.name],
+                                   precisions[col.name], options))
+    _check_parity(docs, parent, options)
+    source = f"lm-eval {describe_paths(paths)}"
+    return assemble(scores, criteria, source, options, errors, board="lm-eval")
 
 
-def _group(task: str, groups: set[str]) -> str:
-    """A task's criterion group when the files agree; else the first (by name) group of a hierarchy it is in.
-
-    >>> _group("mmlu_anatomy", {"mmlu_anatomy", "mmlu"}), _group("t", {"t"})
-    ('mmlu', 't')
-    """
-    return next(iter(groups)) if len(groups) == 1 else sorted(g for g in groups if g != task)[0]
-
-
-def _joined(values: Mapping[str, Any]) -> str | None:
-    """The distinct values of a setting over the models (``1.0/2.0``), or None when no file states one."""
-    distinct = sorted({str(v) for v in values.values() if v is not None})
-    return "/".join(distinct) if distinct else None
+def _note_identities(models: Sequence[Identity], names: Mapping[Identity, str], options: Options) -> None:
+    split = sorted({m.name for m in models if names[m] != m.name and "(" in names[m]})
+    if split:
+        _note(options, "lm-eval: " + "; ".join(
+            f"{n!r} ran with different model args, one row each: "
+            + _listed(sorted(names[m] for m in models if m.name == n), 3) for n in split[:3])
+            + (f"; and {len(split) - 3} more" if len(split) > 3 else ""), "identity", ranks=True)
+    short = sorted((names[m].split(" (")[0], m.name) for m in models if _is_path(m.name))
+    if short:
+        _note(options, "lm-eval: local paths shown short: "
+                       + _listed(sorted({f"{s} = {full}" for s, full in short}), 3), "identity")
 
 
-def _criterion(name: str, task: str, metric: str, group: str, said: Mapping[bool | None, list[Path]],
-               shots: Mapping[str, Any], versions: Mapping[str, Any], options: Options) -> Any:
-    """One column's criterion: direction stated by the caller, else the files (which must agree), else
-    :data:`KNOWN_METRICS`."""
+def _note_settings(settings_of: Mapping[str, Mapping[tuple[tuple[str, Any], ...], set[str]]],
+                   options: Options) -> None:
+    """One note per pattern of mixed settings (tasks whose models split alike), naming the models."""
+    patterns: dict[str, list[str]] = {}
+    for task, variants in settings_of.items():
+        if len(variants) < 2:
+            continue
+        keys = sorted({k for s in variants for k, _ in s if len({dict(t).get(k) for t in variants}) > 1})
+        described = "; ".join(
+            f"{', '.join(f'{k}={dict(s).get(k)}' for k in keys)}: {_listed(sorted(models), 3)}"
+            for s, models in sorted(variants.items(), key=lambda kv: str(kv[0])))
+        patterns.setdefault(described, []).append(task)
+    for described, tasks in patterns.items():
+        _note(options, f"lm-eval: {len(tasks)} task(s) ({_listed(sorted(tasks), 3)}) were run with different "
+                       f"settings, one column per setting (sharing the task's vote) — {described}", "settings",
+              ranks=True)
+
+
+def _criterion(col: Column, primary: bool, parent: Mapping[str, str], children: Mapping[str, list[str]],
+               scored_groups: set[str], said: Mapping[bool | None, list[Path]], precisions: set[str | None],
+               options: Options) -> Any:
+    """One column's criterion: what it is (benchmark, task, metric, settings, range), whether it votes, and its
+    direction (stated by the caller, else the files, which must agree with each other and with
+    :data:`KNOWN_METRICS`, else :data:`KNOWN_METRICS`)."""
     from ranking.table import Criterion
 
-    direction = options.stated(name, metric)
+    task, metric = col.task, col.metric
+    direction = options.stated(col.name, metric)
+    known = known_metric(metric)
     if direction is None and True in said and False in said:
         raise UserError(f"lm-eval files disagree on the direction of metric {metric!r} of task {task!r}: "
                         f"{said[True][0]} says higher is better, {said[False][0]} lower: pass --higher {metric} "
                         f"or --lower {metric} (Python: higher=[{metric!r}] / lower=[{metric!r}])")
     if direction is None and (True in said or False in said):
         direction = "higher" if True in said else "lower"
-    known = KNOWN_METRICS.get(metric)
+        if known is not None and direction != known[0]:
+            files = said[direction == "higher"]
+            raise UserError(f"{files[0]} says {metric!r} of task {task!r} is {direction}-is-better, but {metric} is "
+                            f"documented {known[0]}-is-better: pass --{direction} {metric} to confirm the file, or "
+                            f"--{known[0]} {metric}")
     if direction is None and known is not None:
         direction = known[0]
     if direction is None:
         raise unknown_direction(metric, f"{sorted(said[None])[0]}, task {task!r}")
-    version, shot = _joined(versions), _joined(shots)
-    source = f"lm-eval {task}" + (f" v{version}" if version is not None else "") + (f", {shot}-shot" if shot is not None else "")
-    return Criterion(name, direction=direction, group=group, unit=known[1] if known else "as reported", source=source)
+
+    benchmark = benchmark_of(task, parent)
+    is_group = bool(children.get(task))
+    weight, detail, aggregate = 1.0, False, False
+    if is_group:
+        aggregate = task == benchmark and primary
+        if not aggregate:  # an intermediate group, or a group's secondary metric: its parts vote in its place
+            detail, weight = True, 0.0
+    elif task != benchmark and benchmark in scored_groups:
+        detail = True  # behind its benchmark's group score
+    else:
+        detail = not primary
+    setting = dict(col.setting)
+    settings: dict[str, Any] = {"filter": col.filter, **{k: v for k, v in setting.items() if v is not None}}
+    if len(precisions) == 1 and None not in precisions:
+        settings["precision"] = next(iter(precisions))
+    version, shot = setting.get("version"), setting.get("n_shot")
+    source = f"lm-eval {task}" + (f" v{version}" if version is not None else "") + (
+        f", {shot}-shot" if shot is not None else "")
+    unit = known[1] if known else "as reported"
+    return Criterion(col.name, direction=direction, weight=weight, group=benchmark, unit=unit, source=source,
+                     benchmark=benchmark, task=task, metric=metric, settings=settings,
+                     range=RANGES.get(unit), detail=detail, aggregate=aggregate)
+
+
+# ---------------------------------------------------------------------- board
+def group_parity(doc: Mapping[str, Any]) -> list[tuple[str, str, float, float]]:
+    """(group, score key, the file's group score, the group score recomputed from its subtasks) for every scored
+    group of a 0.4 results file: the mean of its leaf tasks' scores weighted by their ``n-samples`` (effective),
+    as lm-eval's ``aggregate_subtask_metrics`` computes it (``weight_by_size``, the default of its groups)."""
+    results = doc.get("results") or {}
+    hierarchy = {str(g): [str(s) for s in subs or ()] for g, subs in (doc.get("group_subtasks") or {}).items()}
+    sizes = doc.get("n-samples") or {}
+    out = []
+    for group, subs in hierarchy.items():
+        if not subs or not isinstance(results.get(group), Mapping):
+            continue
+        leaves = _leaves(group, hierarchy)
+        for key, value in results[group].items():
+            if "," not in str(key) or "_stderr" in str(key) or number(value) is None:
+                continue
+            parts = [(number(results[t].get(key)), number((sizes.get(t) or {}).get("effective")))
+                     for t in leaves if isinstance(results.get(t), Mapping) and number(results[t].get(key)) is not None]
+            if not parts or any(n is None for _, n in parts):
+                continue
+            total = sum(n for _, n in parts)  # type: ignore[misc]
+            if total > 0:
+                out.append((group, str(key), float(value), sum(s * n for s, n in parts) / total))  # type: ignore[misc]
+    return out
+
+
+def _check_parity(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], parent: Mapping[str, str],
+                  options: Options) -> None:
+    """A note for group rows that are neither the size-weighted nor the plain mean of their subtasks."""
+    odd = []
+    for f, doc, old in docs:
+        if old:
+            continue
+        results = doc["results"]
+        hierarchy = {str(g): [str(s) for s in subs or ()] for g, subs in (doc.get("group_subtasks") or {}).items()}
+        for group, key, given, weighted in group_parity(doc):
+            leaves = [t for t in _leaves(group, hierarchy) if number((results.get(t) or {}).get(key)) is not None]
+            plain = sum(number(results[t][key]) for t in leaves) / len(leaves)  # type: ignore[misc]
+            if not (math.isclose(given, weighted, rel_tol=1e-9, abs_tol=1e-12)
+                    or math.isclose(given, plain, rel_tol=1e-9, abs_tol=1e-12)):
+                odd.append(f"{f}: {group} {key} {given:.6g} (subtasks: {weighted:.6g} by size)")
+    if odd:
+        _note(options, f"lm-eval: {len(odd)} group score(s) are no mean of the subtasks the file holds (kept as "
+                       f"lm-eval wrote them): {_listed(odd, 2)}", "format")
+
+
+def board_scores(table: Any) -> Any:
+    """lm-eval's own aggregate per model: the mean over benchmarks of each benchmark's voting score (its group
+    row as lm-eval computed it; a benchmark without one, the mean of the columns that share its vote).
+    Lower-is-better benchmarks (perplexities) are left out of the mean; a model without a score on every
+    benchmark gets NaN."""
+    import numpy as np
+
+    from ranking.votes import vote_weights
+
+    weights = vote_weights(table.criteria, "benchmark")
+    units: dict[str, list[int]] = {}
+    for j, c in enumerate(table.criteria):
+        if weights[j] > 0 and c.direction == "higher":
+            units.setdefault(c.vote_unit, []).append(j)
+    if not units:
+        return np.full(table.n_models, np.nan)
+    per_benchmark = np.column_stack([
+        (table.values[:, cols] * weights[cols]).sum(axis=1) / weights[cols].sum() for cols in units.values()])
+    return per_benchmark.mean(axis=1)
