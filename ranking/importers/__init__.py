@@ -31,7 +31,7 @@ from ranking.errors import UserError
 
 #: format name → (module with ``read(paths, options)``, what it reads).
 FORMATS: dict[str, tuple[str, str]] = {
-    "lm-eval": ("ranking.importers.lm_eval", "lm-evaluation-harness output folders or results_*.json files"),
+    "lm-eval": ("ranking.importers.lm_eval", "lm-evaluation-harness output folders or results files (0.4 results_*.json, 0.3 any name)"),
     "open-llm-leaderboard": ("ranking.importers.open_llm", "the Open LLM Leaderboard table (CSV or parquet export)"),
     "helm": ("ranking.importers.helm", "HELM summarized leaderboard tables (groups/<group>.json)"),
     "mteb": ("ranking.importers.mteb", "MTEB results folders (<model>/<revision>/<Task>.json)"),
