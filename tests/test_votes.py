@@ -259,3 +259,25 @@ def test_readme_import_block_runs_top_to_bottom_as_written(tmp_path, monkeypatch
     for fmt in ("lm-eval", "helm", "open-llm-leaderboard", "mteb", "codecarbon"):
         table = ranking.load_table(tmp_path / "results" / "imported" / fmt)
         assert table.n_models >= 2
+
+
+def test_a_scenario_shows_the_boards_order_beside_the_users(tmp_path):
+    """The report's scenario can hold a `rule: board` column: the leaderboard's own order from its own files."""
+    from pathlib import Path
+
+    from ranking.boards import board_scores
+    from ranking.importers import import_table
+    from ranking.scenarios import load_scenario
+    from ranking.scenarios.compare import compare
+
+    samples = Path(__file__).resolve().parents[1] / "configs" / "import_samples" / "helm"
+    table = import_table("helm", samples, notes=[])
+    (tmp_path / "s.yaml").write_text("columns:\n  - {name: mine, rule: borda}\n  - {name: helm, rule: board}\n")
+    cmp = compare(load_scenario(tmp_path / "s.yaml"), table)
+    board = cmp.results["helm"]
+    np.testing.assert_array_equal(board.scores, board_scores(table))
+    assert board.ordering() == ["Gamma (70B)", "Beta Chat (13B)", "Alpha Instruct (7B)", "Delta Base (7B)"]
+    (tmp_path / "s.yaml").write_text("columns:\n  - {name: helm, rule: board, setting: weighted}\n")
+    with pytest.raises(UserError, match=r"columns\[0\].rule: rule 'board' is the leaderboard's own order: it takes "
+                       "no setting, group or params"):
+        load_scenario(tmp_path / "s.yaml")

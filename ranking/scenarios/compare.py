@@ -38,6 +38,10 @@ def run_column(table: ScoreTable, column: Column, ties: str = "default") -> Rule
 
     ties = column.ties or ties
     try:
+        if column.rule == "board":  # the leaderboard's own order, from the scenario's table
+            from ranking.boards import board_result
+
+            return align(board_result(table), table.models)
         if column.group is not None:
             res = rank(table.group(column.group), column.rule, setting="basic", ties=ties, **column.params)
         else:

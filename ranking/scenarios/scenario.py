@@ -40,7 +40,8 @@ criterion's own weight; ``weighted`` gives a criterion own × group_weight /
 group_weight / |group| (|group| = number of criteria in the group) — so with the
 default group weights of 1 each group contributes equally; ``two-step`` ranks
 inside each group with the own weights, then ranks the groups' results with the
-group weights. A column with ``group:`` ranks that group alone (setting basic).
+group weights. A column with ``group:`` ranks that group alone (setting basic); ``rule: board`` shows the
+leaderboard's own order for a table imported from one (:mod:`ranking.boards`).
 
 Criteria that belong to no group are left out when the scenario has groups (a warning names them).
 Every mistake (unknown key, unknown group, a weight that does not parse, a
@@ -344,6 +345,7 @@ class Scenario:
             values[keep],
             source=table.source,
             standard_errors=None if table.standard_errors is None else table.standard_errors[:, idx][keep],
+            board=table.board,
         )
         from ranking.settings import get_preset
 
@@ -432,6 +434,10 @@ def _with_preset(column: Column, preset: Any, og_gamma: float | None) -> Column:
     return replace(column, params=params) if params != column.params else column
 
 
+#: a scenario column with ``rule: board`` shows the leaderboard's own order (:mod:`ranking.boards`) beside the rules.
+BOARD_RULE = "board"
+
+
 def _columns(specs: Sequence[Any], group_names: Sequence[str], where: str) -> tuple[Column, ...]:
     """The schema-checked ``columns`` entries as :class:`Column` s: unique names, known rules and groups."""
     from ranking.rules import get_rule
@@ -443,7 +449,11 @@ def _columns(specs: Sequence[Any], group_names: Sequence[str], where: str) -> tu
         if any(c.name == spec.name for c in out):
             raise UserError(f"{what}.name: {spec.name!r} names two columns — give each column its own name")
         try:
-            get_rule(spec.rule)
+            if spec.rule != BOARD_RULE:
+                get_rule(spec.rule)
+            elif spec.setting != "basic" or spec.group is not None or spec.params:
+                raise UserError(f"rule {BOARD_RULE!r} is the leaderboard's own order: it takes no setting, group "
+                                "or params")
         except UserError as exc:
             raise UserError(f"{what}.rule: {exc}") from None
         if spec.group is not None:
