@@ -155,6 +155,25 @@ def test_the_wrapper_runs_the_checkouts_vnr_with_the_data_root(tmp_path):
     assert done.stdout == "root=/my/data args=status\n"  # a root the user set is kept
 
 
+def test_the_wrapper_reached_through_a_symlink_finds_the_checkouts_venv(tmp_path):
+    """~/bin/vnr -> <checkout>/scripts/vnr (absolute, relative, or a link to a link) runs the checkout's vnr."""
+    import os
+    import subprocess
+
+    repo = _fake_checkout(tmp_path, venv=True)
+    bin_dir = tmp_path / "home" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "vnr").symlink_to(repo / "scripts" / "vnr")
+    (bin_dir / "vnr-rel").symlink_to(os.path.relpath(repo / "scripts" / "vnr", bin_dir))
+    (bin_dir / "vnr-chain").symlink_to("vnr-rel")
+    env = {k: v for k, v in os.environ.items() if k != "VNR_DATA_ROOT"}
+    for link in ("vnr", "vnr-rel", "vnr-chain"):
+        done = subprocess.run([str(bin_dir / link), "status"], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, check=False)
+        assert done.returncode == 0, (link, done.stderr)
+        assert done.stdout == f"root={(tmp_path / 'shared' / 'data').resolve()} args=status\n", link
+
+
 def test_the_wrapper_without_a_venv_says_how_to_make_one(tmp_path):
     import subprocess
 
