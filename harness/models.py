@@ -114,8 +114,10 @@ QUIRKS: dict[str, dict[str, Any]] = {
     "llama": {"pad_with_eos": True},
     "mistral": {"pad_with_eos": True},
     "qwen2": {"pad_with_eos": True},
-    "roberta": {"byte_level_bpe": True},
-    "xlm-roberta": {},
+    # position ids start after the padding index (pad_token_id + 1): max_position_embeddings 514 holds 512 tokens
+    "roberta": {"byte_level_bpe": True, "positions_after_padding_idx": True},
+    "xlm-roberta": {"positions_after_padding_idx": True},
+    "camembert": {"positions_after_padding_idx": True},
     "deberta": {"untrained_mlm_head": "warn"},
     "deberta-v2": {"untrained_mlm_head": "warn"},
     "electra": {"pretraining_head_is_not_mlm": True},  # ElectraForPreTraining is the discriminator
@@ -515,6 +517,55 @@ def load_config(name: str, args: tuple[tuple[str, Any], ...] = ()) -> Any:
         hub_offline()
     with hub_errors(name):
         return AutoConfig.from_pretrained(name, **_config_kwargs(dict(args)))
+
+
+@dataclass(frozen=True)
+class ModelDimensions:
+    """What bounds a run's settings: the hidden size (a LoRA rank above it adds nothing but memory) and the
+    longest input in tokens the model's absolute position embeddings hold (``None``: no such table)."""
+
+    hidden_size: int | None
+    positions: int | None
+
+
+def dimensions_from_config(config: Any, family: str) -> ModelDimensions:
+    """:class:`ModelDimensions` of a config (``hidden_size``, GPT-2's ``n_embd``; ``max_position_embeddings``,
+    GPT-2's ``n_positions``, less RoBERTa's padding offset; DeBERTa without absolute positions has no bound).
+
+    >>> import transformers as tf
+    >>> dimensions_from_config(tf.GPT2Config(), "gpt2")
+    ModelDimensions(hidden_size=768, positions=1024)
+    >>> dimensions_from_config(tf.RobertaConfig(max_position_embeddings=514), "roberta")
+    ModelDimensions(hidden_size=768, positions=512)
+    """
+    def number(*names: str) -> int | None:
+        for name in names:
+            value = getattr(config, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
+
+    hidden = number("hidden_size", "n_embd", "d_model", "dim")
+    positions = number("max_position_embeddings", "n_positions")
+    if getattr(config, "position_biased_input", True) is False:  # DeBERTa: relative positions only
+        positions = None
+    if positions is not None and QUIRKS.get(family, {}).get("positions_after_padding_idx"):
+        pad = getattr(config, "pad_token_id", None)
+        positions -= (pad if isinstance(pad, int) and pad >= 0 else 1) + 1
+    return ModelDimensions(hidden, positions)
+
+
+def model_dimensions(info: ModelInfo) -> ModelDimensions | None:
+    """:class:`ModelDimensions` of a resolved model, from its config alone (no weights, no torch): a tiny
+    model's from :data:`TINY_DIMS`, a local folder's or a cached hub model's from its ``config.json``.
+    ``None`` when the config cannot be read now (a hub model not cached offline: its load says why)."""
+    if info.is_tiny:
+        return ModelDimensions(TINY_DIMS["hidden"], TINY_DIMS["positions"])
+    try:
+        config = load_config(info.hub_id or info.name, info.model_args)
+    except (ModelError, UserError, OSError, ValueError):
+        return None
+    return dimensions_from_config(config, info.family)
 
 
 def lm_kind_from_config(config: Any) -> tuple[str | None, str]:

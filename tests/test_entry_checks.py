@@ -1,0 +1,122 @@
+"""Issue 29's held-out sweep, harness side: settings a run would fail on later are refused at its entry, in one
+line that says what to fix (exit 2 from the CLI), before any record, torch weights or data are touched."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main as vnr
+from harness.finetune.adapters import default_target_modules, parse_peft, target_modules
+from harness.grid.config import load_experiment
+from ranking.errors import UserError
+
+
+def _finetune(capsys, tmp_path: Path, data_root: Path, *extra: str, model: str = "tiny:bert") -> str:
+    out = tmp_path / "o"
+    argv = ["finetune", "--model", model, "--task", "rte", "--seed", "0", "--data-root", str(data_root),
+            "--output", str(out), "--max-steps", "2", "--no-progress", *extra]
+    assert vnr(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert not (out / "runs").exists() or not any((out / "runs").iterdir())  # nothing recorded
+    return err[0]
+
+
+# ---------------------------------------------------------------------- --peft-args with a key twice
+def test_peft_args_with_a_key_twice_are_refused():
+    with pytest.raises(UserError, match=r"peft: 'r' is given twice \(r=8 and r=16\): give it once"):
+        parse_peft("method=lora,r=8,r=16")
+    with pytest.raises(UserError, match=r"'alpha' is given twice"):
+        parse_peft([["method", "lora"], ["alpha", 16], ["alpha", 32]])
+    assert dict(parse_peft("method=lora,r=16"))["r"] == 16  # once is fine
+
+
+def test_cli_peft_args_with_a_key_twice_exit_2(capsys, tmp_path, data_root):
+    err = _finetune(capsys, tmp_path, data_root, "--peft", "lora", "--peft-args", "r=8,r=16")
+    assert "--peft-args: 'r' is given twice (r=8 and r=16): give it once" in err
+
+
+# ---------------------------------------------------------------------- LoRA rank and max_length vs the model
+def test_a_lora_rank_above_the_hidden_size_is_refused_naming_it(capsys, tmp_path, data_root):
+    err = _finetune(capsys, tmp_path, data_root, "--peft", "lora", "--peft-args", f"r={10**9}")
+    assert "peft: r 1000000000 is above tiny:bert's hidden size 64" in err and "r=64" in err
+
+
+@pytest.mark.parametrize("model", ["tiny:bert", "tiny:gpt2", "tiny:roberta"])
+def test_max_length_beyond_the_models_positions_is_refused(model, capsys, tmp_path, data_root):
+    err = _finetune(capsys, tmp_path, data_root, "--max-length", "513", model=model)
+    assert f"max_length 513 is beyond {model}'s positions: its position embeddings hold 512 tokens" in err
+    assert "give max_length 512 or less" in err
+
+
+def test_dimensions_come_from_the_config_of_a_local_checkpoint(tmp_path):
+    import transformers as tf
+
+    from harness.models import dimensions_from_config, model_dimensions, resolve_model
+
+    folder = tmp_path / "gpt2ish"
+    folder.mkdir()
+    tf.GPT2Config(n_embd=48, n_positions=40, n_layer=1, n_head=2).save_pretrained(folder)
+    dims = model_dimensions(resolve_model(str(folder)))
+    assert (dims.hidden_size, dims.positions) == (48, 40)  # GPT-2: n_embd, n_positions
+    # RoBERTa's positions start after the padding index; DeBERTa without absolute positions has no bound
+    assert dimensions_from_config(tf.RobertaConfig(max_position_embeddings=514, pad_token_id=1), "roberta").positions == 512
+    assert dimensions_from_config(tf.DebertaConfig(position_biased_input=False), "deberta").positions is None
+
+
+def test_grid_load_refuses_max_length_and_rank_a_tiny_model_cannot_hold(tmp_path):
+    config = tmp_path / "grid.yaml"
+    config.write_text("finetune: {models: [tiny:bert], tasks: [rte], hyperparameters: {max_length: 1024}}\n")
+    with pytest.raises(UserError, match=r"finetune \(tiny:bert, rte, seed 0\): max_length 1024 is beyond"):
+        load_experiment(config)
+    config.write_text("finetune: {models: [tiny:bert], tasks: [rte], hyperparameters: {peft: {r: 100000}}}\n")
+    with pytest.raises(UserError, match=r"peft: r 100000 is above tiny:bert's hidden size 64"):
+        load_experiment(config)
+
+
+# ---------------------------------------------------------------------- LoRA targets from peft's table
+def test_lora_targets_default_from_peft_then_our_table():
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as theirs
+
+    assert default_target_modules("stablelm") == (tuple(theirs["stablelm"]), "peft's default for stablelm")
+    assert target_modules({"method": "lora"}, "stablelm", "m") == tuple(theirs["stablelm"])  # refused before
+    assert default_target_modules("distilbert") == (("q_lin", "v_lin"), "default for distilbert")  # peft has none
+    for family, (targets, source) in ((f, default_target_modules(f)) for f in theirs):
+        assert targets == tuple(theirs[family]) and source.startswith("peft's")  # peft's entry wins everywhere
+
+
+def test_lora_on_a_stablelm_model_uses_pefts_targets():
+    import torch
+    import transformers as tf
+
+    from harness.finetune.adapters import apply_peft
+
+    config = tf.StableLmConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=2, num_labels=2, pad_token_id=0)
+    torch.manual_seed(0)
+    model = tf.AutoModelForSequenceClassification.from_config(config)
+    _, record = apply_peft(model, dict(parse_peft("lora")), "stablelm", "tiny-stablelm")
+    assert record["target_modules_source"] == "peft's default for stablelm"
+    assert set(record["target_modules"]) == {"q_proj", "v_proj"} and record["trainable_parameters"] > 0
+
+
+# ---------------------------------------------------------------------- trackers that are not installed
+@pytest.fixture
+def no_wandb(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+
+
+def test_grid_load_and_dry_run_refuse_a_tracker_that_is_not_installed(no_wandb, tmp_path, capsys):
+    config = tmp_path / "grid.yaml"
+    config.write_text("finetune: {models: [tiny:bert], tasks: [rte], run_options: {report_to: [tensorboard, wandb]}}\n")
+    with pytest.raises(UserError, match=r"finetune.run_options.report_to: wandb is not installed: pip install wandb"):
+        load_experiment(config)
+    assert vnr(["run", str(config), "--dry-run", "--output", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "wandb is not installed: pip install wandb" in err[0], err
+    config.write_text("finetune: {models: [tiny:bert], tasks: [rte], run_options: {report_to: tensorboard}}\n")
+    assert load_experiment(config).run_options["finetune"]["report_to"] == ("tensorboard",)  # installed: fine
