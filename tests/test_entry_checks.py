@@ -120,3 +120,77 @@ def test_grid_load_and_dry_run_refuse_a_tracker_that_is_not_installed(no_wandb, 
     assert len(err) == 1 and "wandb is not installed: pip install wandb" in err[0], err
     config.write_text("finetune: {models: [tiny:bert], tasks: [rte], run_options: {report_to: tensorboard}}\n")
     assert load_experiment(config).run_options["finetune"]["report_to"] == ("tensorboard",)  # installed: fine
+
+
+# ---------------------------------------------------------------------- a foreign tokenizer, from the files
+TEXTS = ["the quick brown fox jumps over the lazy dog .", "a man and a woman walk to the shop .",
+         "she is a nurse and he is a doctor .", "the movie was great fun", "the film was dull and long"] * 4
+
+
+def _checkpoint(folder: Path, family: str, tokenizer_family: str, *, vocab_size: int | None = None) -> Path:
+    """A tiny ``family`` config (no weights needed for the file check: a stand-in weight file) beside a
+    tokenizer of ``tokenizer_family``."""
+    from harness.models import tiny_config, train_tiny_tokenizer
+
+    own = train_tiny_tokenizer(family, TEXTS, vocab_size=200)
+    config = tiny_config(family, own)
+    if vocab_size is not None:
+        config.vocab_size = vocab_size
+    folder.mkdir(parents=True)
+    config.save_pretrained(folder)
+    (folder / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")  # header only
+    tokenizer = own if tokenizer_family == family else train_tiny_tokenizer(tokenizer_family, TEXTS, vocab_size=200)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize(("family", "tokenizer_family", "vocab_size", "message"), [
+    ("gpt2", "bert", None, "the model (gpt2, a decoder) has eos_token_id 0 but its tokenizer has no EOS token "
+                           "(its files name none; id 0 is its pad token '[PAD]')"),
+    ("gpt2", "roberta", 400, "has eos_token_id 0 but its tokenizer's EOS token '</s>' is id 2"),
+    ("bert", "bert", 10, "but the model embeds only 10: the tokenizer is not this model's"),
+])
+def test_a_foreign_tokenizer_is_found_from_the_files(family, tokenizer_family, vocab_size, message, tmp_path,
+                                                      monkeypatch):
+    import harness.models as models
+
+    models._resolve.cache_clear()
+    folder = _checkpoint(tmp_path / "m", family, tokenizer_family, vocab_size=vocab_size)
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the tokenizer or the weights were loaded")
+
+    monkeypatch.setattr(models, "load_tokenizer", no_loading)
+    monkeypatch.setattr(models, "load_model", no_loading)
+    with pytest.raises(models.ModelError, match="the tokenizer is not this model's") as caught:
+        models.check_local_files(models.resolve_model(str(folder)))
+    assert message in str(caught.value)
+
+
+def test_the_file_check_reads_no_tokenizer_or_weights_and_passes_a_models_own(tmp_path, monkeypatch):
+    import transformers as tf
+
+    import harness.models as models
+
+    models._resolve.cache_clear()
+    own = _checkpoint(tmp_path / "own", "gpt2", "gpt2")
+    foreign = _checkpoint(tmp_path / "foreign", "gpt2", "bert")
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("a tokenizer or weights were loaded")
+
+    monkeypatch.setattr(tf.AutoTokenizer, "from_pretrained", no_loading)
+    monkeypatch.setattr(tf.PreTrainedModel, "from_pretrained", classmethod(no_loading))
+    models.check_local_files(models.resolve_model(str(own)))  # its own tokenizer: fine
+    with pytest.raises(models.ModelError, match="its tokenizer has no EOS token"):
+        models.check_local_files(models.resolve_model(str(foreign)))
+
+
+def test_vnr_finetune_refuses_a_foreign_tokenizer_before_loading_anything(tmp_path, data_root, capsys, monkeypatch):
+    import harness.models as models
+
+    models._resolve.cache_clear()
+    folder = _checkpoint(tmp_path / "m", "gpt2", "bert")
+    monkeypatch.setattr(models, "load_tokenizer", lambda *a, **k: (_ for _ in ()).throw(AssertionError("loaded")))
+    err = _finetune(capsys, tmp_path, data_root, model=str(folder))
+    assert "has eos_token_id 0 but its tokenizer has no EOS token" in err
