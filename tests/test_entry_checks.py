@@ -4,6 +4,7 @@ line that says what to fix (exit 2 from the CLI), before any record, torch weigh
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,23 @@ def test_vnr_finetune_refuses_a_foreign_tokenizer_before_loading_anything(tmp_pa
     monkeypatch.setattr(models, "load_tokenizer", lambda *a, **k: (_ for _ in ()).throw(AssertionError("loaded")))
     err = _finetune(capsys, tmp_path, data_root, model=str(folder))
     assert "has eos_token_id 0 but its tokenizer has no EOS token" in err
+
+
+# ---------------------------------------------------------------------- --sbatch-args and file patterns
+@pytest.mark.parametrize("folder", ["res[1]", "res*", "res?"])
+def test_sbatch_args_refuse_a_log_folder_the_shell_would_glob(folder, tmp_path, capsys):
+    """`sbatch $(vnr run CONFIG --sbatch-args) ...` globs its words (res[1] would become an existing res1) and
+    keeps quotes literally, so such a folder is refused in one line, naming it quoted, before anything is made."""
+    import shlex
+
+    config = tmp_path / "grid.yaml"
+    out = tmp_path / folder
+    (tmp_path / "res1" / "logs" / "sbatch").mkdir(parents=True)  # what the pattern would match
+    config.write_text(f"finetune: {{models: [tiny:bert], tasks: [rte]}}\noutput: {json.dumps(str(out))}\n")
+    assert vnr(["run", str(config), "--sbatch-args"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and not captured.out, err
+    assert f"the log folder {shlex.quote(str(out.resolve() / 'logs' / 'sbatch'))} has" in err[0]
+    assert "give the grid an output folder without * ? [" in err[0]
+    assert not out.exists()

@@ -396,6 +396,14 @@ def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True)
     logs = output / "logs" / "sbatch"
     if "," in str(logs):
         raise UserError(f"--sbatch-args: {logs} has a comma, which sbatch --export cannot pass")
+    glob = sorted({c for c in str(logs) if c in "*?["})
+    if glob:  # printed for `sbatch $(vnr run CONFIG --sbatch-args) ...`: the shell globs what $(...) gives, and
+        # quotes in it are not removed (a quoted path would reach sbatch with its quotes), so refuse instead
+        import shlex
+
+        raise UserError(f"--sbatch-args: the log folder {shlex.quote(str(logs))} has {' '.join(glob)}, which the "
+                        "shell expands as a file pattern in sbatch $(vnr run CONFIG --sbatch-args): give the grid an "
+                        "output folder without * ? [ (--output DIR or output: in the config)")
     params = slurm.sbatch_parameters(settings, name=exp.name)
     per_task = arrays.runs_per_task(settings, calibrate_runs=calibrate_runs)
     tasks = max(arrays.array_size(len(specs), arrays.group_size(per_task)), 1)
