@@ -206,3 +206,21 @@ def test_report_says_what_it_is_doing_on_stderr(capsys, leaderboard_data, tmp_pa
     assert code == 0 and out.startswith(f"wrote {tmp_path / 'report' / 'report.html'}")
     assert "vnr report: weight-simplex maps of 2 column(s) at resolution 6 …" in err
     assert f"vnr report: rendering the report and its figures into {tmp_path / 'report'} …" in err
+
+
+def test_status_of_the_paper_grid_needs_no_model_cache(tmp_path, capsys, monkeypatch):
+    """`vnr status configs/experiments/paper.yaml` works offline without the models on disk, as `run --list`
+    does: it reads the config and the run store; what the runs to do still need is one note, not an error."""
+    import harness.models as models
+    import harness.prefetch as prefetch
+
+    monkeypatch.setattr(prefetch, "model_cached", lambda *a, **k: False)  # an empty model cache
+    monkeypatch.setattr(models, "_hub_reachable", lambda: pytest.fail("status probed the hub"))
+    config = REPO / "configs" / "experiments" / "paper.yaml"
+    code, out, err = vnr(capsys, "status", config, "--output", tmp_path / "results", "--summary")
+    assert code == 0, err
+    assert out.strip().endswith("missing") and "0 done" in out
+    assert err.startswith("note: not on disk yet (needed by the runs to do): model bert-base-uncased")
+    assert f"vnr prefetch {config}" in err and len(err.strip().splitlines()) == 1
+    code, out, _ = vnr(capsys, "status", config, "--output", tmp_path / "results", "--json")
+    assert code == 0 and json.loads(out)["totals"]["done"] == 0
