@@ -546,7 +546,7 @@ def dimensions_from_config(config: Any, family: str) -> ModelDimensions:
                 return value
         return None
 
-    hidden = number("hidden_size", "n_embd", "d_model", "dim")
+    hidden = number("hidden_size", "n_embd", "n_embed", "d_model", "dim")
     positions = number("max_position_embeddings", "n_positions")
     if getattr(config, "position_biased_input", True) is False:  # DeBERTa: relative positions only
         positions = None
@@ -567,6 +567,39 @@ def model_dimensions(info: ModelInfo) -> ModelDimensions | None:
     except (ModelError, UserError, OSError, ValueError):
         return None
     return dimensions_from_config(config, info.family)
+
+
+def dimensions_on_disk(name: str, model_args: Any = None) -> ModelDimensions | None:
+    """:class:`ModelDimensions` of ``name`` read from disk only, never the hub: a tiny model's, a local
+    folder's ``config.json``, or the one in the Hugging Face cache; ``None`` when none is there (what a grid's
+    load uses: it must not need the network or a downloaded model)."""
+    import json
+    from types import SimpleNamespace
+
+    name = canonical_model(name)
+    args = dict(parse_model_args(model_args))
+    if name.startswith(TINY_PREFIX):
+        return ModelDimensions(TINY_DIMS["hidden"], TINY_DIMS["positions"])
+    sub = f"{args['subfolder'].strip('/')}/" if args.get("subfolder") else ""
+    if is_local(name):
+        path: Any = Path(name) / sub / "config.json"
+    else:
+        from huggingface_hub import try_to_load_from_cache
+
+        hub_id = REGISTRY[name].hub_id if name in REGISTRY else name
+        try:
+            path = try_to_load_from_cache(hub_id, sub + "config.json", revision=args.get("revision"))
+        except (ValueError, OSError):  # e.g. a name that is no hub id
+            return None
+    if not isinstance(path, (str, Path)):
+        return None
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    return dimensions_from_config(SimpleNamespace(**{str(k): v for k, v in doc.items()}), str(doc.get("model_type", "")))
 
 
 def lm_kind_from_config(config: Any) -> tuple[str | None, str]:

@@ -215,3 +215,31 @@ def test_sbatch_args_refuse_a_log_folder_the_shell_would_glob(folder, tmp_path, 
     assert f"the log folder {shlex.quote(str(out.resolve() / 'logs' / 'sbatch'))} has" in err[0]
     assert "give the grid an output folder without * ? [" in err[0]
     assert not out.exists()
+
+
+def test_grid_load_reads_a_hub_models_dimensions_from_the_cache_only(tmp_path, monkeypatch):
+    """A hub model whose config.json is in the HF cache is checked at load (before calibration or an array
+    starts); one not on disk is left to its run (the load never asks the hub)."""
+    import transformers as tf
+    from huggingface_hub import constants
+
+    import harness.models as models
+
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--someone--small-gpt2" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (cache / "models--someone--small-gpt2" / "refs").mkdir()
+    (cache / "models--someone--small-gpt2" / "refs" / "main").write_text("a" * 40)
+    tf.GPT2Config(n_embd=48, n_positions=40, n_layer=1, n_head=2).save_pretrained(snapshot)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(models, "_hub_reachable", lambda: pytest.fail("the load asked the hub"))
+    config = tmp_path / "grid.yaml"
+    config.write_text("finetune: {models: [someone/small-gpt2], tasks: [rte], hyperparameters: {max_length: 64}}\n")
+    with pytest.raises(UserError, match=r"max_length 64 is beyond someone/small-gpt2's positions: its position "
+                                        r"embeddings hold 40 tokens"):
+        load_experiment(config)
+    config.write_text("finetune: {models: [someone/small-gpt2], tasks: [rte], hyperparameters: {max_length: 32, peft: {r: 64}}}\n")
+    with pytest.raises(UserError, match=r"peft: r 64 is above someone/small-gpt2's hidden size 48"):
+        load_experiment(config)
+    config.write_text("finetune: {models: [bert-base-uncased], tasks: [rte], hyperparameters: {max_length: 4096}}\n")
+    assert len(load_experiment(config).specs) == 1  # an alias not on disk: its run checks it

@@ -15,7 +15,7 @@ from typing import Any
 
 from ranking.errors import UserError
 
-__all__ = ["check_fits_model"]
+__all__ = ["check_fits_dimensions", "check_fits_model"]
 
 
 def check_fits_model(spec: Any, info: Any) -> None:
@@ -32,15 +32,21 @@ def check_fits_model(spec: Any, info: Any) -> None:
     """
     from harness.models import model_dimensions
 
-    dims = model_dimensions(info)
+    check_fits_dimensions(spec, info.name, model_dimensions(info))
+
+
+def check_fits_dimensions(spec: Any, name: str, dims: Any) -> None:
+    """:func:`check_fits_model` given the model's :class:`harness.models.ModelDimensions` (``None``: unknown,
+    nothing checked); a grid's load gives those read from disk only
+    (:func:`harness.models.dimensions_on_disk`)."""
     if dims is None:
         return
     if dims.positions is not None and spec.max_length > dims.positions:
-        raise UserError(f"max_length {spec.max_length} is beyond {info.name}'s positions: its position embeddings "
+        raise UserError(f"max_length {spec.max_length} is beyond {name}'s positions: its position embeddings "
                         f"hold {dims.positions} tokens (max_position_embeddings); give max_length {dims.positions} "
                         "or less")
     rank = dict(spec.peft or ()).get("r")
     if rank is not None and dims.hidden_size is not None and int(rank) > dims.hidden_size:
-        raise UserError(f"peft: r {rank} is above {info.name}'s hidden size {dims.hidden_size}: a LoRA rank is at "
+        raise UserError(f"peft: r {rank} is above {name}'s hidden size {dims.hidden_size}: a LoRA rank is at "
                         f"most the hidden size (the usual is 8 to 64); give r={min(8, dims.hidden_size)} or up to "
                         f"r={dims.hidden_size}")

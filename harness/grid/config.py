@@ -307,22 +307,19 @@ def _check_model_files(spec: Spec, where: str, checked: set[tuple[Any, ...]]) ->
 
 
 def _check_fits_model(spec: FinetuneSpec, where: str, checked: set[tuple[Any, ...]]) -> None:
-    """``max_length`` beyond the model's positions or a LoRA ``r`` above its hidden size: refused at load for
-    the models whose config is at hand without the hub (tiny and local ones), by the check each run makes
-    before it starts (:func:`harness.finetune.fit_checks.check_fits_model`)."""
-    from harness.models import TINY_PREFIX, is_local
-
-    if not (spec.model.startswith(TINY_PREFIX) or is_local(spec.model)):
-        return
+    """``max_length`` beyond the model's positions or a LoRA ``r`` above its hidden size: refused at load (so
+    before a calibration burst or a SLURM array starts) for the models whose config is on disk (tiny, local, or
+    in the Hugging Face cache: never the hub), by the check each run makes before it starts
+    (:func:`harness.finetune.fit_checks.check_fits_model`)."""
     key = ("fits", spec.model, spec.model_args, spec.max_length, dict(spec.peft or ()).get("r"))
     if key in checked:
         return
     checked.add(key)
-    from harness.finetune.fit_checks import check_fits_model
-    from harness.models import resolve_model
+    from harness.finetune.fit_checks import check_fits_dimensions
+    from harness.models import dimensions_on_disk
 
     try:
-        check_fits_model(spec, resolve_model(spec.model, spec.model_args))
+        check_fits_dimensions(spec, spec.model, dimensions_on_disk(spec.model, spec.model_args))
     except UserError as exc:
         raise UserError(f"{where}: {exc}") from None
 
