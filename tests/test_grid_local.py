@@ -343,3 +343,19 @@ def test_the_grid_bar_draws_on_a_terminal_only(tmp_path):
     finally:
         os.close(leader)
     assert b"grid:" in drawn and b"\r" in drawn
+
+
+def test_a_bias_runs_scoring_bar_writes_no_frames_into_redirected_stderr(tmp_path):
+    """`vnr bias ... 2> log` (and `vnr run --verbose 2> log`): the scoring bar is drawn on a terminal only."""
+    data = os.environ.get("VNR_DATA_ROOT") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+    if not Path(data).is_dir():
+        pytest.skip("no data root")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "VNR_DATA_ROOT": data,
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    log = tmp_path / "stderr.log"
+    with log.open("wb") as handle:
+        subprocess.run([sys.executable, "-m", "harness.cli", "bias", "--model", "tiny:bert", "--dataset",
+                        "crows_pairs", "--limit", "4", "--output", str(tmp_path / "o")], stderr=handle,
+                       stdout=subprocess.DEVNULL, env=env, check=True)
+    text = log.read_bytes()
+    assert b"\r" not in text and b"row/s" not in text, text
