@@ -129,12 +129,18 @@ def _module_names(value: Any, where: str) -> tuple[str, ...]:
 PEFT_TARGETS_TABLE = "TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING"
 
 # model_type -> the linear layers LoRA adapts by default (query and value projections of attention), for the
-# families peft's own table (:func:`peft_target_modules`) does not know; peft's entry wins where it has one.
+# families peft's own table (:func:`peft_target_modules`) does not know; peft's entry wins where it has one (e.g.
+# phi: peft adds fc1 and fc2). Families peft knows today stay listed for an older peft (>= 0.13) that lacks them.
 TARGET_MODULES: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("albert", "camembert"), ("query", "value")),
+    **dict.fromkeys(("bert", "roberta", "xlm-roberta", "camembert", "electra", "albert"), ("query", "value")),
+    "deberta": ("in_proj",),  # DeBERTa (v1) projects query, key and value in one layer
+    "deberta-v2": ("query_proj", "value_proj"),
     "distilbert": ("q_lin", "v_lin"),
     "modernbert": ("Wqkv",),
-    **dict.fromkeys(("olmo", "olmo2", "smollm3", "granite"), ("q_proj", "v_proj")),
+    "gpt2": ("c_attn",),  # one Conv1D for query, key and value
+    **dict.fromkeys(("gpt_neox", "falcon", "bloom"), ("query_key_value",)),
+    **dict.fromkeys(("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo",
+                     "olmo2", "opt", "gpt_neo", "gptj", "phi", "smollm3", "granite"), ("q_proj", "v_proj")),
     "phi3": ("qkv_proj",),  # Phi-3 fuses the query, key and value projections
 }
 
