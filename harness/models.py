@@ -114,8 +114,10 @@ QUIRKS: dict[str, dict[str, Any]] = {
     "llama": {"pad_with_eos": True},
     "mistral": {"pad_with_eos": True},
     "qwen2": {"pad_with_eos": True},
-    "roberta": {"byte_level_bpe": True},
-    "xlm-roberta": {},
+    # position ids start after the padding index (pad_token_id + 1): max_position_embeddings 514 holds 512 tokens
+    "roberta": {"byte_level_bpe": True, "positions_after_padding_idx": True},
+    "xlm-roberta": {"positions_after_padding_idx": True},
+    "camembert": {"positions_after_padding_idx": True},
     "deberta": {"untrained_mlm_head": "warn"},
     "deberta-v2": {"untrained_mlm_head": "warn"},
     "electra": {"pretraining_head_is_not_mlm": True},  # ElectraForPreTraining is the discriminator
@@ -411,6 +413,7 @@ def check_local_files(info: ModelInfo) -> None:
     if info.local:
         check_weight_files(Path(info.name) / dict(info.model_args).get("subfolder", ""))
         _check_tokenizer_files(info)
+        check_tokenizer_files_fit(info)
 
 
 def _is_weight_file(name: str) -> bool:
@@ -515,6 +518,88 @@ def load_config(name: str, args: tuple[tuple[str, Any], ...] = ()) -> Any:
         hub_offline()
     with hub_errors(name):
         return AutoConfig.from_pretrained(name, **_config_kwargs(dict(args)))
+
+
+@dataclass(frozen=True)
+class ModelDimensions:
+    """What bounds a run's settings: the hidden size (a LoRA rank above it adds nothing but memory) and the
+    longest input in tokens the model's absolute position embeddings hold (``None``: no such table)."""
+
+    hidden_size: int | None
+    positions: int | None
+
+
+def dimensions_from_config(config: Any, family: str) -> ModelDimensions:
+    """:class:`ModelDimensions` of a config (``hidden_size``, GPT-2's ``n_embd``; ``max_position_embeddings``,
+    GPT-2's ``n_positions``, less RoBERTa's padding offset; DeBERTa without absolute positions has no bound).
+
+    >>> import transformers as tf
+    >>> dimensions_from_config(tf.GPT2Config(), "gpt2")
+    ModelDimensions(hidden_size=768, positions=1024)
+    >>> dimensions_from_config(tf.RobertaConfig(max_position_embeddings=514), "roberta")
+    ModelDimensions(hidden_size=768, positions=512)
+    """
+    def number(*names: str) -> int | None:
+        for name in names:
+            value = getattr(config, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
+
+    hidden = number("hidden_size", "n_embd", "n_embed", "d_model", "dim")
+    positions = number("max_position_embeddings", "n_positions")
+    if getattr(config, "position_biased_input", True) is False:  # DeBERTa: relative positions only
+        positions = None
+    if positions is not None and QUIRKS.get(family, {}).get("positions_after_padding_idx"):
+        pad = getattr(config, "pad_token_id", None)
+        positions -= (pad if isinstance(pad, int) and pad >= 0 else 1) + 1
+    return ModelDimensions(hidden, positions)
+
+
+def model_dimensions(info: ModelInfo) -> ModelDimensions | None:
+    """:class:`ModelDimensions` of a resolved model, from its config alone (no weights, no torch): a tiny
+    model's from :data:`TINY_DIMS`, a local folder's or a cached hub model's from its ``config.json``.
+    ``None`` when the config cannot be read now (a hub model not cached offline: its load says why)."""
+    if info.is_tiny:
+        return ModelDimensions(TINY_DIMS["hidden"], TINY_DIMS["positions"])
+    try:
+        config = load_config(info.hub_id or info.name, info.model_args)
+    except (ModelError, UserError, OSError, ValueError):
+        return None
+    return dimensions_from_config(config, info.family)
+
+
+def dimensions_on_disk(name: str, model_args: Any = None) -> ModelDimensions | None:
+    """:class:`ModelDimensions` of ``name`` read from disk only, never the hub: a tiny model's, a local
+    folder's ``config.json``, or the one in the Hugging Face cache; ``None`` when none is there (what a grid's
+    load uses: it must not need the network or a downloaded model)."""
+    import json
+    from types import SimpleNamespace
+
+    name = canonical_model(name)
+    args = dict(parse_model_args(model_args))
+    if name.startswith(TINY_PREFIX):
+        return ModelDimensions(TINY_DIMS["hidden"], TINY_DIMS["positions"])
+    sub = f"{args['subfolder'].strip('/')}/" if args.get("subfolder") else ""
+    if is_local(name):
+        path: Any = Path(name) / sub / "config.json"
+    else:
+        from huggingface_hub import try_to_load_from_cache
+
+        hub_id = REGISTRY[name].hub_id if name in REGISTRY else name
+        try:
+            path = try_to_load_from_cache(hub_id, sub + "config.json", revision=args.get("revision"))
+        except (ValueError, OSError):  # e.g. a name that is no hub id
+            return None
+    if not isinstance(path, (str, Path)):
+        return None
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    return dimensions_from_config(SimpleNamespace(**{str(k): v for k, v in doc.items()}), str(doc.get("model_type", "")))
 
 
 def lm_kind_from_config(config: Any) -> tuple[str | None, str]:
@@ -808,6 +893,124 @@ def _check_tokenizer_files(info: ModelInfo) -> None:
         raise ModelError(f"model directory {folders[0]} has no tokenizer files (tokenizer.json, vocab.txt, "
                          "vocab.json, *.model, ...): save the model's tokenizer beside it "
                          "(tokenizer.save_pretrained(DIR))")
+
+
+_SPECIAL_ROLES = ("eos", "bos", "pad", "unk", "mask", "cls", "sep")
+
+
+def _read_json(path: Path) -> Any:
+    import json
+
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _token_text(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        value = value.get("content")
+    return value if isinstance(value, str) and value else None
+
+
+def tokenizer_file_facts(folder: Path) -> tuple[dict[str, int], dict[str, str]]:
+    """(token → id, role → special token) read from a tokenizer folder's files alone (no transformers, no
+    torch): ``tokenizer.json`` (its model's vocabulary and added tokens), else ``vocab.json`` / ``vocab.txt``,
+    plus ``added_tokens.json``; the special tokens from ``tokenizer_config.json`` and
+    ``special_tokens_map.json``. A vocabulary only in a sentencepiece ``*.model`` is not read (empty map)."""
+    vocab: dict[str, int] = {}
+    fast = _read_json(folder / "tokenizer.json") if (folder / "tokenizer.json").is_file() else None
+    if isinstance(fast, Mapping):
+        table = (fast.get("model") or {}).get("vocab") if isinstance(fast.get("model"), Mapping) else None
+        if isinstance(table, Mapping):
+            vocab = {str(k): v for k, v in table.items() if isinstance(v, int)}
+        elif isinstance(table, list):  # Unigram: [[piece, score], ...], the id is the position
+            vocab = {str(e[0]): i for i, e in enumerate(table) if isinstance(e, list) and e}
+        for added in fast.get("added_tokens") or ():
+            if isinstance(added, Mapping) and isinstance(added.get("id"), int) and _token_text(added):
+                vocab[str(added["content"])] = added["id"]
+    elif (folder / "vocab.json").is_file():
+        table = _read_json(folder / "vocab.json")
+        if isinstance(table, Mapping):
+            vocab = {str(k): v for k, v in table.items() if isinstance(v, int)}
+    elif (folder / "vocab.txt").is_file():
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            lines = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
+            vocab = {line: i for i, line in enumerate(lines)}
+    if vocab and (folder / "added_tokens.json").is_file():
+        added_map = _read_json(folder / "added_tokens.json")
+        if isinstance(added_map, Mapping):
+            vocab.update({str(k): v for k, v in added_map.items() if isinstance(v, int)})
+    specials: dict[str, str] = {}
+    for name in ("special_tokens_map.json", "tokenizer_config.json"):  # the tokenizer's own config wins
+        data = _read_json(folder / name) if (folder / name).is_file() else None
+        if isinstance(data, Mapping):
+            for role in _SPECIAL_ROLES:
+                text = _token_text(data.get(f"{role}_token"))
+                if text:
+                    specials[role] = text
+            decoder = data.get("added_tokens_decoder") if vocab else None
+            if isinstance(decoder, Mapping):
+                for key, entry in decoder.items():
+                    if str(key).isdigit() and _token_text(entry):
+                        vocab.setdefault(str(_token_text(entry)), int(key))
+    return vocab, specials
+
+
+def check_tokenizer_files_fit(info: ModelInfo) -> None:
+    """Refuse a local folder whose tokenizer files are another model's, from the files alone: before torch,
+    the data or the weights load (the same rules as :func:`check_tokenizer_fits`, which checks the loaded
+    tokenizer again). From ``config.json`` and the tokenizer's files:
+
+    * an id of the tokenizer at or beyond the config's ``vocab_size`` (no embedding row for it);
+    * an EOS or BOS token the tokenizer names whose id is not the config's ``eos_token_id``/``bos_token_id``;
+    * a decoder whose ``eos_token_id`` is not in the tokenizer, or is the tokenizer's unknown, mask, CLS or
+      SEP token (or pad token of a BERT-style tokenizer) while the tokenizer names no EOS (a GPT-2 config
+      beside a BERT tokenizer). A tokenizer whose files name no EOS may still have its class's default one,
+      so a pad token alone (``<|endoftext|>``) is not taken as foreign.
+
+    A vocabulary the files do not spell out (a sentencepiece ``*.model`` only) is left to the loaded check.
+    """
+    root = Path(info.name)
+    sub = dict(info.model_args).get("subfolder", "")
+    config = _read_json(root / sub / "config.json")
+    if not isinstance(config, Mapping):
+        return
+    folder = next((f for f in (root / sub, root) if f.is_dir() and any(
+        p.is_file() and _is_tokenizer_file(p.name) for p in f.iterdir())), None)
+    if folder is None:
+        return
+    vocab, specials = tokenizer_file_facts(folder)
+    if not vocab:
+        return
+    fix = "save the model's own tokenizer in its folder (tokenizer.save_pretrained(DIR)) or fix its config"
+    rows = config.get("vocab_size")
+    top = max(vocab.values())
+    if isinstance(rows, int) and not isinstance(rows, bool) and top >= rows:
+        raise ModelError(f"{info.name}: its tokenizer has {len(vocab)} tokens (ids up to {top}) but the model "
+                         f"embeds only {rows}: the tokenizer is not this model's; {fix}")
+    by_id = {i: t for t, i in vocab.items()}
+    for what in ("eos", "bos"):
+        wanted = _as_ids(config.get(f"{what}_token_id"))
+        token = specials.get(what)
+        have = vocab.get(token) if token is not None else None
+        if wanted and have is not None and have not in wanted:
+            raise ModelError(f"{info.name}: the model's config has {what}_token_id "
+                             f"{wanted[0] if len(wanted) == 1 else wanted} but its tokenizer's {what.upper()} token "
+                             f"{token!r} is id {have}: the tokenizer is not this model's ({info.family}); {fix}")
+        if what == "eos" and wanted and token is None and info.lm_kind == "causal":
+            held = by_id.get(wanted[0])
+            roles = [r for r in _SPECIAL_ROLES if held is not None and specials.get(r) == held]
+            encoder_style = any(r in specials for r in ("cls", "sep", "mask"))  # a BERT-style tokenizer
+            if roles == ["pad"] and not encoder_style:  # e.g. pad = <|endoftext|>, the class's default EOS
+                roles = []
+            if held is None or roles:
+                where = (f"id {wanted[0]} is not one of its tokens" if held is None else
+                         f"id {wanted[0]} is its {roles[0]} token {held!r}")
+                raise ModelError(f"{info.name}: the model ({info.family}, a decoder) has eos_token_id {wanted[0]} "
+                                 f"but its tokenizer has no EOS token (its files name none; {where}): the tokenizer "
+                                 f"is not this model's; {fix}")
 
 
 #: an English sentence any language-model tokenizer knows most words of (see :func:`check_tokenizer_fits`)

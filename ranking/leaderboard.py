@@ -21,6 +21,7 @@ column is never silently read as text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +89,13 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
         raw = pd.read_csv(file, dtype=str, keep_default_na=False)
     except FileNotFoundError:
         raise UserError(f"{where}: leaderboard file {file} not found under the data root") from None
+    except pd.errors.EmptyDataError:
+        raise UserError(f"{where}: leaderboard file {file} is empty: it needs a header row and one row per "
+                        "model") from None
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise UserError(f"{where}: cannot read {file}: {exc}") from None
+    if raw.empty:
+        raise UserError(f"{where}: leaderboard file {file} has no rows under its header: it needs one row per model")
     raw.columns = [str(c).strip() for c in raw.columns]
     header = _csv_header(file)
     missing_tokens = set(spec.missing or []) | {""}
@@ -104,6 +110,10 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
         col = spec.model_column
         if col not in raw.columns:
             raise UserError(f"{where}: model_column {col!r} is not a column of {file.name} (columns: {', '.join(raw.columns)})")
+        for line, value in enumerate(raw[col], start=2):  # tabs and line breaks are spaces; any other is an error
+            if any(unicodedata.category(c) == "Cc" and c not in "\t\n\r" for c in str(value)):
+                raise UserError(f"{where}: line {line} of {file.name} has a control character in its model name "
+                                f"{str(value)[:60]!r} (column {col!r}): remove it (a name is printable text)")
         names = [" ".join(str(v).split()) for v in raw[col]]
         if "" in names:
             raise UserError(
@@ -129,6 +139,9 @@ def load_leaderboard(spec_path: str | Path, data_root: str | Path | None = None)
             raise UserError(f"{where}: column {c!r} is both ignored and a criterion")
     model_col = spec.model_column if spec.names is None else None
     columns = list(described) if described else [c for c in raw.columns if c not in ignore and c != model_col]
+    if not columns:
+        raise UserError(f"{where}: no criteria left: every column of {file.name} besides the model column is in "
+                        f"ignore ({', '.join(ignore)}); keep at least one score column (or list criteria:)")
     for c in columns:
         j = list(raw.columns).index(c)
         if j < len(header) and not header[j].strip():

@@ -214,6 +214,7 @@ class ScoreTable:
                 "it needs at least one model and one criterion"
             )
         _no_duplicates(models, "model", where)
+        _no_control_characters(models, "model", where)
         _no_duplicates([c.name for c in criteria], "criterion", where)
         try:
             values = np.array(self.values, dtype=float, copy=True)
@@ -669,6 +670,25 @@ def _no_duplicates(names: Sequence[str], what: str, where: str) -> None:
         if n in seen:
             raise UserError(f"{what} {n!r} appears more than once{where}: names must be unique")
         seen.add(n)
+
+
+def _no_control_characters(names: Sequence[str], what: str, where: str) -> None:
+    """A :class:`UserError` for a name holding a control character (NUL, tab, newline, escape, DEL, ...): it
+    would print as a space or not at all, and two names that look alike would be two models.
+
+    >>> _no_control_characters(["a", "b" + chr(27) + "c"], "model", " in t.csv")
+    Traceback (most recent call last):
+    ...
+    ranking.errors.UserError: model 'b\\x1bc' in t.csv has a control character ('\\x1b' at position 2): remove it (a name is printable text)
+    """
+    import unicodedata
+
+    for name in names:
+        at = next((i for i, c in enumerate(name) if unicodedata.category(c) == "Cc"), None)
+        if at is not None:
+            shown = repr(name if len(name) <= 60 else name[:57] + "...")
+            raise UserError(f"{what} {shown}{where} has a control character ({name[at]!r} at position {at + 1}): "
+                            "remove it (a name is printable text)")
 
 
 def _no_blank_names(

@@ -155,6 +155,25 @@ def test_the_wrapper_runs_the_checkouts_vnr_with_the_data_root(tmp_path):
     assert done.stdout == "root=/my/data args=status\n"  # a root the user set is kept
 
 
+def test_the_wrapper_reached_through_a_symlink_finds_the_checkouts_venv(tmp_path):
+    """~/bin/vnr -> <checkout>/scripts/vnr (absolute, relative, or a link to a link) runs the checkout's vnr."""
+    import os
+    import subprocess
+
+    repo = _fake_checkout(tmp_path, venv=True)
+    bin_dir = tmp_path / "home" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "vnr").symlink_to(repo / "scripts" / "vnr")
+    (bin_dir / "vnr-rel").symlink_to(os.path.relpath(repo / "scripts" / "vnr", bin_dir))
+    (bin_dir / "vnr-chain").symlink_to("vnr-rel")
+    env = {k: v for k, v in os.environ.items() if k != "VNR_DATA_ROOT"}
+    for link in ("vnr", "vnr-rel", "vnr-chain"):
+        done = subprocess.run([str(bin_dir / link), "status"], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, check=False)
+        assert done.returncode == 0, (link, done.stderr)
+        assert done.stdout == f"root={(tmp_path / 'shared' / 'data').resolve()} args=status\n", link
+
+
 def test_the_wrapper_without_a_venv_says_how_to_make_one(tmp_path):
     import subprocess
 
@@ -187,3 +206,21 @@ def test_report_says_what_it_is_doing_on_stderr(capsys, leaderboard_data, tmp_pa
     assert code == 0 and out.startswith(f"wrote {tmp_path / 'report' / 'report.html'}")
     assert "vnr report: weight-simplex maps of 2 column(s) at resolution 6 …" in err
     assert f"vnr report: rendering the report and its figures into {tmp_path / 'report'} …" in err
+
+
+def test_status_of_the_paper_grid_needs_no_model_cache(tmp_path, capsys, monkeypatch):
+    """`vnr status configs/experiments/paper.yaml` works offline without the models on disk, as `run --list`
+    does: it reads the config and the run store; what the runs to do still need is one note, not an error."""
+    import harness.models as models
+    import harness.prefetch as prefetch
+
+    monkeypatch.setattr(prefetch, "model_cached", lambda *a, **k: False)  # an empty model cache
+    monkeypatch.setattr(models, "_hub_reachable", lambda: pytest.fail("status probed the hub"))
+    config = REPO / "configs" / "experiments" / "paper.yaml"
+    code, out, err = vnr(capsys, "status", config, "--output", tmp_path / "results", "--summary")
+    assert code == 0, err
+    assert out.strip().endswith("missing") and "0 done" in out
+    assert err.startswith("note: not on disk yet (needed by the runs to do): model bert-base-uncased")
+    assert f"vnr prefetch {config}" in err and len(err.strip().splitlines()) == 1
+    code, out, _ = vnr(capsys, "status", config, "--output", tmp_path / "results", "--json")
+    assert code == 0 and json.loads(out)["totals"]["done"] == 0

@@ -292,3 +292,70 @@ def test_a_run_json_that_is_no_usable_record_is_failed_with_its_reason_and_redon
     assert states[spec.run_id()] == ("failed", f"unusable record: {why}; `vnr run` redoes it")
     outcomes = execute(exp.specs[:2], tmp_path, runner=record_runner, progress=False, echo=False)
     assert [o.status for o in outcomes] == [RAN, RAN] and store.is_done(spec.run_id())
+
+
+_BAR_SCRIPT = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from harness.grid.local import execute
+    from harness.specs import BiasSpec
+    from harness.store import RunStore
+
+    def fake(spec, output, **kw):
+        with RunStore(output).run(spec) as run:
+            return run.finish({"metrics": {"anti_stereo_score": 45.0}})
+
+    specs = [BiasSpec("tiny:bert", "crows_pairs", limit=n) for n in (1, 2, 3)]
+    execute(specs, Path(sys.argv[1]), runner=fake, progress=True)
+""")
+
+
+def test_the_grid_bar_draws_on_a_terminal_only(tmp_path):
+    """Redirected stderr (a job log, `2> log`) gets the one line per run and no carriage-return frames."""
+    import pty
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    log = tmp_path / "stderr.log"
+    with log.open("wb") as handle:
+        subprocess.run([sys.executable, "-c", _BAR_SCRIPT, str(tmp_path / "a")], stderr=handle, env=env, check=True)
+    text = log.read_bytes()
+    assert b"\r" not in text and b"grid:" not in text, text
+    assert [line.split()[0] for line in text.decode().splitlines()] == ["ok", "ok", "ok"]
+    # on a terminal the bar is drawn (its frames end with carriage returns)
+    import fcntl
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a 100-column terminal
+    try:
+        subprocess.run([sys.executable, "-c", _BAR_SCRIPT, str(tmp_path / "b")], stderr=follower, env=env, check=True)
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert b"grid:" in drawn and b"\r" in drawn
+
+
+def test_a_bias_runs_scoring_bar_writes_no_frames_into_redirected_stderr(tmp_path):
+    """`vnr bias ... 2> log` (and `vnr run --verbose 2> log`): the scoring bar is drawn on a terminal only."""
+    data = os.environ.get("VNR_DATA_ROOT") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+    if not Path(data).is_dir():
+        pytest.skip("no data root")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "VNR_DATA_ROOT": data,
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    log = tmp_path / "stderr.log"
+    with log.open("wb") as handle:
+        subprocess.run([sys.executable, "-m", "harness.cli", "bias", "--model", "tiny:bert", "--dataset",
+                        "crows_pairs", "--limit", "4", "--output", str(tmp_path / "o")], stderr=handle,
+                       stdout=subprocess.DEVNULL, env=env, check=True)
+    text = log.read_bytes()
+    assert b"\r" not in text and b"row/s" not in text, text

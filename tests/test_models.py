@@ -411,11 +411,15 @@ def test_offline_run_and_status_name_what_is_missing(tmp_path, hub_cache, data_r
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "datasets-cache")
     monkeypatch.delenv("VNR_DATA_ROOT", raising=False)
     monkeypatch.setenv("VNR_CACHE_DIR", str(tmp_path / "empty-cache"))
-    for command in ("run", "status"):
-        err = one_line_exit_2([command, str(config)], capsys)
-        assert "model someone/half-there" in err and "bias set winobias" in err and "GLUE task rte" in err
-        assert f"vnr prefetch {config}" in err
+    err = one_line_exit_2(["run", str(config)], capsys)
+    assert "model someone/half-there" in err and "bias set winobias" in err and "GLUE task rte" in err
+    assert f"vnr prefetch {config}" in err
     assert not (tmp_path / "results" / "runs").exists()
+    # status reads the config and the run store only (issue 29): it works, and names what is missing in a note
+    assert main(["status", str(config), "--summary"]) == 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("note: not on disk yet") and len(err.splitlines()) == 1
+    assert "model someone/half-there" in err and f"vnr prefetch {config}" in err
     # With the data root and the weights on disk, nothing is missing.
     fake_hub_cache(hub_cache, "someone/half-there", save_tiny("bert", tmp_path / "full"))
     from harness.grid.config import load_experiment

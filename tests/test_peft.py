@@ -183,7 +183,7 @@ def test_vnr_finetune_lora_on_a_local_llama_with_tensorboard(llama_dir, data_roo
     assert rec["status"] == "ok" and rec["identity"]["peft"] == {"alpha": 8.0, "dropout": 0.1, "method": "lora", "r": 4}
     peft = rec["peft"]
     assert (peft["method"], peft["r"], peft["alpha"]) == ("lora", 4, 8.0)
-    assert peft["target_modules"] == ["q_proj", "v_proj"] and peft["target_modules_source"] == "default for llama"
+    assert peft["target_modules"] == ["q_proj", "v_proj"] and peft["target_modules_source"] == "peft's default for llama"
     assert peft["modules_to_save"] == ["score"] and peft["trainable_parameters"] == 2 * 2 * 4 * 128 + 128
     assert "peft" not in rec["hyperparameters"] and rec["train"]["global_step"] == 12
     logs = out / "logs" / spec.run_id()
@@ -263,7 +263,10 @@ def test_cli_bad_input_exits_2_before_any_record(extra, message, data_root, tmp_
 
 
 def test_a_family_without_default_target_modules_is_refused(monkeypatch, data_root, tmp_path, capsys):
-    monkeypatch.delitem(TARGET_MODULES, "bert")
+    from harness.finetune import adapters
+
+    monkeypatch.delitem(TARGET_MODULES, "bert", raising=False)
+    monkeypatch.setattr(adapters, "peft_target_modules", lambda: {})  # neither peft's table nor ours knows bert
     argv = ["finetune", "--model", "tiny:bert", "--task", "rte", "--seed", "0", "--data-root", str(data_root),
             "--output", str(tmp_path / "o"), "--max-steps", "2", "--peft", "lora", "--no-progress"]
     assert vnr(argv) == 2

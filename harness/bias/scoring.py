@@ -206,9 +206,18 @@ class LMScorer:
         self.stats["real_tokens"] += real_tokens
 
     def _progress_bar(self, total: int, desc: str) -> Any:
+        """A bar on stderr while scoring, drawn on a terminal only (redirected stderr gets no carriage-return
+        frames, as the grid's bar: :mod:`harness.grid.local`)."""
+        import sys
+
         from tqdm.auto import tqdm
 
-        return tqdm(total=total, desc=desc, unit="row", disable=not self.progress, leave=False, dynamic_ncols=True)
+        try:
+            terminal = sys.stderr.isatty()
+        except (AttributeError, ValueError, OSError):
+            terminal = False
+        return tqdm(total=total, desc=desc, unit="row", disable=not (self.progress and terminal), leave=False,
+                    dynamic_ncols=True, file=sys.stderr)
 
     def _tol(self) -> float:
         return 1e-3 if self.dtype == self._torch.float32 else 0.15

@@ -6,8 +6,9 @@ hyper-parameters, ``peft=`` in :func:`harness.finetune`). :func:`parse_peft` is 
 ``peft={"method": "lora", "r": 8}`` are the same run id. An empty setting is full fine-tuning.
 
 Which linear layers get adapters (``target_modules``) defaults per family, keyed by the config's
-``model_type`` (:data:`TARGET_MODULES`: the attention query and value projections, as in the LoRA
-paper); a family without a default is refused unless ``target_modules`` is given. Every module of the
+``model_type``: peft's own table (``TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING``), and for the
+families peft does not know, :data:`TARGET_MODULES` (the attention query and value projections, as in the
+LoRA paper); a family without a default is refused unless ``target_modules`` is given. Every module of the
 classifier outside its base model (``classifier``, ``score``, DistilBERT's ``pre_classifier``, DeBERTa's
 ``pooler``: :func:`head_modules`) stays fully trainable. The base model's weights never change.
 
@@ -28,8 +29,8 @@ from typing import Annotated, Any, Literal
 from harness.schema import Count, Help, Number, PositiveFloat, validate
 from ranking.errors import UserError
 
-__all__ = ["LORA_DEFAULTS", "PEFT_METHODS", "TARGET_MODULES", "apply_peft", "head_modules", "parse_peft",
-           "target_modules"]
+__all__ = ["LORA_DEFAULTS", "PEFT_METHODS", "TARGET_MODULES", "apply_peft", "default_target_modules", "head_modules",
+           "parse_peft", "target_modules"]
 
 
 PEFT_METHODS = ("lora",)
@@ -94,14 +95,23 @@ def _items(value: Any, where: str) -> dict[str, Any]:
             key, sep, val = item.partition("=")
             if not sep or not key.strip():
                 raise UserError(f"{where + ': ' if where else ''}{item!r} is not key=value (e.g. r=8,alpha=16,target_modules=query+value)")
+            if key.strip() in out:
+                raise UserError(f"{where + ': ' if where else ''}{key.strip()!r} is given twice "
+                                f"({key.strip()}={out[key.strip()]} and {key.strip()}={val.strip()}): give it once")
             out[key.strip()] = val.strip()
         return out
     if isinstance(value, Mapping):
         return {str(k): v for k, v in value.items()}
     try:
-        return {str(k): v for k, v in value}
+        pairs = [(str(k), v) for k, v in value]
     except (TypeError, ValueError):
         raise UserError(f"{where + ': ' if where else ''}give a method (lora) or a mapping of {', '.join(PEFT_KEYS)}") from None
+    seen: dict[str, Any] = {}
+    for key, val in pairs:
+        if key in seen:
+            raise UserError(f"{where + ': ' if where else ''}{key!r} is given twice: give it once")
+        seen[key] = val
+    return seen
 
 
 def _module_names(value: Any, where: str) -> tuple[str, ...]:
@@ -115,7 +125,12 @@ def _module_names(value: Any, where: str) -> tuple[str, ...]:
     return out
 
 
-# model_type -> the linear layers LoRA adapts by default (query and value projections of attention).
+#: peft's own table of default LoRA targets per ``model_type`` (its name in peft >= 0.4; looked up lazily)
+PEFT_TARGETS_TABLE = "TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING"
+
+# model_type -> the linear layers LoRA adapts by default (query and value projections of attention), for the
+# families peft's own table (:func:`peft_target_modules`) does not know; peft's entry wins where it has one (e.g.
+# phi: peft adds fc1 and fc2). Families peft knows today stay listed for an older peft (>= 0.13) that lacks them.
 TARGET_MODULES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("bert", "roberta", "xlm-roberta", "camembert", "electra", "albert"), ("query", "value")),
     "deberta": ("in_proj",),  # DeBERTa (v1) projects query, key and value in one layer
@@ -130,8 +145,35 @@ TARGET_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
+def peft_target_modules() -> Mapping[str, Any]:
+    """peft's table of default LoRA target modules per ``model_type`` (empty when peft is not installed)."""
+    try:
+        from peft.utils import constants
+    except ImportError:
+        return {}
+    return getattr(constants, PEFT_TARGETS_TABLE, None) or {}
+
+
+def default_target_modules(family: str) -> tuple[tuple[str, ...], str] | None:
+    """The default ``target_modules`` of a ``model_type`` and where they come from (peft's table, else
+    :data:`TARGET_MODULES`), or ``None`` when neither knows the family.
+
+    >>> default_target_modules("stablelm")
+    (('q_proj', 'v_proj'), "peft's default for stablelm")
+    >>> default_target_modules("distilbert")
+    (('q_lin', 'v_lin'), 'default for distilbert')
+    """
+    theirs = peft_target_modules().get(family)
+    if theirs:
+        return tuple(str(m) for m in theirs), f"peft's default for {family}"
+    if family in TARGET_MODULES:
+        return TARGET_MODULES[family], f"default for {family}"
+    return None
+
+
 def target_modules(settings: Mapping[str, Any], family: str, model: str) -> tuple[str, ...]:
-    """The modules that get adapters: the setting's ``target_modules``, else the family's default.
+    """The modules that get adapters: the setting's ``target_modules``, else the family's default
+    (:func:`default_target_modules`: peft's table, else :data:`TARGET_MODULES`).
 
     >>> target_modules({"method": "lora"}, "llama", "m")
     ('q_proj', 'v_proj')
@@ -143,10 +185,11 @@ def target_modules(settings: Mapping[str, Any], family: str, model: str) -> tupl
     given = settings.get("target_modules")
     if given:
         return tuple(given)
-    if family not in TARGET_MODULES:
+    default = default_target_modules(family)
+    if default is None:
         raise UserError(f"peft: no default target_modules for {model} (model_type {family}): give them, "
                         "e.g. --peft-args target_modules=q_proj+v_proj")
-    return TARGET_MODULES[family]
+    return default[0]
 
 
 def check_peft_available() -> None:
@@ -210,7 +253,8 @@ def apply_peft(model: Any, settings: Mapping[str, Any], family: str, name: str) 
         "alpha": float(settings["alpha"]),
         "dropout": float(settings["dropout"]),
         "target_modules": list(targets),
-        "target_modules_source": "given" if settings.get("target_modules") else f"default for {family}",
+        "target_modules_source": "given" if settings.get("target_modules") else (
+            default_target_modules(family) or ((), f"default for {family}"))[1],
         "modules_to_save": heads,
         "trainable_parameters": int(trainable),
         "total_parameters": int(total),

@@ -219,6 +219,9 @@ def run_finetune(
     info = resolve_model(spec.model, spec.model_args)
     check_local_files(info)
     check_head(info, "sequence_classification")
+    from harness.finetune.fit_checks import check_fits_model  # issue 29: max_length, LoRA r vs the model
+
+    check_fits_model(spec, info)
     choose_batching(info.family, spec.padding)  # padding: flatten where unsupported -> UserError now
     if spec.peft:
         from harness.finetune.adapters import check_peft_available, target_modules

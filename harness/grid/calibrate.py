@@ -771,16 +771,11 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def read_calibrations(path: Path) -> dict[str, Any]:
-    """A device kind's calibration file (``{"device_kind", "entries": {shape key: entry}}``); empty if none."""
-    if not path.is_file():
-        return {"device_kind": path.stem, "entries": {}}
-    try:
-        doc = json.loads(path.read_text())
-        if not isinstance(doc.get("entries"), dict):
-            raise ValueError("no entries")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise UserError(f"{path}: not a calibration file ({exc}); delete it to calibrate again") from None
-    return doc
+    """A device kind's calibration file (``{"device_kind", "entries": {shape key: entry}}``); empty if none.
+    Its schema and device identity: :mod:`harness.grid.calibration_file` (one-line errors)."""
+    from harness.grid.calibration_file import read_calibration_file
+
+    return read_calibration_file(path)
 
 
 def ensure_calibration(spec: FinetuneSpec, output: str | Path, *, data_root: Path | None = None,

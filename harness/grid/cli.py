@@ -396,6 +396,14 @@ def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True)
     logs = output / "logs" / "sbatch"
     if "," in str(logs):
         raise UserError(f"--sbatch-args: {logs} has a comma, which sbatch --export cannot pass")
+    glob = sorted({c for c in str(logs) if c in "*?["})
+    if glob:  # printed for `sbatch $(vnr run CONFIG --sbatch-args) ...`: the shell globs what $(...) gives, and
+        # quotes in it are not removed (a quoted path would reach sbatch with its quotes), so refuse instead
+        import shlex
+
+        raise UserError(f"--sbatch-args: the log folder {shlex.quote(str(logs))} has {' '.join(glob)}, which the "
+                        "shell expands as a file pattern in sbatch $(vnr run CONFIG --sbatch-args): give the grid an "
+                        "output folder without * ? [ (--output DIR or output: in the config)")
     params = slurm.sbatch_parameters(settings, name=exp.name)
     per_task = arrays.runs_per_task(settings, calibrate_runs=calibrate_runs)
     tasks = max(arrays.array_size(len(specs), arrays.group_size(per_task)), 1)
@@ -430,11 +438,8 @@ def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True)
 
 def status_command(args: argparse.Namespace) -> int:
     from harness.grid.status import format_table, grid_status, totals, totals_line
-    from harness.prefetch import check_available
-    from ranking.paths import resolve_data_root
 
-    exp, specs = _load(args)
-    check_available(exp, specs=specs, data_root=resolve_data_root(None), config=args.config)
+    exp, specs = _load(args)  # the run store and the config only: no model cache, no hub (as run --list)
     statuses = grid_status(exp, specs)
     shown = [s for s in statuses if args.state is None or s.state in args.state]
     if args.json:
@@ -444,7 +449,26 @@ def status_command(args: argparse.Namespace) -> int:
     if not args.summary and shown:
         print(format_table(shown, wide=args.wide))
     print(totals_line(statuses))
+    _note_not_on_disk(statuses, specs, args.config)
     return 0
+
+
+def _note_not_on_disk(statuses: list, specs: list, config: str) -> None:
+    """One note (stderr) naming what the runs still to do need and the disk lacks (read from disk only, no
+    hub probe): status itself needs none of it, `vnr run` will (offline: after `vnr prefetch`)."""
+    from harness.prefetch import missing
+    from ranking.errors import UserError
+    from ranking.paths import resolve_data_root
+
+    todo = {s.run_id for s in statuses if s.state != "done"}
+    try:
+        gone = missing([s for s in specs if s.run_id() in todo], resolve_data_root(None)) if todo else []
+    except (OSError, ValueError, UserError):  # a note never turns a status into an error
+        return
+    if gone:
+        shown = ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
+        print(f"note: not on disk yet (needed by the runs to do): {shown}; `vnr run` downloads them, or run "
+              f"`vnr prefetch {config}` on a machine with internet for offline nodes", file=sys.stderr)
 
 
 def collect_command(args: argparse.Namespace) -> int:

@@ -157,7 +157,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
 
     ft = config.finetune
     ft_models: list[Any] = []
-    checked: set[tuple[str, Any]] = set()  # (model, model_args) whose local files were checked
+    checked: set[tuple[Any, ...]] = set()  # (model, model_args) whose local files were checked
     if ft is not None:
         fwhere = f"{where}: finetune"
         ft_models = list(ft.models)
@@ -173,11 +173,13 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
                     data = {**params, "model": entry.name, "task": task, "seed": seed, **_model_args(entry)}
                     spec = _spec(FinetuneSpec, data, f"{fwhere} ({entry.name}, {task}, seed {seed})")
                     _check_model_files(spec, f"{fwhere}.models", checked)
+                    _check_fits_model(spec, f"{fwhere} ({entry.name}, {task}, seed {seed})", checked)
                     _check_batching(spec, _source("padding", base, overrides, fwhere, model=entry.name, task=task,
                                                   seed=str(seed)))
                     specs.append(spec)
         models.extend(e.name for e in ft_models)
         run_options["finetune"] = ft.run_options.given() if ft.run_options is not None else {}
+        _check_trackers(run_options["finetune"].get("report_to"), f"{fwhere}.run_options.report_to")
 
     bias = config.bias
     if bias is not None:
@@ -287,7 +289,7 @@ def _source(key: str, base: Mapping[str, Any], overrides: Sequence[tuple[Mapping
     return f"{where}.hyperparameters.{key}" if key in base else f"{where}: {key}"
 
 
-def _check_model_files(spec: Spec, where: str, checked: set[tuple[str, Any]]) -> None:
+def _check_model_files(spec: Spec, where: str, checked: set[tuple[Any, ...]]) -> None:
     """A local checkpoint folder without weights, with a truncated safetensors file or without tokenizer files:
     refused at load (:func:`harness.models.check_local_files`, the check each run makes before it starts)."""
     key = (spec.model, spec.model_args)
@@ -302,6 +304,32 @@ def _check_model_files(spec: Spec, where: str, checked: set[tuple[str, Any]]) ->
         check_local_files(resolve_model(spec.model, spec.model_args))
     except UserError as exc:
         raise UserError(f"{where} ({spec.model}): {exc}") from None
+
+
+def _check_fits_model(spec: FinetuneSpec, where: str, checked: set[tuple[Any, ...]]) -> None:
+    """``max_length`` beyond the model's positions or a LoRA ``r`` above its hidden size: refused at load (so
+    before a calibration burst or a SLURM array starts) for the models whose config is on disk (tiny, local, or
+    in the Hugging Face cache: never the hub), by the check each run makes before it starts
+    (:func:`harness.finetune.fit_checks.check_fits_model`)."""
+    key = ("fits", spec.model, spec.model_args, spec.max_length, dict(spec.peft or ()).get("r"))
+    if key in checked:
+        return
+    checked.add(key)
+    from harness.finetune.fit_checks import check_fits_dimensions
+    from harness.models import dimensions_on_disk
+
+    try:
+        check_fits_dimensions(spec, spec.model, dimensions_on_disk(spec.model, spec.model_args))
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+
+
+def _check_trackers(report_to: Any, where: str) -> None:
+    """A tracker in ``run_options.report_to`` whose package is not installed: refused at load (and so at
+    ``--dry-run``), as each run would refuse it before it starts."""
+    from harness.finetune.trackers import check_trackers_installed, parse_report_to
+
+    check_trackers_installed(parse_report_to(report_to, where=where), where=where)
 
 
 def _check_batching(spec: FinetuneSpec, where: str) -> None:

@@ -17,8 +17,8 @@ An isolated child dies with its parent (``PR_SET_PDEATHSIG`` on Linux) and
 inherits the run's lock, so the lock is held until the child is gone: killing
 ``vnr run`` never leaves a run that a second ``vnr run`` would start again.
 
-Terminal output: one progress bar for the grid and one line per finished run
-(``ok``/``failed``/``busy``, run id, seconds) on stderr; a run's own output
+Terminal output: one progress bar for the grid (on a terminal only: redirected stderr gets no
+carriage-return frames) and one line per finished run (``ok``/``failed``/``busy``, run id, seconds) on stderr; a run's own output
 (Trainer logs, inner progress bars) goes to ``<output>/logs/<run_id>.log``
 unless ``verbose``.
 
@@ -379,8 +379,10 @@ def execute(
         runner = isolated_runner
     store = RunStore(output)
     terminal = sys.stderr
-    bar = tqdm(total=len(specs), desc="grid", unit="run", disable=not progress, file=terminal, leave=True,
-               dynamic_ncols=True)
+    # a bar redraws itself with carriage returns: in a file or pipe (a job log, `2> log`) those frames pile up
+    # as noise, so it is drawn on a terminal only; the one line per run is written either way
+    bar = tqdm(total=len(specs), desc="grid", unit="run", disable=not (progress and _is_terminal(terminal)),
+               file=terminal, leave=True, dynamic_ncols=True)
     lock = threading.Lock()
     outcomes: dict[int, Outcome] = {}
 
@@ -425,6 +427,14 @@ def execute(
     finally:
         bar.close()
     return [outcomes[i] for i in range(len(specs)) if i in outcomes]
+
+
+def _is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is an interactive terminal (a closed or odd stream is not)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def _run_pool(items: list[tuple[int, Spec]], slots: list[dict[str, str]],
