@@ -145,6 +145,11 @@ TARGET_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: families whose default targets stay ours although peft's table differs: the default is not part of a run's id,
+#: so taking peft's (phi: q_proj, v_proj, fc1, fc2) would reuse LoRA results stored under ours as if done.
+KEPT_FOR_STORED_RUNS = frozenset({"phi"})
+
+
 def peft_target_modules() -> Mapping[str, Any]:
     """peft's table of default LoRA target modules per ``model_type`` (empty when peft is not installed)."""
     try:
@@ -162,8 +167,12 @@ def default_target_modules(family: str) -> tuple[tuple[str, ...], str] | None:
     (('q_proj', 'v_proj'), "peft's default for stablelm")
     >>> default_target_modules("distilbert")
     (('q_lin', 'v_lin'), 'default for distilbert')
+    >>> default_target_modules("phi")
+    (('q_proj', 'v_proj'), 'default for phi (kept: stored runs used it)')
     """
     theirs = peft_target_modules().get(family)
+    if family in KEPT_FOR_STORED_RUNS:
+        return TARGET_MODULES[family], f"default for {family} (kept: stored runs used it)"
     if theirs:
         return tuple(str(m) for m in theirs), f"peft's default for {family}"
     if family in TARGET_MODULES:
