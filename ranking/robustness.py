@@ -38,7 +38,7 @@ best, a rival's to the column's worst or just below the candidate), each found s
 >>> [(m, r.count[i], r.kind[i]) for i, m in enumerate(r.models)]
 [('A', 1, 'exact'), ('B', 0, 'exact'), ('C', 1, 'exact'), ('D', 1, 'exact')]
 >>> r.flip_sentence()
-'the pick changes if 1 score changes: A on c3 (then A wins)'
+'the pick changes if 1 score changes: A on c2 (then C wins)'
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ class CellsToWin:
     kind: list[str]  # exact | at most | more than K | unranked
     cells: list[list[tuple[str, str]]]  # (model, criterion) per changed cell
     scope: str  # what a changed cell may become
+    ranks: tuple[float, ...] = ()  # the point ranks (the flip sentence names the best-ranked cheapest model)
 
     def describe(self, i: int) -> str:
         """``exact: 1 (B on RTE)`` style text for model ``i``."""
@@ -82,8 +83,9 @@ class CellsToWin:
     def flip_sentence(self) -> str:
         """How few changes make another model the pick, in words (the cheapest non-winner)."""
         best = None
+        rank = self.ranks or (0.0,) * len(self.count)
         for i, k in enumerate(self.count):
-            if k is not None and k > 0 and (best is None or k < self.count[best]):
+            if k is not None and k > 0 and (best is None or (k, rank[i]) < (self.count[best], rank[best])):
                 best = i
         if best is None:
             if any(k == 0 for k in self.count) and len([k for k in self.count if k == 0]) == len(self.count):
@@ -245,7 +247,7 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
 
     todo = [i for i in range(n) if count[i] is None and kind[i] != "unranked"]
     if not todo:
-        return CellsToWin(rule, table.models, count, kind, cells, SCOPE)
+        return CellsToWin(rule, table.models, count, kind, cells, SCOPE, tuple(base.ranks.tolist()))
 
     # exact 1-cell check: every single change, once for all models
     singles_complete = False
@@ -308,7 +310,7 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
             beam = scored[:BEAM]
             if not beam:
                 break
-    return CellsToWin(rule, table.models, count, kind, cells, SCOPE)
+    return CellsToWin(rule, table.models, count, kind, cells, SCOPE, tuple(base.ranks.tolist()))
 
 
 def robustness(table: ScoreTable, results: Mapping[str, Any], *, setting: str = "basic", max_cells: int = 3,
