@@ -185,6 +185,11 @@ def run_rank(args: argparse.Namespace) -> int:
     rules = resolve_rules(args.rule, rule_names())  # unknown names fail before the table is read
     table = table_from_args(args)
     explicit = bool(args.rule) and "all" not in args.rule
+    if args.intervals:
+        from ranking.intervals import check_level, draw_source
+
+        check_level(args.level)
+        draw_source(table)  # a table without uncertainty is refused before any work
     if args.intervals or args.robustness:
         print("vnr rank: " + " and ".join(w for w, on in (("drawing rank intervals", args.intervals),
               ("searching the fewest changes that flip each rank", args.robustness)) if on) + " …",

@@ -36,6 +36,10 @@ The method (for one rule, ``n`` ranked models, ``B`` draws)
        next tier. So every model of a tier is surely below every model of the tier before the one
        it opened... precisely: the model opening tier ``t+1`` is surely below every model of tier ``t``.
 
+    What is drawn is the rule's *score*: where a rule orders models beyond its score (Threshold's
+    lexicographic tie-break, Condorcet's "everyone else shares position 2"), models equal in score share an
+    interval, whatever the tie-break says.
+
     The scale ``σ_i + σ_j`` (rather than the spread of each difference) keeps the statistic O(n) per
     draw; since it is at least the difference's own spread, the max statistic adapts ``c`` to it.
     The simultaneous level is for all ``n(n−1)`` comparisons of one rule (not across rules).
