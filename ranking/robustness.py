@@ -71,6 +71,7 @@ class CellsToWin:
     cells: list[list[tuple[str, str]]]  # (model, criterion) per changed cell
     scope: str  # what a changed cell may become
     ranks: tuple[float, ...] = ()  # the point ranks (the flip sentence names the best-ranked cheapest model)
+    new_values: list[list[float]] | None = None  # per model, a value for each changed cell that makes it win
 
     def describe(self, i: int) -> str:
         """``exact: 1 (B on RTE)`` style text for model ``i``."""
@@ -103,7 +104,8 @@ class CellsToWin:
             "scope": self.scope,
             "cells_to_win": {m: k for m, k in zip(self.models, self.count)},
             "kind": dict(zip(self.models, self.kind)),
-            "cells": {m: [{"model": a, "criterion": c} for a, c in cs] for m, cs in zip(self.models, self.cells)},
+            "cells": {m: [{"model": a, "criterion": c, "value": v} for (a, c), v in zip(cs, vs)]
+                      for m, cs, vs in zip(self.models, self.cells, self.new_values or [[]] * len(self.models))},
             "flip": self.flip_sentence(),
         }
 
@@ -215,6 +217,7 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
     count: list[int | None] = [None] * n
     kind = [f"more than {max_cells}"] * n
     cells: list[list[tuple[str, str]]] = [[] for _ in range(n)]
+    new_values: list[list[float]] = [[] for _ in range(n)]
     low = np.nanmin(values, axis=0)
     high = np.nanmax(values, axis=0)
     oriented_best = np.where(table.signs > 0, high, low)
@@ -244,16 +247,17 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
                 trial[a, j] = oriented_best[j] if a == i else oriented_worst[j]
             if ranker(trial).ranks[i] == 1:  # verified (a float-borderline answer is left to the search)
                 count[i], kind[i], cells[i] = k, "exact", named(pairs)
+                new_values[i] = [float(trial[a, j]) for a, j in pairs]
 
     todo = [i for i in range(n) if count[i] is None and kind[i] != "unranked"]
     if not todo:
-        return CellsToWin(rule, table.models, count, kind, cells, SCOPE, tuple(base.ranks.tolist()))
+        return CellsToWin(rule, table.models, count, kind, cells, SCOPE, tuple(base.ranks.tolist()), new_values)
 
     # exact 1-cell check: every single change, once for all models
     singles_complete = False
     places = {j: (np.array([oriented_best[j], oriented_worst[j]]) if is_mean else _places(values[:, j])) for j in used}
     if n * sum(p.size for p in places.values()) <= SINGLE_BUDGET:
-        singles_complete = True
+        singles_complete = not is_mean  # every place of an order-based column; a mean's extremes only
         for a in range(n):
             for j in used:
                 for v in places[j]:
@@ -265,6 +269,7 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
                     for i in todo:
                         if count[i] is None and ranks[i] == 1:
                             count[i], kind[i], cells[i] = 1, "exact", named([(a, j)])
+                            new_values[i] = [float(v)]
         todo = [i for i in todo if count[i] is None]
 
     # beam search over moves to the extremes
@@ -305,12 +310,13 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
                 exact = depth == 1 or (depth == 2 and singles_complete)
                 kind[i] = "exact" if exact else "at most"
                 cells[i] = named([(moves[k][0], moves[k][1]) for k in chosen])
+                new_values[i] = [float(moves[k][2]) for k in chosen]
                 break
             scored.sort(key=lambda s: s[0])
             beam = scored[:BEAM]
             if not beam:
                 break
-    return CellsToWin(rule, table.models, count, kind, cells, SCOPE, tuple(base.ranks.tolist()))
+    return CellsToWin(rule, table.models, count, kind, cells, SCOPE, tuple(base.ranks.tolist()), new_values)
 
 
 def robustness(table: ScoreTable, results: Mapping[str, Any], *, setting: str = "basic", max_cells: int = 3,
