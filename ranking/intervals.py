@@ -286,12 +286,14 @@ def batch_scorer(table: ScoreTable, rule: str, setting: str, params: Mapping[str
 
 def score_draws(table: ScoreTable, rule: str, source: DrawSource, draws: int, seed: int, *,
                 setting: str = "basic", rank_kwargs: Mapping[str, Any] | None = None,
-                resolved: Mapping[str, Any] | None = None) -> np.ndarray:
+                resolved: Mapping[str, Any] | None = None,
+                score_one: Callable[[ScoreTable], np.ndarray] | None = None) -> np.ndarray:
     """``draws × models`` scores of ``rule`` on tables drawn from ``source`` (in chunks of :data:`CHUNK_ELEMENTS`).
 
     ``rank_kwargs`` go to :func:`ranking.settings.rank` (group weights, ties, preset, rule parameters) for
     the draws no vectorised scorer covers; ``resolved`` are the tie convention and ``atol`` the point result
-    used (its ``params``), which decide whether a vectorised scorer applies.
+    used (its ``params``), which decide whether a vectorised scorer applies. ``score_one`` (a drawn table →
+    scores) replaces :func:`ranking.settings.rank` for the draws no vectorised scorer covers (a scenario's column).
     """
     from ranking.settings import rank as rank_one
 
@@ -309,7 +311,9 @@ def score_draws(table: ScoreTable, rule: str, source: DrawSource, draws: int, se
         else:
             for b in range(k):
                 try:
-                    out[lo + b] = rank_one(table.with_values(values[b]), rule, setting=setting, **kwargs).scores
+                    drawn = table.with_values(values[b])
+                    out[lo + b] = (score_one(drawn) if score_one is not None
+                                   else rank_one(drawn, rule, setting=setting, **kwargs).scores)
                 except UserError as exc:
                     raise UserError(f"rule {rule} cannot rank a drawn table ({exc})") from None
     return out

@@ -44,7 +44,7 @@ best, a rival's to the column's worst or just below the candidate), each found s
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,26 +189,35 @@ def _places(col: np.ndarray) -> np.ndarray:
 
 
 class _Ranker:
-    def __init__(self, table: ScoreTable, rule: str, setting: str, kwargs: Mapping[str, Any]):
+    def __init__(self, table: ScoreTable, rule: str, setting: str, kwargs: Mapping[str, Any],
+                 score: Callable[[ScoreTable], Any] | None = None):
         from ranking.settings import rank as rank_one
 
         self.table, self.rule, self.setting, self.kwargs = table, rule, setting, dict(kwargs)
         self._rank = rank_one
+        self.score = score
         self.calls = 0
 
     def __call__(self, values: np.ndarray) -> Any:
         self.calls += 1
+        if self.score is not None:
+            return self.score(self.table.with_values(values))
         return self._rank(self.table.with_values(values), self.rule, setting=self.setting, **self.kwargs)
 
 
 def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_cells: int = 3,
-                 rank_kwargs: Mapping[str, Any] | None = None) -> CellsToWin:
-    """:class:`CellsToWin` of ``rule`` for every model of ``table`` (see the module docstring)."""
+                 rank_kwargs: Mapping[str, Any] | None = None,
+                 score: Callable[[ScoreTable], Any] | None = None) -> CellsToWin:
+    """:class:`CellsToWin` of ``rule`` for every model of ``table`` (see the module docstring).
+
+    ``score`` (a table → its :class:`~ranking.result.RuleResult`, e.g. a scenario's column) replaces
+    :func:`ranking.settings.rank`; the exact method for the means then does not apply (a bound is searched).
+    """
     from ranking.rules import get_rule
 
     spec = get_rule(rule)
     kwargs = dict(rank_kwargs or {})
-    ranker = _Ranker(table, rule, setting, kwargs)
+    ranker = _Ranker(table, rule, setting, kwargs, score)
     base = ranker(table.values)
     n, m = table.shape
     used = np.flatnonzero(table.weights > 0)
@@ -233,7 +242,7 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
             count[i], kind[i] = 0, "exact"
 
     # exact for the means (basic setting, complete scores)
-    if is_mean and setting == "basic":
+    if is_mean and setting == "basic" and score is None:
         params = {**base.params}
         for i in range(n):
             if count[i] is not None or kind[i] == "unranked":

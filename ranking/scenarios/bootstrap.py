@@ -7,7 +7,8 @@ replaces each of its seeded criteria by the mean over the drawn seeds (the same
 draw for all of the model's criteria, so metrics from one run stay together);
 seed-independent criteria keep their matrix value. Every column of the scenario
 is then ranked again. The result, per column, is a models × positions matrix of
-probabilities (ties share the best position, as everywhere).
+probabilities; ``t`` models tied at position ``r`` in a replicate count ``1/t`` at each of the
+positions ``r … r+t-1`` (:func:`tie_split`), so every row and every column sums to 100 %.
 
 Uncertainty from the source: a table whose scores come with standard errors (an imported
 lm-evaluation-harness run, ``stderr.csv``) is resampled by :func:`error_bootstrap` instead —
@@ -129,11 +130,24 @@ def _rank_probabilities(scenario: Scenario, table: ScoreTable, draw_values, n: i
     rng = np.random.default_rng(seed)
     k = table.n_models
     counts = {c.name: np.zeros((k, k)) for c in scenario.columns}
-    rows = np.arange(k)
     for _ in range(n):
         draw = table.with_values(draw_values(rng))
         for c in scenario.columns:
-            ranks = run_column(draw, c, scenario.ties).ranks
-            ok = ~np.isnan(ranks)
-            counts[c.name][rows[ok], ranks[ok].astype(int) - 1] += 1
+            counts[c.name] += tie_split(run_column(draw, c, scenario.ties).ranks)
     return {name: cnt / n for name, cnt in counts.items()}
+
+
+def tie_split(ranks: np.ndarray) -> np.ndarray:
+    """Models × positions: 1 at a model's position; ``t`` models tied at position ``r`` get ``1/t`` at each of
+    ``r … r+t-1`` (so every row and every column of ranked models sums to 1; unranked models: a zero row).
+
+    >>> tie_split(np.array([1.0, 1.0, 3.0])).tolist()
+    [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]
+    """
+    k = ranks.size
+    out = np.zeros((k, k))
+    ok = ~np.isnan(ranks)
+    values, sizes = np.unique(ranks[ok], return_counts=True)
+    for r, t in zip(values, sizes):
+        out[np.ix_(ranks == r, np.arange(int(r) - 1, int(r) - 1 + t))] = 1.0 / t
+    return out

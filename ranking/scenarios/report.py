@@ -264,6 +264,9 @@ def write_report(
         + comparison_html(cmp)
         + _columns_html(cmp)
     )
+    from ranking.scenarios.uncertainty import section_html
+
+    sections.append(section_html(cmp))
     sections.append(live_html(cmp))
     bump = _save_figure(plots.bump_chart(cmp), out, "bump_chart")
     sections.append(f"<h2>Rank across the columns</h2><img alt='bump chart' src='{bump}'>")
@@ -300,7 +303,8 @@ def write_report(
         heading = "Uncertainty over seeds" if cmp.bootstrap_source == "seeds" else "Uncertainty from the standard errors"
         sections.append(
             f"<h2>{heading}</h2><p class='muted'>Probability of each rank position over "
-            f"{html.escape(cmp.resamples())}.</p><img alt='rank probabilities' src='{img}'>"
+            f"{html.escape(cmp.resamples())}; models tied in a replicate split the tied positions evenly, so every "
+            "row and column sums to 100 %.</p><img alt='rank probabilities' src='{img}'>"
             + _probabilities_html(cmp)
         )
     all_notes = [*cmp.notes, *notes]
