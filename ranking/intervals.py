@@ -245,6 +245,57 @@ def _positional_batch(x: np.ndarray, weights: np.ndarray, vector: Any, ties: str
     return np.einsum("kmn,m->kn", np.nan_to_num(pts, nan=0.0), weights)
 
 
+def _baldwin_batch(points: np.ndarray, tol: float) -> np.ndarray:
+    """Baldwin's "models eliminated before it" for ``k`` draws at once (``points``: ``k × n × n``, ``[d, a, b]`` =
+    what ``a`` scores from ``b``): every round removes, in every draw, the survivors within ``tol`` of the lowest
+    Borda score (all of them when all tie), and lowers the others' Borda by their points from the removed —
+    :func:`ranking.rules.baldwin_elimination`'s rounds, vectorised over the draws (O(k·n²) in all)."""
+    k, n, _ = points.shape
+    rows = np.arange(k)
+    borda = points.sum(axis=2)
+    alive = np.ones((k, n), dtype=bool)
+    done = np.zeros(k, dtype=bool)
+    before = np.zeros((k, n))
+    eliminated = np.zeros(k)
+    for _ in range(n + 1):
+        if done.all():
+            break
+        low = np.where(alive, borda, np.inf).min(axis=1)
+        high = np.where(alive, borda, -np.inf).max(axis=1)
+        tie = ~done & (high - low <= tol)
+        before = np.where(tie[:, None] & alive, eliminated[:, None], before)
+        done |= tie
+        out = alive & ~done[:, None] & (borda <= low[:, None] + tol)
+        before = np.where(out, eliminated[:, None], before)
+        eliminated += out.sum(axis=1)
+        alive &= ~out
+        done |= ~alive.any(axis=1)
+        pending = out.copy()
+        while pending.any():
+            e = np.argmax(pending, axis=1)
+            has = pending[rows, e]
+            borda[has] -= points[rows[has], :, e[has]]
+            pending[rows[has], e[has]] = False
+    return before
+
+
+def _below_counts(xt: np.ndarray) -> np.ndarray:
+    """Per (draw, criterion) row of ``xt`` (``k × m × n``): how many present scores are strictly below each
+    score (int16; equal scores get equal counts), -1 where the score is missing."""
+    k, m, n = xt.shape
+    missing = np.isnan(xt)
+    key = np.where(missing, np.inf, xt)
+    order = np.argsort(key, axis=-1)
+    srt = np.take_along_axis(key, order, axis=-1)
+    new = np.ones(srt.shape, dtype=bool)
+    new[..., 1:] = srt[..., 1:] != srt[..., :-1]
+    start = np.maximum.accumulate(np.where(new, np.arange(n, dtype=np.int16), np.int16(0)), axis=-1)
+    below = np.empty(srt.shape, dtype=np.int16)
+    np.put_along_axis(below, order, start, axis=-1)
+    below[missing] = -1
+    return below
+
+
 def _mean_batch(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Weighted arithmetic means of ``k`` drawn tables (``k × n × m`` oriented), missing → the column's median."""
     if np.isnan(x).any():
@@ -253,18 +304,89 @@ def _mean_batch(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return x @ weights / weights.sum()
 
 
+#: Most models for the vectorised majority scorers (their chunks hold draws × n × n margins; int16 places).
+MAJORITY_LIMIT = 1000
+
+
+def _majority_wins(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``k × n × n`` weighted wins ``W[d, a, b] = Σ_j w_j [x_daj > x_dbj]`` of ``k`` drawn tables (a missing
+    score gives no vote), built one criterion at a time from integer places (2-byte compares), counted in
+    integers when every weight is equal."""
+    k, n, m = x.shape
+    equal = bool(np.all(weights == weights[0]))
+    places = _below_counts(np.ascontiguousarray(np.moveaxis(x, 1, 2)))  # k × m × n, -1 = missing
+    counts = np.zeros((k, n, n), dtype=np.int32 if equal else float)
+    for j in range(m):
+        col = places[:, j, :]
+        cmp = col[:, :, None] > col[:, None, :]
+        if (col < 0).any():
+            cmp &= (col >= 0)[:, None, :]
+        if equal:
+            counts += cmp
+        else:
+            counts += weights[j] * cmp
+    return counts * float(weights[0]) if equal else counts
+
+
+def _majority_batch(x: np.ndarray, weights: np.ndarray, rule: str, ties: str,
+                    shared: dict[str, Any] | None = None, tie_free: bool = False) -> np.ndarray:
+    """Scores of ``k`` drawn tables (``k × n × m`` oriented) under a pairwise-majority rule or Baldwin.
+
+    The weighted wins (:func:`_majority_wins`, computed once per chunk of draws and kept in ``shared`` for the
+    other majority rules) are read as :func:`ranking.pairwise.majority_summary` reads them (margins beyond
+    ``1e-12 × Σw``) for Copeland, Minimax and Condorcet; Baldwin eliminates on each draw's points
+    (:func:`_baldwin_batch`).
+    """
+    from ranking.pairwise import majority_tolerance
+    from ranking.rules import WEIGHT_RTOL
+
+    k, n, m = x.shape
+    shared = {} if shared is None else shared
+    if "wins" not in shared:
+        shared["wins"] = _majority_wins(x, weights)
+    wins = shared["wins"]
+    tol = majority_tolerance(float(weights.sum()))
+    if rule == "baldwin":
+        points = wins
+        missing = np.isnan(x)
+        if ties == "default" and not (tie_free and not missing.any()):  # else no pair is ever tied
+            present = (~missing).astype(float)
+            both = np.empty((k, n, n))
+            for d in range(k):  # the weight both have a score on
+                both[d] = (present[d] * weights) @ present[d].T
+            tied = np.clip(both - wins - np.swapaxes(wins, 1, 2), 0.0, None)
+            idx = np.arange(n)
+            tied[:, idx, idx] = 0.0
+            points = wins + 0.5 * tied
+        return _baldwin_batch(points, WEIGHT_RTOL * float(weights.sum()) * max(n, 1))
+    if "beats" not in shared:
+        shared["beats"] = (wins - np.swapaxes(wins, 1, 2)) > tol
+    beats = shared["beats"]
+    if rule == "copeland":
+        return (beats.sum(axis=2) - beats.sum(axis=1)).astype(float)
+    if rule == "condorcet":
+        return (beats.sum(axis=2) == n - 1).astype(float)
+    worst = np.where(beats, wins, 0.0).max(axis=1) if n > 1 else np.zeros((k, n))  # minimax
+    return -worst + 0.0
+
+
 def batch_scorer(table: ScoreTable, rule: str, setting: str, params: Mapping[str, Any], tie_free: bool = False
-                 ) -> Callable[[np.ndarray], np.ndarray] | None:
-    """A vectorised scorer of many drawn tables for ``rule`` (``k × n × m`` values → ``k × n`` scores), or
+                 ) -> Callable[..., np.ndarray] | None:
+    """A vectorised scorer of many drawn tables for ``rule`` (``k × n × m`` values → ``k × n`` scores; an optional
+    ``shared`` dict lets the majority rules of one chunk of draws share its pairwise wins), or
     None where only the rule itself can score a draw. Covered: the basic setting, exact ties (``atol`` 0),
-    plurality / Borda / Dowdall / Threshold's score and the arithmetic mean — equal to the rule's scores
+    plurality / Borda / Dowdall / Threshold's score, the arithmetic mean, and (up to
+    :data:`MAJORITY_LIMIT` models) Copeland, Minimax, Condorcet and Baldwin — equal to the rule's scores
     (checked in the tests)."""
     from ranking.rules import BORDA, DOWDALL, HUGE, PLURALITY, THRESHOLD, _rankable
 
     if setting != "basic" or float(params.get("atol", 0.0) or 0.0) != 0.0:
         return None
     vectors = {"plurality": PLURALITY, "borda": BORDA, "dowdall": DOWDALL, "threshold": THRESHOLD}
-    if rule not in vectors and rule != "arithmetic_mean":
+    majority = ("copeland", "minimax", "condorcet", "baldwin")
+    if rule not in vectors and rule not in majority and rule != "arithmetic_mean":
+        return None
+    if rule in majority and table.n_models > MAJORITY_LIMIT:
         return None
     if np.abs(table.values[~np.isnan(table.values)]).max() > HUGE / 1e3:
         return None
@@ -274,9 +396,14 @@ def batch_scorer(table: ScoreTable, rule: str, setting: str, params: Mapping[str
     ties = params.get("ties") or "default"
     n = table.n_models
 
-    def score(values: np.ndarray) -> np.ndarray:
+    def score(values: np.ndarray, shared: dict[str, Any] | None = None) -> np.ndarray:
         x = values[:, keep][:, :, used] * signs
-        s = _positional_batch(x, w, vectors[rule], ties, tie_free) if rule in vectors else _mean_batch(x, w)
+        if rule in vectors:
+            s = _positional_batch(x, w, vectors[rule], ties, tie_free)
+        elif rule in majority:
+            s = _majority_batch(x, w, rule, ties, shared, tie_free)
+        else:
+            s = _mean_batch(x, w)
         out = np.full((values.shape[0], n), np.nan)
         out[:, keep] = s
         return out
@@ -284,39 +411,75 @@ def batch_scorer(table: ScoreTable, rule: str, setting: str, params: Mapping[str
     return score
 
 
+MAJORITY_RULES = ("copeland", "minimax", "condorcet", "baldwin")
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How one rule (or scenario column) scores drawn tables: ``rule``, the :func:`ranking.settings.rank`
+    arguments (``setting``, ``kwargs``), the point result's tie convention and ``atol`` (``resolved``: whether a
+    vectorised scorer applies), or ``score_one`` (a drawn table → scores) for what only it can score."""
+
+    rule: str
+    setting: str = "basic"
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    resolved: Mapping[str, Any] = field(default_factory=dict)
+    score_one: Callable[[ScoreTable], np.ndarray] | None = None
+
+
+def score_many(table: ScoreTable, scorings: Mapping[str, Scoring], source: DrawSource, draws: int, seed: int,
+               skipped: dict[str, str] | None = None) -> dict[str, np.ndarray]:
+    """Name → ``draws × models`` scores on tables drawn from ``source``: every rule sees the same draws.
+
+    A rule that cannot rank a drawn table raises a :class:`UserError`, unless ``skipped`` (a dict) is given:
+    then it is dropped from the result and ``skipped[name]`` says why.
+
+    Draws come in chunks of :data:`CHUNK_ELEMENTS` values (fewer when the majority rules' ``k × n × n`` wins
+    are built for a chunk; they are built once per chunk and shared). Memory: O(draws × models) for the
+    results, O(chunk) for the rest.
+    """
+    from ranking.settings import rank as rank_one
+
+    n, m = table.shape
+    fast = {name: batch_scorer(table, sc.rule, sc.setting, {**sc.kwargs, **sc.resolved}, source.tie_free)
+            for name, sc in scorings.items()}
+    chunk = max(1, CHUNK_ELEMENTS // max(n * m, 1))
+    if any(f is not None and scorings[name].rule in MAJORITY_RULES for name, f in fast.items()):
+        chunk = max(1, min(chunk, CHUNK_ELEMENTS // (4 * n * n)))
+    rng = np.random.default_rng(seed)
+    out = {name: np.empty((draws, n)) for name in scorings}
+    for lo in range(0, draws, chunk):
+        k = min(chunk, draws - lo)
+        values = source.sample(rng, k)
+        shared: dict[str, Any] = {}
+        for name, sc in scorings.items():
+            if name not in out:
+                continue
+            if fast[name] is not None:
+                out[name][lo : lo + k] = fast[name](values, shared)
+                continue
+            for b in range(k):
+                try:
+                    drawn = table.with_values(values[b])
+                    out[name][lo + b] = (sc.score_one(drawn) if sc.score_one is not None
+                                         else rank_one(drawn, sc.rule, setting=sc.setting, **sc.kwargs).scores)
+                except UserError as exc:
+                    why = f"rule {sc.rule} cannot rank a drawn table ({exc})"
+                    if skipped is None:
+                        raise UserError(why) from None
+                    skipped[name] = why
+                    del out[name]
+                    break
+    return out
+
+
 def score_draws(table: ScoreTable, rule: str, source: DrawSource, draws: int, seed: int, *,
                 setting: str = "basic", rank_kwargs: Mapping[str, Any] | None = None,
                 resolved: Mapping[str, Any] | None = None,
                 score_one: Callable[[ScoreTable], np.ndarray] | None = None) -> np.ndarray:
-    """``draws × models`` scores of ``rule`` on tables drawn from ``source`` (in chunks of :data:`CHUNK_ELEMENTS`).
-
-    ``rank_kwargs`` go to :func:`ranking.settings.rank` (group weights, ties, preset, rule parameters) for
-    the draws no vectorised scorer covers; ``resolved`` are the tie convention and ``atol`` the point result
-    used (its ``params``), which decide whether a vectorised scorer applies. ``score_one`` (a drawn table →
-    scores) replaces :func:`ranking.settings.rank` for the draws no vectorised scorer covers (a scenario's column).
-    """
-    from ranking.settings import rank as rank_one
-
-    kwargs = dict(rank_kwargs or {})
-    fast = batch_scorer(table, rule, setting, {**kwargs, **(resolved or {})}, source.tie_free)
-    rng = np.random.default_rng(seed)
-    n, m = table.shape
-    chunk = max(1, CHUNK_ELEMENTS // max(n * m, 1))
-    out = np.empty((draws, n))
-    for lo in range(0, draws, chunk):
-        k = min(chunk, draws - lo)
-        values = source.sample(rng, k)
-        if fast is not None:
-            out[lo : lo + k] = fast(values)
-        else:
-            for b in range(k):
-                try:
-                    drawn = table.with_values(values[b])
-                    out[lo + b] = (score_one(drawn) if score_one is not None
-                                   else rank_one(drawn, rule, setting=setting, **kwargs).scores)
-                except UserError as exc:
-                    raise UserError(f"rule {rule} cannot rank a drawn table ({exc})") from None
-    return out
+    """``draws × models`` scores of one ``rule`` (:func:`score_many` with one :class:`Scoring`)."""
+    sc = Scoring(rule, setting, dict(rank_kwargs or {}), dict(resolved or {}), score_one)
+    return score_many(table, {rule: sc}, source, draws, seed)[rule]
 
 
 # ====================================================================== from draws to intervals
@@ -482,17 +645,14 @@ def rank_intervals(table: ScoreTable, results: Mapping[str, Any], *, source: Dra
     level = check_level(level)
     if draws < 20:
         raise UserError(f"--draws {draws}: at least 20 draws are needed for a {level:.0%} interval")
-    out: dict[str, RankIntervals] = {}
+    scorings = {}
     for rule, res in results.items():
         kwargs = {**(rank_kwargs or {}), **((rule_params or {}).get(rule, {}))}
         resolved = {"ties": res.params.get("ties", "default"), "atol": res.params.get("atol", 0.0)}
-        try:
-            drawn = score_draws(table, rule, source, draws, seed, setting=setting, rank_kwargs=kwargs,
-                                resolved=resolved)
-        except UserError as exc:
-            if skipped is None:
-                raise
-            skipped[rule] = str(exc)
-            continue
-        out[rule] = intervals_from_draws(rule, res.models, res.scores, res.ranks, drawn, level)
+        scorings[rule] = Scoring(rule, setting, kwargs, resolved)
+    drawn = score_many(table, scorings, source, draws, seed, skipped)
+    out: dict[str, RankIntervals] = {}
+    for rule, res in results.items():
+        if rule in drawn:
+            out[rule] = intervals_from_draws(rule, res.models, res.scores, res.ranks, drawn[rule], level)
     return out

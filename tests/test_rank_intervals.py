@@ -120,12 +120,18 @@ def test_vectorised_scorers_equal_the_rules(tie_free):
     source = draw_source(t)
     assert source.tie_free is tie_free
     draws = source.sample(np.random.default_rng(0), 4)
-    for rule in ("plurality", "borda", "dowdall", "threshold", "arithmetic_mean"):
+    for rule in ("plurality", "borda", "dowdall", "threshold", "arithmetic_mean", "copeland", "minimax",
+                 "condorcet", "baldwin"):
         for ties in ("default", "votenrank"):
             fast = batch_scorer(t, rule, "basic", {"ties": ties}, source.tie_free)
             expected = np.array([rank_one(t.with_values(v), rule, ties=ties).scores for v in draws])
             np.testing.assert_allclose(fast(draws), expected, rtol=0, atol=1e-12, err_msg=f"{rule} {ties}")
-    assert batch_scorer(t, "copeland", "basic", {}) is None  # scored draw by draw by the rule itself
+    assert batch_scorer(t, "geometric_mean", "basic", {}) is None  # scored draw by draw by the rule itself
+    weighted = t.with_weights([1.0, 2.5, 0.5, 1.0, 0.0])  # unequal weights and an unused criterion
+    for rule in ("borda", "copeland", "minimax", "condorcet", "baldwin", "arithmetic_mean"):
+        fast = batch_scorer(weighted, rule, "basic", {"ties": "default"}, source.tie_free)
+        expected = np.array([rank_one(weighted.with_values(v), rule).scores for v in draws])
+        np.testing.assert_allclose(fast(draws), expected, rtol=0, atol=1e-12, err_msg=f"weighted {rule}")
 
 
 def test_seed_bootstrap_source(tmp_path):
