@@ -57,9 +57,9 @@ def plain_bootstrap(table: ScoreTable, rule: str, draws: int, seed: int) -> tupl
     b = 0
     while b < draws:
         k = min(chunk, draws - b)
-        noise = rng.standard_normal((k, n, m))
+        noise = rng.standard_normal((k, m, n), dtype=np.float32)  # as ours draws them: criterion-major
         for t in range(k):
-            x = table.values + noise[t] * se
+            x = table.values + noise[t].T * se
             s = np.zeros(n)
             for j in range(m):
                 r = np.argsort(np.argsort(x[:, j]))  # 0 = worst

@@ -73,9 +73,10 @@ def format_text(cmp: Comparison, *, wide: bool = False) -> str:
         cols = list(cmp.intervals)
         first = cmp.results[cols[0]]
         rows = []
+        few = scores_flag(cmp)
         for m in first.ordering():
             i = cmp.models.index(m)
-            row = [m]
+            row = [f"{m} ({few[m]})" if m in few else m]
             for c in cols:
                 iv = cmp.intervals[c]
                 r = cmp.results[c].ranks[i]
@@ -121,11 +122,21 @@ def section_html(cmp: Comparison) -> str:
     return "".join(parts)
 
 
+def scores_flag(cmp: Comparison) -> dict[str, str]:
+    """Models with scores on fewer than half of the criteria → ``k/m`` (flagged wherever they are ranked)."""
+    from ranking.cli import few_scores
+
+    present = (~np.isnan(cmp.table.values[:, cmp.table.weights > 0])).sum(axis=1)
+    return few_scores({m: int(k) for m, k in zip(cmp.models, present)})
+
+
 def interval_svg(cmp: Comparison, column: str) -> str:
     """One column's intervals: rows of models in rank order, bars from rank_lo to rank_hi, tier bands behind.
 
     Every bar is ``<rect class="interval" data-model=… data-lo=… data-hi=… data-tier=…>`` (what the tests read).
+    A model with few scores is labelled with how many it has (``B (2/81)``).
     """
+    few = scores_flag(cmp)
     iv = cmp.intervals[column]
     res = cmp.results[column]
     order = [m for m in res.ordering() if not math.isnan(res.ranks[cmp.models.index(m)])]
@@ -153,7 +164,7 @@ def interval_svg(cmp: Comparison, column: str) -> str:
         lo, hi, point = float(iv.rank_lo[i]), float(iv.rank_hi[i]), float(res.ranks[i])
         y = r * row_h
         shapes.append(
-            f"<text x='4' y='{y + 15}' font-size='12'>{html.escape(m)}</text>"
+            f"<text x='4' y='{y + 15}' font-size='12'>{html.escape(m + (f' ({few[m]})' if m in few else ''))}</text>"
             f"<rect class='interval' data-model='{html.escape(m)}' data-lo='{int(lo)}' data-hi='{int(hi)}' "
             f"data-tier='{int(iv.tier[i])}' x='{x(lo) - step * 0.4:.1f}' y='{y + 7}' "
             f"width='{(hi - lo) * step + step * 0.8:.1f}' height='8' rx='4' fill='#2171b5' opacity='0.55'/>"
