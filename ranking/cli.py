@@ -361,6 +361,8 @@ def format_rank_table(results: dict[str, Any], *, used: str = "", wide: bool = F
             out += [rb.kind[i] if k is None else ("≤" if rb.kind[i] == "at most" else "") + str(k)]
         return out
 
+    from ranking.intervals import few_scores
+
     models = sorted(first.models, key=key)  # a stable sort: table order among full ties
     few = few_scores(scores_present or {})
     shown = {m: (f"{m} ({few[m]})" if m in few else m) for m in models}
@@ -427,18 +429,6 @@ def format_rank_csv(results: dict[str, Any], intervals: dict[str, Any] | None = 
                         ";".join(f"{a}:{c}" for a, c in rb.cells[i])]
         writer.writerow(row)
     return buf.getvalue()
-
-
-def few_scores(present: dict[str, int]) -> dict[str, str]:
-    """Models with scores on fewer than half of the criteria → ``k/m`` (``present``: model → k, m = the most).
-
-    >>> few_scores({"A": 81, "B": 2, "C": 60})
-    {'B': '2/81'}
-    """
-    if not present:
-        return {}
-    most = max(present.values())
-    return {m: f"{k}/{most}" for m, k in present.items() if k < most / 2}
 
 
 def format_uncertainty(settings: dict[str, Any], robustness: dict[str, Any] | None) -> str:

@@ -123,6 +123,44 @@ def error_source(table: ScoreTable) -> DrawSource:
     return DrawSource("standard_errors", cells, "stderr", sample, tie_free)
 
 
+SEED_COLUMNS = ("model", "criterion", "seed", "value")
+
+
+def read_seeds(path: str | Path, table: ScoreTable) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per model index: (criterion indices, values array criteria × seeds with NaN gaps).
+
+    Rows for models or criteria the (scenario) table does not have are ignored.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path)
+    except FileNotFoundError:
+        raise UserError(f"per-seed results {path}: no such file") from None
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise UserError(f"cannot read per-seed results {path}: {exc}") from None
+    missing = [c for c in SEED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise UserError(f"per-seed results {path}: missing column {missing[0]!r} (needs {', '.join(SEED_COLUMNS)})")
+    values = pd.to_numeric(frame["value"], errors="coerce")
+    bad = values.isna() & frame["value"].notna()
+    if bad.any():
+        row = frame[bad].iloc[0]
+        raise UserError(f"per-seed results {path}: value {row['value']!r} of {row['model']}/{row['criterion']} is not a number")
+    frame = frame.assign(value=values, model=frame["model"].astype(str), criterion=frame["criterion"].astype(str))
+    frame = frame[frame["model"].isin(table.models) & frame["criterion"].isin(table.names)].dropna(subset=["value"])
+    if frame.duplicated(["model", "criterion", "seed"]).any():
+        row = frame[frame.duplicated(["model", "criterion", "seed"])].iloc[0]
+        raise UserError(f"per-seed results {path}: {row['model']}/{row['criterion']} seed {row['seed']} appears twice")
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for model, sub in frame.groupby("model", sort=False):
+        wide = sub.pivot(index="criterion", columns="seed", values="value")
+        crit_idx = np.array([table.names.index(c) for c in wide.index])
+        out[table.models.index(model)] = (crit_idx, wide.to_numpy(dtype=float))
+    return out
+
+
 def seed_source(table: ScoreTable, path: str | Path) -> DrawSource:
     """A seed bootstrap from ``seeds.csv`` (long: model, criterion, seed, value), vectorised over models.
 
@@ -131,8 +169,6 @@ def seed_source(table: ScoreTable, path: str | Path) -> DrawSource:
     seeds; cells without seeds keep the table's value. (What ``--bootstrap`` does, as
     :func:`ranking.scenarios.bootstrap.resample_values`.)
     """
-    from ranking.scenarios.bootstrap import read_seeds
-
     per_model = read_seeds(path, table)
     if not per_model:
         raise UserError(f"{path} names none of the table's models and criteria: nothing to resample; "
@@ -192,6 +228,18 @@ def draw_source(table: ScoreTable, seeds: str | Path | None = None) -> DrawSourc
         "sidecar) and no seeds.csv beside it; rank a `vnr collect` results folder (it keeps every seed), "
         "import a source with standard errors (vnr import lm-eval), or drop --intervals"
     )
+
+
+def few_scores(present: Mapping[str, int]) -> dict[str, str]:
+    """Models with scores on fewer than half of the criteria → ``k/m`` (``present``: model → k, m = the most).
+
+    >>> few_scores({"A": 81, "B": 2, "C": 60})
+    {'B': '2/81'}
+    """
+    if not present:
+        return {}
+    most = max(present.values())
+    return {m: f"{k}/{most}" for m, k in present.items() if k < most / 2}
 
 
 # ====================================================================== scores of many drawn tables

@@ -24,53 +24,16 @@ array([0.83, 0.17, 0.  , 0.  ])
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ranking.errors import UserError
+from ranking.intervals import SEED_COLUMNS, read_seeds  # noqa: F401  (read here by the scenario CLI and tests)
 from ranking.scenarios.compare import run_column
 from ranking.scenarios.scenario import Scenario
 from ranking.table import ScoreTable
 
 log = logging.getLogger(__name__)
-
-SEED_COLUMNS = ("model", "criterion", "seed", "value")
-
-
-def read_seeds(path: str | Path, table: ScoreTable) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per model index: (criterion indices, values array criteria × seeds with NaN gaps).
-
-    Rows for models or criteria the (scenario) table does not have are ignored.
-    """
-    path = Path(path)
-    try:
-        frame = pd.read_csv(path)
-    except FileNotFoundError:
-        raise UserError(f"per-seed results {path}: no such file") from None
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise UserError(f"cannot read per-seed results {path}: {exc}") from None
-    missing = [c for c in SEED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise UserError(f"per-seed results {path}: missing column {missing[0]!r} (needs {', '.join(SEED_COLUMNS)})")
-    values = pd.to_numeric(frame["value"], errors="coerce")
-    bad = values.isna() & frame["value"].notna()
-    if bad.any():
-        row = frame[bad].iloc[0]
-        raise UserError(f"per-seed results {path}: value {row['value']!r} of {row['model']}/{row['criterion']} is not a number")
-    frame = frame.assign(value=values, model=frame["model"].astype(str), criterion=frame["criterion"].astype(str))
-    frame = frame[frame["model"].isin(table.models) & frame["criterion"].isin(table.names)].dropna(subset=["value"])
-    if frame.duplicated(["model", "criterion", "seed"]).any():
-        row = frame[frame.duplicated(["model", "criterion", "seed"])].iloc[0]
-        raise UserError(f"per-seed results {path}: {row['model']}/{row['criterion']} seed {row['seed']} appears twice")
-    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for model, sub in frame.groupby("model", sort=False):
-        wide = sub.pivot(index="criterion", columns="seed", values="value")
-        crit_idx = np.array([table.names.index(c) for c in wide.index])
-        out[table.models.index(model)] = (crit_idx, wide.to_numpy(dtype=float))
-    return out
-
 
 def resample_values(
     table: ScoreTable, seeds: dict[int, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator

@@ -116,6 +116,10 @@ def run_rank_scenario(args: argparse.Namespace) -> int:
     if text is None:
         raise UserError(f"--format {fmt!r} is not one of table, json, csv")
     out = format_table(cmp, wide=bool(getattr(args, "wide", False))) if fmt == "table" else text(cmp)
+    if fmt == "table" and (cmp.intervals or cmp.robustness):
+        from ranking.scenarios.uncertainty import format_text
+
+        out += "\n\n" + format_text(cmp, wide=bool(getattr(args, "wide", False)))
     sys.stdout.write(out if out.endswith("\n") else out + "\n")
     return 0
 

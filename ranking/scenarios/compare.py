@@ -201,10 +201,6 @@ def format_table(cmp: Comparison, *, wide: bool = False) -> str:
     out = render(table, wide=wide)
     if cmp.rank_probabilities is not None:
         out += "\n\n" + format_probabilities(cmp, wide=wide)
-    if cmp.intervals or cmp.robustness:
-        from ranking.scenarios.uncertainty import format_text
-
-        out += "\n\n" + format_text(cmp, wide=wide)
     if cmp.notes:
         out += "\n\n" + "\n".join(cmp.notes)
     return out

@@ -304,7 +304,7 @@ def write_report(
         sections.append(
             f"<h2>{heading}</h2><p class='muted'>Probability of each rank position over "
             f"{html.escape(cmp.resamples())}; models tied in a replicate split the tied positions evenly, so every "
-            "row and column sums to 100 %.</p><img alt='rank probabilities' src='{img}'>"
+            f"row and column sums to 100 %.</p><img alt='rank probabilities' src='{img}'>"
             + _probabilities_html(cmp)
         )
     all_notes = [*cmp.notes, *notes]
