@@ -6,7 +6,9 @@
                    [--rule NAME ... | --rule all] [--setting basic|weighted|two-step]
                    [--group-weights g=w,...] [--preset default|votenrank] [--og-gamma G]
                    [--ties default|votenrank] [--drop-incomplete | --keep-incomplete] [--format table|json|csv]
-    vnr rank --scenario FILE [--results DIR] [--bootstrap N] [--seed N] ...   (scenario mode)
+                   [--intervals [--level P] [--draws N] [--seed N]] [--robustness [--max-cells K]]
+    vnr rank --scenario FILE [--results DIR] [--bootstrap N] [--seed N] [--intervals] [--robustness] ...
+                                                                              (scenario mode)
     vnr prospective TABLE [--data-root DIR] [--lower/--higher COL,...] [--strict] [--preset default|votenrank]
                           [--drop-incomplete | --keep-incomplete] [--format table|json]
     vnr criteria init TABLE [--lower/--higher COL,...] [--force]
@@ -23,6 +25,11 @@ for ``prospective`` (the models examined: with ``--drop-incomplete``, the
 note on stderr names them). With ``--rule all`` (the default), a rule that cannot
 apply to the table (e.g. ``geometric_mean`` with a non-positive score) is
 left out with a note on stderr; a rule named explicitly fails instead.
+
+``--intervals`` (:mod:`ranking.intervals`) adds per rule the columns ``<rule>_rank_lo``, ``<rule>_rank_hi``,
+``<rule>_tier`` (CSV; JSON: ``rank_lo``, ``rank_hi``, ``tier`` per rule, ``settings.intervals`` says the level,
+draws, seed and source); ``--robustness`` (:mod:`ranking.robustness`) adds ``<rule>_cells_to_win`` (with
+``_kind``: exact / at most / more than K, and ``<rule>_cells``) and prints the flip sentence per rule.
 
 Nothing heavy is imported at import time.
 """
