@@ -33,7 +33,7 @@ def report(tmp_path_factory):
     results = write_results(tmp / "r", spread=4.0)
     out = tmp / "report"
     assert main(["report", "--scenario", str(USER), "--results", str(results), "--out", str(out),
-                 "--intervals", "--draws", "200", "--robustness", "--max-cells", "1", "--resolution", "4"]) == 0
+                 "--intervals", "--draws", "60", "--robustness", "--max-cells", "1", "--resolution", "4"]) == 0
     return results, out
 
 
