@@ -33,8 +33,8 @@ The method (for one rule, ``n`` ranked models, ``B`` draws)
        (counted with two sorts). The point rank always lies inside.
     5. **Tiers** (greedy, in the point order): the best model opens tier 1; each next model joins the
        current tier unless it is surely below *every* model of that tier, in which case it opens the
-       next tier. So every model of a tier is surely below every model of the tier before the one
-       it opened... precisely: the model opening tier ``t+1`` is surely below every model of tier ``t``.
+       next tier. So the model opening tier ``t+1`` is surely below every model of tier ``t``; inside a
+       tier, some pairs may be separated, but no model is separated from all the others before it.
 
     What is drawn is the rule's *score*: where a rule orders models beyond its score (Threshold's
     lexicographic tie-break, Condorcet's "everyone else shares position 2"), models equal in score share an
@@ -43,6 +43,18 @@ The method (for one rule, ``n`` ranked models, ``B`` draws)
     The scale ``σ_i + σ_j`` (rather than the spread of each difference) keeps the statistic O(n) per
     draw; since it is at least the difference's own spread, the max statistic adapts ``c`` to it.
     The simultaneous level is for all ``n(n−1)`` comparisons of one rule (not across rules).
+
+    Measured (``tests/test_rank_intervals.py``'s simulation, 1000 tables of 5 models × 6 criteria drawn
+    around known true scores, 400 draws each): every model's true rank inside its interval in 99.5 %
+    (Borda), 98.4 % (Copeland), 99.8 % (arithmetic mean) of the tables at the nominal 95 %; with two pairs
+    of exactly tied true scores 99.8 %, 99.4 %, 99.2 % — conservative, as a max statistic over all pairs is.
+
+Many draws fast
+    Every rule sees the same draws (one seed), scored in chunks: the positional rules from one sort per
+    (draw, criterion) shared by all of them (Plurality and Threshold need only the first and last place),
+    the arithmetic mean as a matrix product, and Copeland, Minimax, Condorcet and Baldwin from one pairwise
+    count per chunk (integer places, 2-byte compares). Other rules, settings and scenario columns rank each
+    drawn table with the rule itself. ``scripts/bench_rank.py`` measures it beside a plain numpy bootstrap.
 
 Hand-worked example: three models, the draws give spreads σ = (1, 1, 0.5) and the quantile c = 2.
 Scores S = (10, 9, 2): intervals S ± cσ are [8, 12], [7, 11], [1, 3]. A and B overlap (neither

@@ -31,7 +31,8 @@ Exact where we can prove it, a bound where we cannot, and the answer says which 
 
 ``at most`` otherwise: a beam search over changes to the extremes (the candidate's cells to the column's
 best, a rival ranked above it to the column's worst or just below the candidate), each found set verified
-by re-ranking; it runs for the models in the top :data:`SEARCH_MODELS` ranks (the others: ``not searched``).
+by re-ranking; it runs for the models in the top :data:`SEARCH_MODELS` ranks and at most
+:data:`SEARCH_BUDGET` re-rankings per rule (the others: ``not searched``, with why).
 ``more than K``: nothing found with up to ``max_cells`` changes (the count is then None).
 
 >>> from ranking.rules import worked_example
@@ -61,6 +62,8 @@ SINGLE_BUDGET = 20_000
 BEAM = 8
 #: The search beyond the exact methods runs for the models in the top ranks only, against rivals ranked above.
 SEARCH_MODELS = 10
+#: Re-rankings one rule's search may spend (beyond it, the remaining models are "not searched").
+SEARCH_BUDGET = 4000
 
 
 @dataclass(frozen=True)
@@ -292,6 +295,9 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
         if i not in searched:
             kind[i] = f"not searched (ranked below the top {SEARCH_MODELS})"
             continue
+        if ranker.calls > SEARCH_BUDGET:
+            kind[i] = f"not searched (the search's {SEARCH_BUDGET} re-rankings are spent)"
+            continue
         rivals = [r for rank_r, r in by_rank if r != i and rank_r <= base.ranks[i]][:SEARCH_MODELS]
         moves: list[tuple[int, int, float]] = []
         for j in used:
@@ -310,6 +316,8 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
                 for k, (a, j, _v) in enumerate(moves):
                     if (a, j) in taken or (chosen and k < chosen[-1]):
                         continue
+                    if ranker.calls > SEARCH_BUDGET:
+                        break
                     trial = np.array(values, copy=True)
                     for kk in [*chosen, k]:
                         trial[moves[kk][0], moves[kk][1]] = moves[kk][2]
