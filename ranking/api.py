@@ -267,5 +267,10 @@ def rank(
         settings["robustness"] = {"changed_cell": SCOPE, "max_cells": max_cells}
     used = table.weights > 0
     present = (~np.isnan(table.values[:, used])).sum(axis=1)
+    from ranking.intervals import few_scores
+
+    few = few_scores({m: int(k) for m, k in zip(table.models, present)})
+    if few:  # ranked on a few scores: said wherever the model is ranked
+        settings["few_scores"] = few
     return RankResult(results, settings, skipped, found_intervals, found_robustness,
                       {m: int(k) for m, k in zip(table.models, present)})

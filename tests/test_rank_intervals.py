@@ -242,3 +242,13 @@ def test_draws_are_chunked_and_reproducible(monkeypatch):
     whole = score_draws(t, "borda", draw_source(t), 30, seed=4)
     monkeypatch.setattr(intervals, "CHUNK_ELEMENTS", 16)  # one draw per chunk
     assert np.array_equal(score_draws(t, "borda", draw_source(t), 30, seed=4), whole)
+
+
+def test_models_with_few_scores_are_flagged(tmp_path, capsys):
+    values = np.array([[0.9, 0.8, 0.7, 0.6], [0.95, np.nan, np.nan, np.nan], [0.5, 0.4, 0.6, 0.5]])
+    table_of(values, 0.01, names=("A", "B", "C")).to_csv(tmp_path / "few.csv", tmp_path / "few.yaml")
+    code, out, err = vnr(capsys, "rank", tmp_path / "few.csv", "--rule", "borda")
+    assert code == 0, err
+    assert "B (1/4)" in out and "scores on only k of the m criteria" in out
+    code, out, _ = vnr(capsys, "rank", tmp_path / "few.csv", "--rule", "borda", "--format", "json")
+    assert json.loads(out)["settings"]["few_scores"] == {"B": "1/4"}

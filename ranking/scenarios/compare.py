@@ -180,21 +180,23 @@ def format_table(cmp: Comparison, *, wide: bool = False) -> str:
     header = ["#", *[f"{c}{' (ref)' if c == sc.reference else ''}\n{sc.column(c).label}" for c in cols]]
     rows = []
     cells = {c: ordered_cells(cmp, c) for c in cols}
+    few = few_score_flags(cmp.table)
     for pos in range(len(cmp.models)):
         row = [str(pos + 1)]
         for c in cols:
             m, score, rank, mark = cells[c][pos]
+            flag = f" [{few[m]} scores]" if m in few else ""
             if math.isnan(rank):
                 row.append(f"{m} (unranked)")
             else:
                 tie = f" (tied {int(rank)})" if _shares(cells[c], rank) else ""
-                row.append(f"{m} {format_score(score)} {mark}{tie}")
+                row.append(f"{m}{flag} {format_score(score)} {mark}{tie}")
         rows.append(row)
     table = TextTable(
         header,
         rows,
         title=f"each column sorted by its own rank (# = position); reference column {sc.reference}; ties {sc.ties}",
-        legend=LEGEND,
+        legend=LEGEND + ("; [k/m scores]: the model has scores on only k of the m criteria" if few else ""),
         align="r" + "l" * len(cols),
         name_columns=(),
     )
@@ -204,6 +206,15 @@ def format_table(cmp: Comparison, *, wide: bool = False) -> str:
     if cmp.notes:
         out += "\n\n" + "\n".join(cmp.notes)
     return out
+
+
+def few_score_flags(table: ScoreTable) -> dict[str, str]:
+    """Models with scores on fewer than half of the criteria (of positive weight) → ``k/m``, flagged wherever
+    they are ranked (``vnr rank``'s table, the scenario's, the report's)."""
+    from ranking.intervals import few_scores
+
+    present = (~np.isnan(table.values[:, table.weights > 0])).sum(axis=1)
+    return few_scores({m: int(k) for m, k in zip(table.models, present)})
 
 
 def _shares(cells: list[tuple[str, float, float, str]], rank: float) -> bool:

@@ -31,6 +31,7 @@ from ranking.paths import write_bytes_atomic as _write
 from ranking.scenarios.compare import (
     Comparison,
     criterion_order,
+    few_score_flags,
     format_csv,
     format_json,
     format_score,
@@ -103,6 +104,7 @@ def comparison_html(cmp: Comparison) -> str:
         for c in cols
     )
     cells = {c: ordered_cells(cmp, c) for c in cols}
+    few = few_score_flags(cmp.table)
     body = []
     for pos in range(len(cmp.models)):
         tds = [f"<td class='pos'>{pos + 1}</td>"]
@@ -113,8 +115,9 @@ def comparison_html(cmp: Comparison) -> str:
                 continue
             tied = sum(1 for _, _, r, _ in cells[c] if r == rank) > 1
             tie = f" <span class='muted'>(tied {int(rank)})</span>" if tied else ""
+            flag = f" <span class='down'>({html.escape(few[m])} scores)</span>" if m in few else ""
             tds.append(
-                f"<td{REF_ATTR if c == ref else ''}>{html.escape(m)} "
+                f"<td{REF_ATTR if c == ref else ''}>{html.escape(m)}{flag} "
                 f"<span class='score'>{html.escape(format_score(score))}</span> "
                 f"<span class='{_change_class(mark)}'>{html.escape(mark)}</span>{tie}</td>"
             )

@@ -124,10 +124,9 @@ def section_html(cmp: Comparison) -> str:
 
 def scores_flag(cmp: Comparison) -> dict[str, str]:
     """Models with scores on fewer than half of the criteria → ``k/m`` (flagged wherever they are ranked)."""
-    from ranking.intervals import few_scores
+    from ranking.scenarios.compare import few_score_flags
 
-    present = (~np.isnan(cmp.table.values[:, cmp.table.weights > 0])).sum(axis=1)
-    return few_scores({m: int(k) for m, k in zip(cmp.models, present)})
+    return few_score_flags(cmp.table)
 
 
 def interval_svg(cmp: Comparison, column: str) -> str:
