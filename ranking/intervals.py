@@ -726,12 +726,21 @@ def rank_intervals(table: ScoreTable, results: Mapping[str, Any], *, source: Dra
     level = check_level(level)
     if draws < 20:
         raise UserError(f"--draws {draws}: at least 20 draws are needed for a {level:.0%} interval")
+    base = dict(rank_kwargs or {})
+    scored_table = table
+    if setting == "weighted":  # the weighted setting is the basic one on the table with effective weights
+        from ranking.settings import get_preset, resolve_group_weights, weighted_table
+
+        divisor = get_preset(base.get("preset")).weighted_divisor
+        scored_table = weighted_table(table, resolve_group_weights(table, base.pop("group_weights", None)),
+                                      divisor=divisor)
+        setting = "basic"
     scorings = {}
     for rule, res in results.items():
-        kwargs = {**(rank_kwargs or {}), **((rule_params or {}).get(rule, {}))}
+        kwargs = {**base, **((rule_params or {}).get(rule, {}))}
         resolved = {"ties": res.params.get("ties", "default"), "atol": res.params.get("atol", 0.0)}
         scorings[rule] = Scoring(rule, setting, kwargs, resolved)
-    drawn = score_many(table, scorings, source, draws, seed, skipped)
+    drawn = score_many(scored_table, scorings, source, draws, seed, skipped)
     out: dict[str, RankIntervals] = {}
     for rule, res in results.items():
         if rule in drawn:

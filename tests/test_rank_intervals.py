@@ -252,3 +252,20 @@ def test_models_with_few_scores_are_flagged(tmp_path, capsys):
     assert "B (1/4)" in out and "scores on only k of the m criteria" in out
     code, out, _ = vnr(capsys, "rank", tmp_path / "few.csv", "--rule", "borda", "--format", "json")
     assert json.loads(out)["settings"]["few_scores"] == {"B": "1/4"}
+
+
+def test_weighted_setting_scores_the_draws_as_the_rule_does():
+    from dataclasses import replace as with_
+
+    rng = np.random.default_rng(11)
+    t = table_of(rng.uniform(0.3, 1.0, (6, 4)), 0.05, names=tuple("ABCDEF"))
+    t = t.with_criteria([with_(c, group="p" if j < 3 else "e") for j, c in enumerate(t.criteria)])
+    gw = {"p": 0.3, "e": 0.7}
+    res = rank(t, ["borda", "copeland", "geometric_mean"], setting="weighted", group_weights=gw,
+               intervals=True, draws=40, seed=2)
+    draws = draw_source(t).sample(np.random.default_rng(2), 40)
+    for rule, iv in res.intervals.items():
+        expected = np.array([rank_one(t.with_values(v), rule, setting="weighted", group_weights=gw).scores
+                             for v in draws])
+        sigma = expected.std(axis=0)
+        np.testing.assert_allclose(iv.sigma, np.where(sigma <= 1e-12, 0.0, sigma), atol=1e-12, err_msg=rule)
