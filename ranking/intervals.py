@@ -266,6 +266,17 @@ def _positional_batch(x: np.ndarray, weights: np.ndarray, vector: Any, ties: str
     """
     k, n, m = x.shape
     xt = np.ascontiguousarray(np.moveaxis(x, 1, 2))  # k × m × n (a view when the draws are criterion-major)
+    if tie_free and vector.name in ("borda", "dowdall") and not np.isnan(xt[0]).any():
+        # complete scores (every draw has the table's missing pattern): the points of sorted place p
+        # (Borda: p models below; Dowdall: 1 / place from the top) added up per model straight from the
+        # sort, one bincount per draw, no inverse permutation
+        shared = {} if shared is None else shared
+        if "order" not in shared:
+            shared["order"] = np.argsort(xt, axis=-1)
+        place = np.arange(n, dtype=float)
+        pts = ((place if vector.name == "borda" else 1.0 / (n - place))[None, :] * weights[:, None]).ravel()
+        order = shared["order"].reshape(k, m * n)
+        return np.stack([np.bincount(order[d], weights=pts, minlength=n) for d in range(k)])
     missing = np.isnan(xt)
     if tie_free and vector.name in ("plurality", "threshold1"):  # only the first / the last place: no sort
         top = vector.name == "plurality"
@@ -284,22 +295,22 @@ def _positional_batch(x: np.ndarray, weights: np.ndarray, vector: Any, ties: str
         shared["order"] = np.argsort(key, axis=-1)
     order = shared["order"]
     present = (~missing).sum(axis=-1, keepdims=True).astype(float)
+    if tie_free and vector.name in ("borda", "dowdall"):
+        # the points of sorted place p (Borda: p models below; Dowdall: 1 / place from the top), added up per
+        # model straight from the sort: one weighted bincount, no inverse permutation
+        place = np.arange(n, dtype=float)
+        shown = place < present  # missing scores sort past the present ones and earn nothing
+        with np.errstate(divide="ignore"):
+            pts = place if vector.name == "borda" else 1.0 / (present - place)
+        pts = np.where(shown, pts, 0.0) * weights[None, :, None]
+        target = (order + (np.arange(k) * n)[:, None, None]).ravel()
+        return np.bincount(target, weights=np.broadcast_to(pts, order.shape).ravel(), minlength=k * n).reshape(k, n)
     if tie_free:
         if "below" not in shared:
             below = np.empty(xt.shape)
             np.put_along_axis(below, order, np.broadcast_to(np.arange(n, dtype=float), xt.shape), axis=-1)
             shared["below"] = below
         below = shared["below"].copy()
-        if vector.name == "borda":  # one point per present model below
-            if any_missing:
-                below[missing] = 0.0
-            return np.einsum("kmn,m->kn", below, weights)
-        if vector.name == "dowdall":  # 1 / position from the top
-            with np.errstate(divide="ignore"):  # a missing score's place is past the present ones
-                pts = 1.0 / (present - below)
-            if any_missing:
-                pts[missing] = 0.0
-            return np.einsum("kmn,m->kn", pts, weights)
         above = present - 1.0 - below
         below[missing] = np.nan
         above[missing] = np.nan

@@ -127,6 +127,12 @@ def test_vectorised_scorers_equal_the_rules(tie_free):
             expected = np.array([rank_one(t.with_values(v), rule, ties=ties).scores for v in draws])
             np.testing.assert_allclose(fast(draws), expected, rtol=0, atol=1e-12, err_msg=f"{rule} {ties}")
     assert batch_scorer(t, "geometric_mean", "basic", {}) is None  # scored draw by draw by the rule itself
+    complete = table_of(np.nan_to_num(values, nan=2.5), errors, names=t.models).with_weights([1.0, 2.0, 1.0, 0.5, 1.0])
+    complete_draws = draw_source(complete).sample(np.random.default_rng(1), 4)
+    for rule in ("borda", "dowdall"):  # complete scores: straight from the sort
+        fast = batch_scorer(complete, rule, "basic", {"ties": "default"}, draw_source(complete).tie_free)
+        expected = np.array([rank_one(complete.with_values(v), rule).scores for v in complete_draws])
+        np.testing.assert_allclose(fast(complete_draws), expected, rtol=0, atol=1e-12, err_msg=f"complete {rule}")
     weighted = t.with_weights([1.0, 2.5, 0.5, 1.0, 0.0])  # unequal weights and an unused criterion
     for rule in ("borda", "copeland", "minimax", "condorcet", "baldwin", "arithmetic_mean"):
         fast = batch_scorer(weighted, rule, "basic", {"ties": "default"}, source.tie_free)
