@@ -90,3 +90,15 @@ def test_chromium_shows_the_bars_and_marks_them_stale_at_other_weights(report, t
     assert shown == expected  # the browser shows the bars the report computed
     assert stale(rendered) == ""  # at the scenario's weights the intervals hold
     assert stale(dom("#weights=0.8,0.1,0.1")).startswith("Stale at the live weights")
+
+
+def test_scenario_refusals_are_one_line(report, tmp_path, capsys):
+    results, _ = report
+    code = main(["rank", "--scenario", str(USER), "--results", str(results), "--intervals", "--draws", "5"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "at least 20 draws" in err
+    bare = write_results(tmp_path / "bare", seeds=False)
+    code = main(["report", "--scenario", str(USER), "--results", str(bare), "--out", str(tmp_path / "o"),
+                 "--intervals"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "carries no uncertainty" in err

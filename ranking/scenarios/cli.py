@@ -87,11 +87,17 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
             cmp.rank_probabilities = bootstrap(scenario, table, seed_values, n, seed=seed)
         cmp.bootstrap_n = n
     if getattr(args, "intervals", False):
+        from ranking.intervals import check_level, draw_source
         from ranking.scenarios.uncertainty import add_intervals
 
-        say("drawing rank intervals …")
         seed_arg = getattr(args, "seed", None)
-        add_intervals(cmp, seeds, level=args.level, draws=args.draws or 1000, seed=0 if seed_arg is None else int(seed_arg))
+        draws = 1000 if getattr(args, "draws", None) is None else int(args.draws)
+        check_level(args.level)
+        if draws < 20:
+            raise UserError(f"--draws {draws}: at least 20 draws are needed for a {args.level:.0%} interval")
+        draw_source(cmp.table, seeds)  # a table without uncertainty is refused before any work
+        say("drawing rank intervals …")
+        add_intervals(cmp, seeds, level=args.level, draws=draws, seed=0 if seed_arg is None else int(seed_arg))
     if getattr(args, "robustness", False):
         from ranking.scenarios.uncertainty import add_robustness
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ranking.errors import UserError
 from ranking.scenarios.compare import Comparison, run_column
 
 
@@ -25,6 +26,8 @@ def add_intervals(cmp: Comparison, seeds: str | Path | None, *, level: float, dr
     from ranking.intervals import check_level, draw_source, intervals_from_draws, score_draws
 
     level = check_level(level)
+    if draws < 20:
+        raise UserError(f"--draws {draws}: at least 20 draws are needed for a {level:.0%} interval")
     table = cmp.table
     source = draw_source(table, seeds)
     ties = cmp.scenario.ties
