@@ -132,7 +132,7 @@ def error_source(table: ScoreTable) -> DrawSource:
     for j in range(values.shape[1]):
         fixed = values[(spread[:, j] == 0) & ~np.isnan(values[:, j]), j]
         tie_free &= bool(np.unique(fixed).size == fixed.size)
-    return DrawSource("standard_errors", cells, "stderr", sample, tie_free)
+    return DrawSource("standard_errors", cells, "each score from Normal(score, its standard error)", sample, tie_free)
 
 
 SEED_COLUMNS = ("model", "criterion", "seed", "value")
