@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ranking.errors import UserError
 from ranking.result import RuleResult
 from ranking.rules import rule_names
@@ -45,6 +47,12 @@ class RankResult:
     results: dict[str, RuleResult]
     settings: dict[str, Any]
     skipped: dict[str, str] = field(default_factory=dict)
+    #: rule → :class:`ranking.intervals.RankIntervals` (``intervals=True``), else None
+    intervals: dict[str, Any] | None = None
+    #: rule → :class:`ranking.robustness.CellsToWin` (``robustness=True``), else None
+    robustness: dict[str, Any] | None = None
+    #: per model, how many criteria of positive weight it has a score on (table order)
+    scores_present: dict[str, int] = field(default_factory=dict)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -64,19 +72,46 @@ class RankResult:
         """A DataFrame, one row per model (table order): ``<rule>_score``, ``<rule>_rank`` per rule.
 
         Ranks are whole numbers (pandas' nullable ``Int64``: ``<NA>`` where a rule leaves a model unranked).
+        With intervals also ``<rule>_rank_lo``, ``<rule>_rank_hi``, ``<rule>_tier``; with robustness
+        ``<rule>_cells_to_win`` (empty: more than the cells searched) — :meth:`columns` in order.
         """
         import pandas as pd
 
-        data = {}
+        def ints(values: Any) -> Any:
+            return pd.array([None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
+                             for x in values], dtype="Int64")
+
+        data: dict[str, Any] = {}
         for name, r in self.results.items():
             data[f"{name}_score"] = r.scores
-            data[f"{name}_rank"] = pd.array([None if math.isnan(x) else int(x) for x in r.ranks], dtype="Int64")
+            data[f"{name}_rank"] = ints(r.ranks)
+            if self.intervals is not None and name in self.intervals:
+                iv = self.intervals[name]
+                data[f"{name}_rank_lo"] = ints(iv.rank_lo)
+                data[f"{name}_rank_hi"] = ints(iv.rank_hi)
+                data[f"{name}_tier"] = ints(iv.tier)
+            if self.robustness is not None and name in self.robustness:
+                data[f"{name}_cells_to_win"] = ints(self.robustness[name].count)
         frame = pd.DataFrame(data, index=pd.Index(self.models, name="model"))
         return frame
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: ``{"settings": {...}, <rule>: {"scores", "ranks", "winners"}, ...}``."""
-        return {"settings": self.settings, **{name: r.to_dict() for name, r in self.results.items()}}
+        """JSON-ready: ``{"settings": {...}, <rule>: {"scores", "ranks", "winners"}, ...}``.
+
+        With intervals each rule also has ``rank_lo``, ``rank_hi``, ``tier`` (model → int|null) and
+        ``critical_value``; with robustness ``cells_to_win`` (model → int|null), ``kind``, ``cells`` and
+        ``flip`` (the sentence). ``settings`` then states ``intervals`` (level, draws, source, seed) and
+        ``robustness`` (what a changed cell may become, the cells searched).
+        """
+        out: dict[str, Any] = {"settings": self.settings}
+        for name, r in self.results.items():
+            entry = r.to_dict()
+            if self.intervals is not None and name in self.intervals:
+                entry.update(self.intervals[name].to_dict())
+            if self.robustness is not None and name in self.robustness:
+                entry.update(self.robustness[name].to_dict())
+            out[name] = entry
+        return out
 
 
 def used_settings(
@@ -134,6 +169,13 @@ def rank(
     drop_incomplete: bool | None = None,
     vote: str | None = None,
     board: bool = False,
+    intervals: bool = False,
+    level: float = 0.95,
+    draws: int | None = None,
+    seed: int = 0,
+    seeds: Any = None,
+    robustness: bool = False,
+    max_cells: int = 3,
     **params: Any,
 ) -> RankResult:
     """Rank ``table`` with one rule, several, or ``"all"`` under ``setting`` and ``preset``.
@@ -152,6 +194,12 @@ def rank(
     A rule asked for by name that cannot rank the table raises a
     :class:`UserError`; under ``"all"`` it is left out and listed in
     ``skipped`` (e.g. the geometric mean of a table with a score <= 0).
+
+    ``intervals=True`` adds, per rule, rank intervals that hold for all models at once at ``level`` and
+    tiers (:mod:`ranking.intervals`), from ``draws`` (default 1000) tables drawn with ``seed`` from the
+    table's standard errors, else from ``seeds`` (a ``seeds.csv``; default: the one beside the table's CSV).
+    ``robustness=True`` adds, per rule and model, the fewest cells to change for it to win
+    (:mod:`ranking.robustness`, searched up to ``max_cells``).
     """
     requested = [rule] if isinstance(rule, str) else list(rule)
     known = rule_names()
@@ -205,9 +253,43 @@ def rank(
     if not results:
         name, why = next(iter(skipped.items()))
         raise UserError(f"no rule could rank this table ({name}: {why})")
-    if board:
+    kwargs = {"group_weights": group_weights, "ties": ties, "preset": conv.name, **params}
+    per_rule = {"optimality_gap": {"gamma": og_gamma}} if og_gamma is not None else {}
+    found_intervals = None
+    if intervals:
+        from ranking.intervals import DEFAULT_DRAWS, check_level, draw_source, rank_intervals
+
+        level = check_level(level)
+        draws = DEFAULT_DRAWS if draws is None else int(draws)
+        source = draw_source(table, seeds)
+        failed: dict[str, str] = {}
+        found_intervals = rank_intervals(table, results, source=source, level=level, draws=draws, seed=seed,
+                                         setting=setting, rank_kwargs=kwargs, rule_params=per_rule, skipped=failed)
+        if failed and explicit:
+            name, why = next(iter(failed.items()))
+            raise UserError(why)
+        settings["intervals"] = {"level": level, "draws": draws, "seed": seed, "source": source.kind,
+                                 "described": source.describe(draws, table.values.size),
+                                 "simultaneous": "for all models at once, per rule", "without": failed}
+    found_robustness = None
+    if robustness:
+        from ranking.robustness import SCOPE
+        from ranking.robustness import robustness as cells_search
+
+        found_robustness = cells_search(table, results, setting=setting, max_cells=max_cells, rank_kwargs=kwargs,
+                                        rule_params=per_rule)
+        settings["robustness"] = {"changed_cell": SCOPE, "max_cells": max_cells}
+    used = table.weights > 0
+    present = (~np.isnan(table.values[:, used])).sum(axis=1)
+    from ranking.intervals import few_scores
+
+    few = few_scores({m: int(k) for m, k in zip(table.models, present)})
+    if few:  # ranked on a few scores: said wherever the model is ranked
+        settings["few_scores"] = few
+    if board:  # the leaderboard's own order, beside the rules (no intervals: it is the board's, not a rule's)
         from ranking.boards import board_result
 
         results["board"] = board_result(unvoted)
         settings["board"] = unvoted.board
-    return RankResult(results, settings, skipped)
+    return RankResult(results, settings, skipped, found_intervals, found_robustness,
+                      {m: int(k) for m, k in zip(table.models, present)})

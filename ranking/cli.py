@@ -6,7 +6,9 @@
                    [--rule NAME ... | --rule all] [--setting basic|weighted|two-step]
                    [--group-weights g=w,...] [--preset default|votenrank] [--og-gamma G]
                    [--ties default|votenrank] [--drop-incomplete | --keep-incomplete] [--format table|json|csv]
-    vnr rank --scenario FILE [--results DIR] [--bootstrap N] [--seed N] ...   (scenario mode)
+                   [--intervals [--level P] [--draws N] [--seed N]] [--robustness [--max-cells K]]
+    vnr rank --scenario FILE [--results DIR] [--bootstrap N] [--seed N] [--intervals] [--robustness] ...
+                                                                              (scenario mode)
     vnr prospective TABLE [--data-root DIR] [--lower/--higher COL,...] [--strict] [--preset default|votenrank]
                           [--drop-incomplete | --keep-incomplete] [--format table|json]
     vnr criteria init TABLE [--lower/--higher COL,...] [--force]
@@ -23,6 +25,11 @@ for ``prospective`` (the models examined: with ``--drop-incomplete``, the
 note on stderr names them). With ``--rule all`` (the default), a rule that cannot
 apply to the table (e.g. ``geometric_mean`` with a non-positive score) is
 left out with a note on stderr; a rule named explicitly fails instead.
+
+``--intervals`` (:mod:`ranking.intervals`) adds per rule the columns ``<rule>_rank_lo``, ``<rule>_rank_hi``,
+``<rule>_tier`` (CSV; JSON: ``rank_lo``, ``rank_hi``, ``tier`` per rule, ``settings.intervals`` says the level,
+draws, seed and source); ``--robustness`` (:mod:`ranking.robustness`) adds ``<rule>_cells_to_win`` (with
+``_kind``: exact / at most / more than K, and ``<rule>_cells``) and prints the flip sentence per rule.
 
 Nothing heavy is imported at import time.
 """
@@ -97,7 +104,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--results", metavar="DIR", help="scenario mode: results directory or CSV to rank")
     p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N", help="scenario mode: bootstrap replicates (from the standard errors where the table has "
                    "them, else from the seeds)")
-    p.add_argument("--seed", type=int, default=None, metavar="N", help="scenario mode: random seed of the bootstrap")
+    p.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="random seed of the draws (--intervals) or of the bootstrap (scenario mode); default 0")
+    p.add_argument("--intervals", action="store_true",
+                   help="rank intervals that hold for all models at once, and tiers of models the data cannot "
+                   "separate, from the table's standard errors (stderr.csv) or its seeds (seeds.csv beside it)")
+    p.add_argument("--level", type=float, default=0.95, metavar="P", help="--intervals: simultaneous level (default 0.95)")
+    p.add_argument("--draws", type=non_negative_int, default=None, metavar="N",
+                   help="--intervals: tables drawn from the uncertainty (default 1000)")
+    p.add_argument("--robustness", action="store_true",
+                   help="per rule and model: the fewest scores that must change for it to win, and which")
+    p.add_argument("--max-cells", type=non_negative_int, default=3, metavar="K",
+                   help="--robustness: search up to K changed scores (default 3; the means are exact at any K)")
     p.set_defaults(func=run_rank)
 
     q = subparsers.add_parser(
@@ -162,9 +180,16 @@ def run_rank(args: argparse.Namespace) -> int:
         return run_rank_scenario(args)
     if not args.table:
         raise UserError("give a score table (TABLE) or a scenario (--scenario FILE)")
-    for option, given in (("--results", args.results), ("--bootstrap", args.bootstrap), ("--seed", args.seed)):
+    for option, given in (("--results", args.results), ("--bootstrap", args.bootstrap)):
         if given not in (None, 0):
             raise UserError(f"{option} only applies with --scenario")
+    if args.seed is not None and not args.intervals:
+        raise UserError("--seed only applies with --intervals or --scenario")
+    for option, given in (("--level", args.level != 0.95), ("--draws", args.draws is not None)):
+        if given and not args.intervals:
+            raise UserError(f"{option} only applies with --intervals")
+    if args.max_cells != 3 and not args.robustness:
+        raise UserError("--max-cells only applies with --robustness")
     from ranking.api import rank
     from ranking.rules import rule_names
 
@@ -174,11 +199,24 @@ def run_rank(args: argparse.Namespace) -> int:
     rules = resolve_rules(args.rule, rule_names())  # unknown names fail before the table is read
     table = table_from_args(args)
     explicit = bool(args.rule) and "all" not in args.rule
+    if args.intervals:
+        from ranking.intervals import check_level, draw_source
+
+        check_level(args.level)
+        draw_source(table)  # a table without uncertainty is refused before any work
+    if args.intervals or args.robustness:
+        print("vnr rank: " + " and ".join(w for w, on in (("drawing rank intervals", args.intervals),
+              ("searching the fewest changes that flip each rank", args.robustness)) if on) + " …",
+              file=sys.stderr, flush=True)
     result = rank(table, rules if explicit else "all", setting=args.setting, group_weights=group_weights,
                   ties=args.ties, preset=args.preset, og_gamma=args.og_gamma, drop_incomplete=args.drop_incomplete,
-                  vote=args.vote, board=args.board)
+                  vote=args.vote, board=args.board,
+                  intervals=args.intervals, level=args.level, draws=args.draws, seed=args.seed or 0,
+                  robustness=args.robustness, max_cells=args.max_cells)
     for name, why in result.skipped.items():
         print(f"vnr rank: note: skipped {name}: {why}", file=sys.stderr)
+    for name, why in (result.settings.get("intervals") or {}).get("without", {}).items():
+        print(f"vnr rank: note: no intervals for {name}: {why}", file=sys.stderr)
     if result.settings.get("dropped_incomplete"):
         left = result.settings["dropped_incomplete"]
         print(f"vnr rank: note: left out {len(left)} model(s) missing a score ({', '.join(left)}); "
@@ -186,9 +224,12 @@ def run_rank(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(result.to_dict(), indent=2, allow_nan=False)
     elif args.format == "csv":
-        text = format_rank_csv(result.results)
+        text = format_rank_csv(result.results, result.intervals, result.robustness)
     else:
-        text = format_settings(result.settings) + "\n\n" + format_rank_table(result.results, wide=args.wide)
+        text = format_settings(result.settings) + "\n\n" + format_rank_table(
+            result.results, wide=args.wide, intervals=result.intervals, robustness=result.robustness,
+            scores_present=result.scores_present)
+        text += format_uncertainty(result.settings, result.robustness)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
@@ -304,10 +345,15 @@ def parse_group_weights(text: str | None) -> dict[str, float]:
     return out
 
 
-def format_rank_table(results: dict[str, Any], *, used: str = "", wide: bool = False) -> str:
+def format_rank_table(results: dict[str, Any], *, used: str = "", wide: bool = False,
+                      intervals: dict[str, Any] | None = None, robustness: dict[str, Any] | None = None,
+                      scores_present: dict[str, int] | None = None) -> str:
     """Models × (score, rank) per rule, sorted by the first rule's rank (ties: the next rules' ranks).
 
-    ``used`` (the setting, ties and weights actually used) is echoed in the title line.
+    ``used`` (the setting, ties and weights actually used) is echoed in the title line. With ``intervals``
+    (rule → :class:`ranking.intervals.RankIntervals`) each rule also shows its rank interval ``lo–hi`` and
+    tier; with ``robustness`` (rule → :class:`ranking.robustness.CellsToWin`) the cells to win. A model
+    with scores on fewer than half of the criteria (``scores_present``) is flagged with how many it has.
     """
     from ranking.textable import DEFAULT_WIDTH, TextTable, render
 
@@ -317,16 +363,49 @@ def format_rank_table(results: dict[str, Any], *, used: str = "", wide: bool = F
     def key(m: str) -> tuple[float, ...]:
         return tuple(math.inf if math.isnan(r.rank_of(m)) else r.rank_of(m) for r in results.values())
 
+    def extra(name: str) -> list[str]:
+        out = []
+        if intervals is not None and name in intervals:
+            out += ["interval", "tier"]
+        if robustness is not None and name in robustness:
+            out += ["to win"]
+        return out
+
+    def cells(name: str, r: Any, m: str) -> list[Any]:
+        i = r._index(m)
+        out: list[Any] = [r.score_of(m), r.rank_of(m)]
+        if intervals is not None and name in intervals:
+            iv = intervals[name]
+            lo, hi = iv.rank_lo[i], iv.rank_hi[i]
+            out += ["–" if math.isnan(lo) else (f"{int(lo)}" if lo == hi else f"{int(lo)}–{int(hi)}"),
+                    "–" if math.isnan(iv.tier[i]) else f"T{int(iv.tier[i])}"]
+        if robustness is not None and name in robustness:
+            rb = robustness[name]
+            k = rb.count[i]
+            out += [rb.kind[i] if k is None else ("≤" if rb.kind[i] == "at most" else "") + str(k)]
+        return out
+
+    from ranking.intervals import few_scores
+
     models = sorted(first.models, key=key)  # a stable sort: table order among full ties
-    rows = [[m, *[v for r in results.values() for v in (r.score_of(m), r.rank_of(m))]] for m in models]
+    few = few_scores(scores_present or {})
+    shown = {m: (f"{m} ({few[m]})" if m in few else m) for m in models}
+    rows = [[shown[m], *[v for name, r in results.items() for v in cells(name, r, m)]] for m in models]
     then = f", ties broken by {names[1]}" + (" and the next rules" if len(names) > 2 else "") if len(names) > 1 else ""
+    legend = "score: higher is better under the rule; rank: 1 = best, tied models share the best rank; –: not ranked"
+    if intervals:
+        legend += ("; interval: the ranks the data allow (for all models at once); tier: models the data cannot "
+                   "separate share one (T1 = top)")
+    if robustness:
+        legend += "; to win: fewest scores that must change for the model to rank first (≤: at most)"
+    if few:
+        legend += "; (k/m): the model has scores on only k of the m criteria"
     table = TextTable(
-        ["model", *["score", "rank"] * len(names)],
+        ["model", *[h for n in names for h in ["score", "rank", *extra(n)]]],
         rows,
         title=f"sorted by {names[0]} rank{then}" + (f"; {used}" if used else ""),
-        legend="score: higher is better under the rule; rank: 1 = best, tied models share the best rank; "
-        "–: not ranked",
-        spans=["", *[n for n in names for _ in range(2)]],
+        legend=legend,
+        spans=["", *[n for n in names for _ in range(2 + len(extra(n)))]],
     )
     winners = "; ".join(f"{name}: {', '.join(r.winners) or '(none)'}" for name, r in results.items())
     winners = f"winners — {winners}"
@@ -337,19 +416,57 @@ def format_rank_table(results: dict[str, Any], *, used: str = "", wide: bool = F
     return render(table, wide=wide) + f"\n\n{winners}"
 
 
-def format_rank_csv(results: dict[str, Any]) -> str:
-    """One row per model (in table order): ``model, <rule>_score, <rule>_rank, ...``."""
+def format_rank_csv(results: dict[str, Any], intervals: dict[str, Any] | None = None,
+                    robustness: dict[str, Any] | None = None) -> str:
+    """One row per model (in table order): ``model, <rule>_score, <rule>_rank, ...``.
+
+    With ``intervals`` each rule adds ``<rule>_rank_lo``, ``<rule>_rank_hi``, ``<rule>_tier``; with
+    ``robustness`` ``<rule>_cells_to_win`` (empty: more than the cells searched), ``<rule>_cells_to_win_kind``
+    (exact, at most, more than K) and ``<rule>_cells`` (``model:criterion`` separated by ``;``).
+    """
     first = next(iter(results.values()))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["model"] + [f"{n}_{k}" for n in results for k in ("score", "rank")])
-    for m in first.models:
+
+    def whole(x: float) -> Any:
+        return "" if x is None or math.isnan(x) else int(x)
+
+    header = ["model"]
+    for n in results:
+        header += [f"{n}_score", f"{n}_rank"]
+        if intervals is not None and n in intervals:
+            header += [f"{n}_rank_lo", f"{n}_rank_hi", f"{n}_tier"]
+        if robustness is not None and n in robustness:
+            header += [f"{n}_cells_to_win", f"{n}_cells_to_win_kind", f"{n}_cells"]
+    writer.writerow(header)
+    for i, m in enumerate(first.models):
         row: list[Any] = [m]
-        for res in results.values():
+        for n, res in results.items():
             s, r = res.score_of(m), res.rank_of(m)
-            row += ["" if math.isnan(s) else repr(float(s)), "" if math.isnan(r) else int(r)]
+            row += ["" if math.isnan(s) else repr(float(s)), whole(r)]
+            if intervals is not None and n in intervals:
+                iv = intervals[n]
+                row += [whole(iv.rank_lo[i]), whole(iv.rank_hi[i]), whole(iv.tier[i])]
+            if robustness is not None and n in robustness:
+                rb = robustness[n]
+                row += ["" if rb.count[i] is None else rb.count[i], rb.kind[i],
+                        ";".join(f"{a}:{c}" for a, c in rb.cells[i])]
         writer.writerow(row)
     return buf.getvalue()
+
+
+def format_uncertainty(settings: dict[str, Any], robustness: dict[str, Any] | None) -> str:
+    """The lines under the table: where the intervals come from, and per rule the flip sentence."""
+    lines = []
+    iv = settings.get("intervals")
+    if iv:
+        lines.append(f"intervals: {iv['level']:.0%} for all models at once (per rule), from {iv['described']}, "
+                     f"seed {iv['seed']}; simultaneous pairwise comparisons of the rule's scores (max statistic)")
+    if robustness:
+        lines.append(f"to win: {settings['robustness']['changed_cell']}")
+        width = max(len(n) for n in robustness)
+        lines += [f"  {n:<{width}}  {rb.flip_sentence()}" for n, rb in robustness.items()]
+    return ("\n\n" + "\n".join(lines)) if lines else ""
 
 
 # ---------------------------------------------------------------------- prospective

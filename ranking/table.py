@@ -231,7 +231,6 @@ class ScoreTable:
                 f"score of model {models[i]!r} on criterion {criteria[j].name!r}{where} is "
                 f"{values[i, j]}: scores must be finite (leave the cell empty for a missing score)"
             )
-        _check_ranges(values, models, criteria, where)
         empty_cols = np.isnan(values).all(axis=0)
         if empty_cols.any():
             name = criteria[int(np.argmax(empty_cols))].name
@@ -289,7 +288,9 @@ class ScoreTable:
                     f"score of model {str(model)!r} on criterion {str(col)!r}{where} is {cell!r}, not a number"
                 )
             values[:, j] = numeric.to_numpy(dtype=float)
-        return cls(tuple(str(m) for m in frame.index), crits, values, source=source)
+        table = cls(tuple(str(m) for m in frame.index), crits, values, source=source)
+        table.check_ranges()
+        return table
 
     @classmethod
     def from_csv(
@@ -363,8 +364,10 @@ class ScoreTable:
                     raise UserError(f"{errors_path.name} changed since {Path(sidecar).name} was written — import "
                                     f"the table again, or remove the standard_errors_sha256 line of {sidecar}")
             errors = read_standard_errors(errors_path, models, columns, model_column)
-        return cls(models, crits, values, source=str(path), standard_errors=errors,
-                   board=spec.board if spec is not None else None)
+        table = cls(models, crits, values, source=str(path), standard_errors=errors,
+                    board=spec.board if spec is not None else None)
+        table.check_ranges()
+        return table
 
     @classmethod
     def load(cls, path: str | Path) -> ScoreTable:
@@ -380,6 +383,14 @@ class ScoreTable:
                 return cls.from_csv(path / "matrix.csv")
             raise UserError(f"{path} is a directory without matrix.csv: pass a CSV")
         return cls.from_csv(path)
+
+    def check_ranges(self) -> None:
+        """A one-line :class:`UserError` for the first score outside its criterion's declared ``range``.
+
+        Checked where scores enter (a CSV with its sidecar, a frame, an importer); tables derived from a checked
+        one (bootstrap draws, the changed cells of a robustness search) may leave the range on purpose.
+        """
+        _check_ranges(self.values, self.models, self.criteria, f" in {self.source}" if self.source else "")
 
     # ------------------------------------------------------------------ views
     @property

@@ -12,7 +12,7 @@ from test_scenarios_util import MODELS, SEEDED, USER, write_results
 
 from ranking.errors import UserError
 from ranking.scenarios import load_scenario
-from ranking.scenarios.bootstrap import bootstrap, read_seeds, resample_values
+from ranking.scenarios.bootstrap import bootstrap, read_seeds, resample_values, tie_split
 from ranking.scenarios.cli import run_rank_scenario
 from ranking.scenarios.compare import compare
 from ranking.table import ScoreTable
@@ -43,9 +43,14 @@ def test_identical_seeds_give_certain_ranks(tmp_path):
     cmp = compare(sc, table)
     for name, p in probs.items():
         ranks = cmp.results[name].ranks
+        # certain: every replicate gives the point ranks; tied models split their positions evenly
+        np.testing.assert_allclose(p, tie_split(ranks))
+        ok = ~np.isnan(ranks)
+        np.testing.assert_allclose(p[ok].sum(axis=0)[: ok.sum()], 1.0)  # each position: 100 % in all
         for i in range(len(MODELS)):
             if not np.isnan(ranks[i]):
-                assert p[i, int(ranks[i]) - 1] == 1.0
+                tied = int(np.sum(ranks == ranks[i]))
+                assert p[i, int(ranks[i]) - 1] == pytest.approx(1.0 / tied)
 
 
 def test_probabilities_sum_to_one_and_vary(tmp_path):

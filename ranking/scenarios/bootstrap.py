@@ -7,7 +7,8 @@ replaces each of its seeded criteria by the mean over the drawn seeds (the same
 draw for all of the model's criteria, so metrics from one run stay together);
 seed-independent criteria keep their matrix value. Every column of the scenario
 is then ranked again. The result, per column, is a models × positions matrix of
-probabilities (ties share the best position, as everywhere).
+probabilities; ``t`` models tied at position ``r`` in a replicate count ``1/t`` at each of the
+positions ``r … r+t-1`` (:func:`tie_split`), so every row and every column sums to 100 %.
 
 Uncertainty from the source: a table whose scores come with standard errors (an imported
 lm-evaluation-harness run, ``stderr.csv``) is resampled by :func:`error_bootstrap` instead —
@@ -23,53 +24,16 @@ array([0.83, 0.17, 0.  , 0.  ])
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ranking.errors import UserError
+from ranking.intervals import SEED_COLUMNS, read_seeds  # noqa: F401  (read here by the scenario CLI and tests)
 from ranking.scenarios.compare import run_column
 from ranking.scenarios.scenario import Scenario
 from ranking.table import ScoreTable
 
 log = logging.getLogger(__name__)
-
-SEED_COLUMNS = ("model", "criterion", "seed", "value")
-
-
-def read_seeds(path: str | Path, table: ScoreTable) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per model index: (criterion indices, values array criteria × seeds with NaN gaps).
-
-    Rows for models or criteria the (scenario) table does not have are ignored.
-    """
-    path = Path(path)
-    try:
-        frame = pd.read_csv(path)
-    except FileNotFoundError:
-        raise UserError(f"per-seed results {path}: no such file") from None
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise UserError(f"cannot read per-seed results {path}: {exc}") from None
-    missing = [c for c in SEED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise UserError(f"per-seed results {path}: missing column {missing[0]!r} (needs {', '.join(SEED_COLUMNS)})")
-    values = pd.to_numeric(frame["value"], errors="coerce")
-    bad = values.isna() & frame["value"].notna()
-    if bad.any():
-        row = frame[bad].iloc[0]
-        raise UserError(f"per-seed results {path}: value {row['value']!r} of {row['model']}/{row['criterion']} is not a number")
-    frame = frame.assign(value=values, model=frame["model"].astype(str), criterion=frame["criterion"].astype(str))
-    frame = frame[frame["model"].isin(table.models) & frame["criterion"].isin(table.names)].dropna(subset=["value"])
-    if frame.duplicated(["model", "criterion", "seed"]).any():
-        row = frame[frame.duplicated(["model", "criterion", "seed"])].iloc[0]
-        raise UserError(f"per-seed results {path}: {row['model']}/{row['criterion']} seed {row['seed']} appears twice")
-    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for model, sub in frame.groupby("model", sort=False):
-        wide = sub.pivot(index="criterion", columns="seed", values="value")
-        crit_idx = np.array([table.names.index(c) for c in wide.index])
-        out[table.models.index(model)] = (crit_idx, wide.to_numpy(dtype=float))
-    return out
-
 
 def resample_values(
     table: ScoreTable, seeds: dict[int, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator
@@ -129,11 +93,24 @@ def _rank_probabilities(scenario: Scenario, table: ScoreTable, draw_values, n: i
     rng = np.random.default_rng(seed)
     k = table.n_models
     counts = {c.name: np.zeros((k, k)) for c in scenario.columns}
-    rows = np.arange(k)
     for _ in range(n):
         draw = table.with_values(draw_values(rng))
         for c in scenario.columns:
-            ranks = run_column(draw, c, scenario.ties).ranks
-            ok = ~np.isnan(ranks)
-            counts[c.name][rows[ok], ranks[ok].astype(int) - 1] += 1
+            counts[c.name] += tie_split(run_column(draw, c, scenario.ties).ranks)
     return {name: cnt / n for name, cnt in counts.items()}
+
+
+def tie_split(ranks: np.ndarray) -> np.ndarray:
+    """Models × positions: 1 at a model's position; ``t`` models tied at position ``r`` get ``1/t`` at each of
+    ``r … r+t-1`` (so every row and every column of ranked models sums to 1; unranked models: a zero row).
+
+    >>> tie_split(np.array([1.0, 1.0, 3.0])).tolist()
+    [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]
+    """
+    k = ranks.size
+    out = np.zeros((k, k))
+    ok = ~np.isnan(ranks)
+    values, sizes = np.unique(ranks[ok], return_counts=True)
+    for r, t in zip(values, sizes):
+        out[np.ix_(ranks == r, np.arange(int(r) - 1, int(r) - 1 + t))] = 1.0 / t
+    return out

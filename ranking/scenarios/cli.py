@@ -86,6 +86,23 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
             say(f"bootstrapping {n} resamples over seeds …")
             cmp.rank_probabilities = bootstrap(scenario, table, seed_values, n, seed=seed)
         cmp.bootstrap_n = n
+    if getattr(args, "intervals", False):
+        from ranking.intervals import check_level, draw_source
+        from ranking.scenarios.uncertainty import add_intervals
+
+        seed_arg = getattr(args, "seed", None)
+        draws = 1000 if getattr(args, "draws", None) is None else int(args.draws)
+        check_level(args.level)
+        if draws < 20:
+            raise UserError(f"--draws {draws}: at least 20 draws are needed for a {args.level:.0%} interval")
+        draw_source(cmp.table, seeds)  # a table without uncertainty is refused before any work
+        say("drawing rank intervals …")
+        add_intervals(cmp, seeds, level=args.level, draws=draws, seed=0 if seed_arg is None else int(seed_arg))
+    if getattr(args, "robustness", False):
+        from ranking.scenarios.uncertainty import add_robustness
+
+        say("searching the fewest changed scores that flip each column's pick …")
+        add_robustness(cmp, max_cells=args.max_cells)
     return cmp, scenario, seeds, source
 
 
@@ -105,6 +122,10 @@ def run_rank_scenario(args: argparse.Namespace) -> int:
     if text is None:
         raise UserError(f"--format {fmt!r} is not one of table, json, csv")
     out = format_table(cmp, wide=bool(getattr(args, "wide", False))) if fmt == "table" else text(cmp)
+    if fmt == "table" and (cmp.intervals or cmp.robustness):
+        from ranking.scenarios.uncertainty import format_text
+
+        out += "\n\n" + format_text(cmp, wide=bool(getattr(args, "wide", False)))
     sys.stdout.write(out if out.endswith("\n") else out + "\n")
     return 0
 
@@ -211,7 +232,16 @@ def register(subparsers: Any) -> None:
     p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
                    help="replicates for rank probabilities: draws from the scores' standard errors where the table "
                    "has them (stderr.csv), else seed resamples (needs seeds.csv)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and of --intervals' draws")
+    p.add_argument("--intervals", action="store_true",
+                   help="rank intervals (for all models at once) and tiers per column, drawn as bars and bands")
+    p.add_argument("--level", type=float, default=0.95, metavar="P", help="--intervals: simultaneous level (default 0.95)")
+    p.add_argument("--draws", type=non_negative_int, default=None, metavar="N",
+                   help="--intervals: tables drawn from the uncertainty (default 1000)")
+    p.add_argument("--robustness", action="store_true",
+                   help="per column: the fewest scores that must change for another model to win, in words")
+    p.add_argument("--max-cells", type=non_negative_int, default=3, metavar="K",
+                   help="--robustness: search up to K changed scores (default 3)")
     p.add_argument("--resolution", type=int_in_range(1, MAX_RESOLUTION), default=None, metavar="R",
                    help=f"grid steps per side of the weight simplex, 1 to {MAX_RESOLUTION} "
                    "(default: the scenario's, else 30)")

@@ -94,6 +94,9 @@ class Comparison:
     bootstrap_n: int = 0
     notes: list[str] = field(default_factory=list)
     bootstrap_source: str = "seeds"  # what was resampled: "seeds" or "standard_errors" (BOOTSTRAP_SOURCES)
+    intervals: dict[str, Any] | None = None  # column -> ranking.intervals.RankIntervals (--intervals)
+    intervals_note: str = ""  # where the intervals come from (level, draws, source)
+    robustness: dict[str, Any] | None = None  # column -> ranking.robustness.CellsToWin (--robustness)
 
     def resamples(self) -> str:
         """What the rank probabilities are over, e.g. ``200 seed-bootstrap resamples``."""
@@ -122,7 +125,13 @@ class Comparison:
                     m: {str(p + 1): round(float(probs[i, p]), 6) for p in range(probs.shape[1])}
                     for i, m in enumerate(self.models)
                 }
+            if self.intervals is not None and name in self.intervals:
+                entry.update(self.intervals[name].to_dict())
+            if self.robustness is not None and name in self.robustness:
+                entry.update(self.robustness[name].to_dict())
             out[name] = entry
+        if self.intervals is not None:
+            out["intervals_note"] = self.intervals_note
         return out
 
 
@@ -175,21 +184,23 @@ def format_table(cmp: Comparison, *, wide: bool = False) -> str:
     header = ["#", *[f"{c}{' (ref)' if c == sc.reference else ''}\n{sc.column(c).label}" for c in cols]]
     rows = []
     cells = {c: ordered_cells(cmp, c) for c in cols}
+    few = few_score_flags(cmp.table)
     for pos in range(len(cmp.models)):
         row = [str(pos + 1)]
         for c in cols:
             m, score, rank, mark = cells[c][pos]
+            flag = f" [{few[m]} scores]" if m in few else ""
             if math.isnan(rank):
                 row.append(f"{m} (unranked)")
             else:
                 tie = f" (tied {int(rank)})" if _shares(cells[c], rank) else ""
-                row.append(f"{m} {format_score(score)} {mark}{tie}")
+                row.append(f"{m}{flag} {format_score(score)} {mark}{tie}")
         rows.append(row)
     table = TextTable(
         header,
         rows,
         title=f"each column sorted by its own rank (# = position); reference column {sc.reference}; ties {sc.ties}",
-        legend=LEGEND,
+        legend=LEGEND + ("; [k/m scores]: the model has scores on only k of the m criteria" if few else ""),
         align="r" + "l" * len(cols),
         name_columns=(),
     )
@@ -199,6 +210,15 @@ def format_table(cmp: Comparison, *, wide: bool = False) -> str:
     if cmp.notes:
         out += "\n\n" + "\n".join(cmp.notes)
     return out
+
+
+def few_score_flags(table: ScoreTable) -> dict[str, str]:
+    """Models with scores on fewer than half of the criteria (of positive weight) → ``k/m``, flagged wherever
+    they are ranked (``vnr rank``'s table, the scenario's, the report's)."""
+    from ranking.intervals import few_scores
+
+    present = (~np.isnan(table.values[:, table.weights > 0])).sum(axis=1)
+    return few_scores({m: int(k) for m, k in zip(table.models, present)})
 
 
 def _shares(cells: list[tuple[str, float, float, str]], rank: float) -> bool:
@@ -211,7 +231,8 @@ def format_probabilities(cmp: Comparison, *, wide: bool = False) -> str:
 
     assert cmp.rank_probabilities is not None
     n = len(cmp.models)
-    blocks = [f"Rank probabilities over {cmp.resamples()} (% of replicates at each position):"]
+    blocks = [f"Rank probabilities over {cmp.resamples()} (% of replicates at each position; models tied in a "
+              "replicate split the tied positions evenly, so every row and column sums to 100 %):"]
     for c in cmp.scenario.columns:
         probs = cmp.rank_probabilities[c.name]
         rows = []
@@ -229,11 +250,16 @@ def format_json(cmp: Comparison) -> str:
 
 
 def format_csv(cmp: Comparison) -> str:
-    """Long CSV: column, rule, setting, model, rank, score, rank_change (+ p_rank_k with a bootstrap)."""
+    """Long CSV: column, rule, setting, model, rank, score, rank_change (+ p_rank_k with a bootstrap; + rank_lo,
+    rank_hi, tier with intervals; + cells_to_win, cells_to_win_kind, cells with robustness)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     n = len(cmp.models)
     extra = [f"p_rank_{p + 1}" for p in range(n)] if cmp.rank_probabilities is not None else []
+    if cmp.intervals is not None:
+        extra += ["rank_lo", "rank_hi", "tier"]
+    if cmp.robustness is not None:
+        extra += ["cells_to_win", "cells_to_win_kind", "cells"]
     writer.writerow(["column", "rule", "setting", "group", "model", "rank", "score", "rank_change", *extra])
     for c in cmp.scenario.columns:
         res = cmp.results[c.name]
@@ -245,6 +271,13 @@ def format_csv(cmp: Comparison) -> str:
                 if cmp.rank_probabilities is not None
                 else []
             )
+            if cmp.intervals is not None:
+                iv = cmp.intervals[c.name]
+                probs += ["" if math.isnan(v) else int(v) for v in (iv.rank_lo[i], iv.rank_hi[i], iv.tier[i])]
+            if cmp.robustness is not None:
+                rb = cmp.robustness[c.name]
+                probs += ["" if rb.count[i] is None else rb.count[i], rb.kind[i],
+                          ";".join(f"{a}:{k}" for a, k in rb.cells[i])]
             writer.writerow([
                 c.name, c.rule, c.setting, c.group or "", m,
                 "" if math.isnan(res.ranks[i]) else int(res.ranks[i]),

@@ -180,6 +180,12 @@
     shares.forEach(function (s, k) {
       s.textContent = sum > 0 ? Math.round(100 * gw[k] / sum) + "%" : "–";
     });
+    var stale = document.getElementById("intervals-stale");
+    if (stale) {  // the rank intervals and tiers above are drawn for the scenario's own weights only
+      var same = gw.every(function (x, k) { return x === D.initial[k]; });
+      stale.textContent = same ? "" : "Stale at the live weights: the intervals and tiers are for the scenario's " +
+        "weights; re-run vnr report with these weights to recompute them.";
+    }
     var res = sum > 0 ? rankAll(gw) : null;
     tbody.textContent = "";
     if (res === null) {

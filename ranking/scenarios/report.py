@@ -31,6 +31,7 @@ from ranking.paths import write_bytes_atomic as _write
 from ranking.scenarios.compare import (
     Comparison,
     criterion_order,
+    few_score_flags,
     format_csv,
     format_json,
     format_score,
@@ -103,6 +104,7 @@ def comparison_html(cmp: Comparison) -> str:
         for c in cols
     )
     cells = {c: ordered_cells(cmp, c) for c in cols}
+    few = few_score_flags(cmp.table)
     body = []
     for pos in range(len(cmp.models)):
         tds = [f"<td class='pos'>{pos + 1}</td>"]
@@ -113,8 +115,9 @@ def comparison_html(cmp: Comparison) -> str:
                 continue
             tied = sum(1 for _, _, r, _ in cells[c] if r == rank) > 1
             tie = f" <span class='muted'>(tied {int(rank)})</span>" if tied else ""
+            flag = f" <span class='down'>({html.escape(few[m])} scores)</span>" if m in few else ""
             tds.append(
-                f"<td{REF_ATTR if c == ref else ''}>{html.escape(m)} "
+                f"<td{REF_ATTR if c == ref else ''}>{html.escape(m)}{flag} "
                 f"<span class='score'>{html.escape(format_score(score))}</span> "
                 f"<span class='{_change_class(mark)}'>{html.escape(mark)}</span>{tie}</td>"
             )
@@ -264,6 +267,9 @@ def write_report(
         + comparison_html(cmp)
         + _columns_html(cmp)
     )
+    from ranking.scenarios.uncertainty import section_html
+
+    sections.append(section_html(cmp))
     sections.append(live_html(cmp))
     bump = _save_figure(plots.bump_chart(cmp), out, "bump_chart")
     sections.append(f"<h2>Rank across the columns</h2><img alt='bump chart' src='{bump}'>")
@@ -300,7 +306,8 @@ def write_report(
         heading = "Uncertainty over seeds" if cmp.bootstrap_source == "seeds" else "Uncertainty from the standard errors"
         sections.append(
             f"<h2>{heading}</h2><p class='muted'>Probability of each rank position over "
-            f"{html.escape(cmp.resamples())}.</p><img alt='rank probabilities' src='{img}'>"
+            f"{html.escape(cmp.resamples())}; models tied in a replicate split the tied positions evenly, so every "
+            f"row and column sums to 100 %.</p><img alt='rank probabilities' src='{img}'>"
             + _probabilities_html(cmp)
         )
     all_notes = [*cmp.notes, *notes]
