@@ -117,7 +117,35 @@ class CellsToWin:
 
 
 SCOPE = ("order-based rules: a changed score may take any value; means: any value within its criterion's "
-         "observed range")
+         "declared range, else its observed range")
+
+
+def value_bounds(table: ScoreTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per criterion (low, high, the best value, the worst value) a changed score may take: the declared
+    ``range`` where the criterion has one (an open end: the observed one), else the observed range; the best
+    of a closest-to-a-target criterion is its target (within the bounds), its worst the bound farther from it.
+
+    >>> from ranking.table import Criterion
+    >>> t = ScoreTable(("A", "B"), (Criterion("acc", range=(0.0, 1.0)), Criterion("kwh", direction="lower"),
+    ...                             Criterion("bias", direction="target", target=0.0)),
+    ...                np.array([[0.5, 2.0, -0.2], [0.6, 3.0, 0.5]]))
+    >>> [b.tolist() for b in value_bounds(t)]
+    [[0.0, 2.0, -0.2], [1.0, 3.0, 0.5], [1.0, 2.0, 0.0], [0.0, 3.0, 0.5]]
+    """
+    values = table.values
+    low = np.nanmin(values, axis=0)
+    high = np.nanmax(values, axis=0)
+    for j, c in enumerate(table.criteria):
+        if c.range is not None:
+            low[j] = low[j] if c.range[0] is None else c.range[0]
+            high[j] = high[j] if c.range[1] is None else c.range[1]
+    best = np.where(table.signs > 0, high, low)
+    worst = np.where(table.signs > 0, low, high)
+    for j, c in enumerate(table.criteria):
+        if c.direction == "target":
+            best[j] = min(max(c.target, low[j]), high[j])
+            worst[j] = low[j] if abs(low[j] - c.target) >= abs(high[j] - c.target) else high[j]
+    return low, high, best, worst
 
 
 # ---------------------------------------------------------------------- exact for the means
@@ -126,8 +154,8 @@ def _contributions(table: ScoreTable, rule: str, params: Mapping[str, Any]) -> t
     """(per-cell contributions, the column's best and worst contribution) of a mean rule, or None if unknown."""
     used = table.weights > 0
     x = table.values[:, used]
-    if np.isnan(x).any():
-        return None
+    if np.isnan(x).any() or any(c.direction == "target" for c, u in zip(table.criteria, used) if u):
+        return None  # (a closest-to-a-target column's contribution is not monotone: the search handles it)
     w = table.weights[used]
     signs = table.signs[used]
     if rule == "arithmetic_mean":
@@ -233,10 +261,7 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
     kind = [f"more than {max_cells}"] * n
     cells: list[list[tuple[str, str]]] = [[] for _ in range(n)]
     new_values: list[list[float]] = [[] for _ in range(n)]
-    low = np.nanmin(values, axis=0)
-    high = np.nanmax(values, axis=0)
-    oriented_best = np.where(table.signs > 0, high, low)
-    oriented_worst = np.where(table.signs > 0, low, high)
+    low, high, oriented_best, oriented_worst = value_bounds(table)
 
     def named(pairs: list[tuple[int, int]]) -> list[tuple[str, str]]:
         return [(table.models[i], table.names[j]) for i, j in pairs]
@@ -301,12 +326,16 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
         rivals = [r for rank_r, r in by_rank if r != i and rank_r <= base.ranks[i]][:SEARCH_MODELS]
         moves: list[tuple[int, int, float]] = []
         for j in used:
-            moves.append((i, j, oriented_best[j] + (0 if is_mean else table.signs[j] * span[j])))
+            target = table.criteria[j].direction == "target"
+            # beyond the extremes for order-based rules; a target column's best is its target, its worst beyond the
+            # bound farther from it
+            away = (1.0 if oriented_worst[j] >= table.criteria[j].target else -1.0) if target else -table.signs[j]
+            moves.append((i, j, oriented_best[j] + (0 if is_mean or target else table.signs[j] * span[j])))
             for r in rivals:
                 if np.isnan(values[r, j]):
                     continue
-                moves.append((r, j, oriented_worst[j] - (0 if is_mean else table.signs[j] * span[j])))
-                if not is_mean and not np.isnan(values[i, j]):
+                moves.append((r, j, oriented_worst[j] + (0 if is_mean else away * span[j])))
+                if not is_mean and not target and not np.isnan(values[i, j]):
                     moves.append((r, j, values[i, j] - table.signs[j] * 1e-9 * span[j]))
         beam: list[tuple[tuple[float, ...], list[int]]] = [((0.0, 0.0, 0.0), [])]
         for depth in range(1, max_cells + 1):

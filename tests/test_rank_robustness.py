@@ -118,3 +118,35 @@ def test_cli_robustness_columns_and_sentence(tmp_path, capsys):
     assert main(["rank", str(tmp_path / "ex.csv"), "--rule", "borda", "--robustness"]) == 0
     out = capsys.readouterr().out
     assert "the pick changes if 1 score changes: A on c2 (then C wins)" in out and "to win" in out
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_a_closest_to_target_column_against_brute_force(seed):
+    """A signed bias column (best at 0): a changed cell's best value is the target itself, not an extreme."""
+    rng = np.random.default_rng(seed)
+    values = np.column_stack([rng.integers(1, 5, size=3).astype(float), rng.integers(-2, 3, size=3).astype(float)])
+    table = ScoreTable(tuple("ABC"), (Criterion("acc"), Criterion("bias", direction="target", target=0.0,
+                                                                  range=(-2.0, 2.0))), values)
+
+    def with_target(col, mean):
+        return sorted({*candidates(col, mean), 0.0})
+
+    for rule in ("borda", "copeland", "arithmetic_mean"):
+        ours = cells_to_win(table, rule)
+        fn = get_rule(rule).fn
+        truth = [0 if r == 1 else None for r in fn(table).ranks]
+        for k in (1, 2):
+            for subset in itertools.combinations([(i, j) for i in range(3) for j in range(2)], k):
+                opts = [with_target(values[:, j], get_rule(rule).kind == "mean") for _, j in subset]
+                for vals in itertools.product(*opts):
+                    trial = np.array(values, copy=True)
+                    for (i, j), v in zip(subset, vals):
+                        trial[i, j] = v
+                    for i, r in enumerate(fn(table.with_values(trial)).ranks):
+                        if truth[i] is None and r == 1:
+                            truth[i] = k
+        for i in range(3):
+            if ours.kind[i] == "exact":
+                assert ours.count[i] == truth[i], (rule, i, ours.count[i], truth[i])
+            else:
+                assert truth[i] is None or ours.count[i] is None or truth[i] <= ours.count[i], (rule, i)
