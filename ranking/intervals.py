@@ -485,11 +485,14 @@ def batch_scorer(table: ScoreTable, rule: str, setting: str, params: Mapping[str
     ties = params.get("ties") or "default"
     n = table.n_models
 
-    whole, positive = bool(keep.all() and used.all()), bool(np.all(signs > 0))
+    targets = np.array([c.target if c.direction == "target" else np.nan for c in sub.criteria])
+    aimed = ~np.isnan(targets)  # closest-to-a-target columns: oriented as minus the distance to the target
+    whole, positive = bool(keep.all() and used.all()), bool(np.all(signs > 0) and not aimed.any())
 
     def score(values: np.ndarray, shared: dict[str, Any] | None = None) -> np.ndarray:
         x = values if whole else values[:, keep][:, :, used]
-        x = x if positive else x * signs
+        if not positive:
+            x = np.where(aimed, -np.abs(x - np.where(aimed, targets, 0.0)), x * signs)
         if rule in vectors:
             s = _positional_batch(x, w, vectors[rule], ties, tie_free, shared)
         elif rule in majority:

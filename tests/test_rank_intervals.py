@@ -275,3 +275,20 @@ def test_weighted_setting_scores_the_draws_as_the_rule_does():
                              for v in draws])
         sigma = expected.std(axis=0)
         np.testing.assert_allclose(iv.sigma, np.where(sigma <= 1e-12, 0.0, sigma), atol=1e-12, err_msg=rule)
+
+
+def test_vectorised_scorers_orient_a_closest_to_target_column():
+    """A signed bias column (best at 0) in the drawn tables: the fast scorers read it as the rules do."""
+    rng = np.random.default_rng(3)
+    values = np.column_stack([rng.normal(0.6, 0.1, 6), rng.normal(0.0, 0.5, 6), rng.normal(1.0, 0.2, 6)])
+    errors = np.full(values.shape, 0.05)
+    base = table_of(values, errors, names=tuple(f"M{i}" for i in range(6)), directions={2: "lower"})
+    crits = list(base.criteria)
+    crits[1] = Criterion(crits[1].name, direction="target", target=0.0)
+    t = base.with_criteria(crits)
+    source = draw_source(t)
+    draws = source.sample(np.random.default_rng(0), 4)
+    for rule in ("borda", "plurality", "copeland", "minimax", "arithmetic_mean"):
+        fast = batch_scorer(t, rule, "basic", {"ties": "default"}, source.tie_free)
+        expected = np.array([rank_one(t.with_values(v), rule).scores for v in draws])
+        np.testing.assert_allclose(fast(draws), expected, rtol=0, atol=1e-12, err_msg=rule)
