@@ -219,7 +219,10 @@ def run_finetune(
     info = resolve_model(spec.model, spec.model_args)
     check_local_files(info)
     check_head(info, "sequence_classification")
-    choose_batching(info.family, spec.padding)  # padding: flatten where unsupported -> UserError now
+    if choose_batching(info.family, spec.padding)["mode"] == "flattened":  # unsupported -> UserError now
+        from harness.finetune.flat import check_flat_attention
+
+        check_flat_attention(info.family, dict(spec.model_args or {}).get("attn_implementation"))
     if spec.peft:
         from harness.finetune.adapters import check_peft_available, target_modules
 

@@ -259,7 +259,7 @@ def memory_probe(model: Any, spec: FinetuneSpec) -> None:
     vocab = int(getattr(model.config, "vocab_size", 0) or 2)
     rows, width = int(spec.batch_size), int(spec.max_length)
     ids = torch.randint(0, vocab, (rows, width), device=device)
-    if spec.padding == "flatten":  # only decoders get here: run_finetune refuses flatten for the others
+    if spec.padding == "flatten":  # the flattening families only: run_finetune refuses flatten for the others
         inputs = {"input_ids": ids, "position_ids": torch.arange(width, device=device).expand(rows, -1),
                   "example_ends": torch.arange(1, rows + 1, device=device) * width - 1,
                   "example_lengths": torch.full((rows,), width, device=device)}
