@@ -561,3 +561,25 @@ def test_a_flattened_encoder_run_follows_its_padded_twin_through_the_trainer(rob
     for got, want in zip(flat["history"], padded["history"], strict=True):
         assert got["eval_loss"] == pytest.approx(want["eval_loss"], rel=1e-4)
     assert flat["metrics"] == pytest.approx(padded["metrics"], rel=1e-4)
+
+
+def test_auto_takes_the_calibrated_layout_and_a_stored_run_is_not_redone(tmp_path: Path):
+    """``padding: auto`` under a calibration that measured flattening fastest trains flattened, says so, and
+    keeps auto's run id; re-running it under another calibration returns the stored run as it is."""
+    from harness.finetune import run_finetune
+
+    root = _hand_countable_root(tmp_path / "data")
+    spec = FinetuneSpec("tiny:bert", "sst2", 0, epochs=1, batch_size=2)
+    calibration = {"file": "calibration/cpu-x.json", "device_kind": "cpu-x", "shape": "s", "runs_per_gpu": 1,
+                   "precision": "fp32", "padding": "flatten"}
+    rec = run_finetune(spec, tmp_path / "out", data_root=root, progress=False, track_efficiency=False,
+                       calibration=calibration)
+    assert rec["settings"]["batching"] == {"mode": "flattened", "pad_to_multiple_of": 8, "requested": "auto",
+                                           "chosen_by": "calibration"}
+    assert rec["run_id"] == spec.run_id() == FinetuneSpec("tiny:bert", "sst2", 0, epochs=1, batch_size=2,
+                                                          padding="auto").run_id()
+    assert rec["calibration"]["padding"] == "flatten" and rec["tokens"]["samples"] == 4
+    again = run_finetune(spec, tmp_path / "out", data_root=root, progress=False, track_efficiency=False,
+                         calibration={**calibration, "padding": "bucket"})
+    assert again == rec  # done: not redone, not relabelled
+    assert FinetuneSpec("tiny:bert", "sst2", 0, epochs=1, batch_size=2, padding="flatten").run_id() != spec.run_id()

@@ -16,8 +16,7 @@ dropout off (tests/test_padding_free.py checks ≤ 1e-5 relative per family). In
 its masks per computed token, padding included, so another width is another dropout draw: the trajectories
 are statistically alike but not equal (tiny BERT, RTE, 30 steps: training loss 3e-4 relative apart, against
 2e-3 between seeds). So an explicit ``padding`` (``pad``, ``bucket``, ``flatten``) is part of the run id;
-``auto`` is not, and what ``auto`` resolves to for a ``model_type`` is a result-changing choice: change it only
-with a bump of :data:`harness.specs.FINETUNE_CODE_VERSION`.
+``auto`` is not (below).
 
 Flattening is offered only where the flattened row is computed as separate examples, tested per family
 (tests/test_padding_free.py: loss, every gradient and the predictions equal the padded batch's): the decoders
@@ -29,14 +28,20 @@ pool each example's own token with the model's own head and loss (:mod:`harness.
 relative positions and mask from ``attention_mask``: it keeps bucketed padding); ``padding: flatten`` is
 refused for those with that reason.
 
-``padding: auto`` is ``bucketed`` for every family until flattening is measured faster on the device. A
-flattened batch computes fewer tokens (its rows are no wider than the padded batch and fewer), but outside a
-varlen kernel (sdpa, eager) each row's block-diagonal mask is dense, and a GPU's speed at these sizes is set by
-more than FLOPs. Measured on a CPU (``scripts/bench_finetune.py --family gpt2``: one thread, a small GPT-2,
+``padding: auto`` takes the layout the grid's calibration measured fastest on its device among those exact for
+the family (:func:`harness.grid.calibrate.candidate_layouts`: bucketed and, where the family flattens,
+flattened); without such a measurement (a single ``vnr finetune``, an entry calibrated before layouts were
+measured, a family the measured layout is not exact for) it is ``bucketed``. The record's ``settings.batching``
+says which, with ``chosen_by: calibration`` where the calibration chose. The run-id rule, as for ``precision:
+auto``: ``auto`` stays out of the run id, so a stored run is done whatever layout it ran with (re-running a
+grid never redoes it unasked) and its record keeps naming that layout (nothing stored is reinterpreted); an
+explicit layout is another run id. A flattened batch computes fewer tokens (its rows are no wider than the
+padded batch and fewer), but outside a varlen kernel (sdpa, eager) each row's block-diagonal mask is dense,
+and a GPU's speed at these sizes is set by more than FLOPs: hence measured, not assumed. Measured on a CPU (``scripts/bench_finetune.py --family gpt2``: one thread, a small GPT-2,
 batch 16, 100 steps x 3 interleaved rounds): 2.27x bucketed's samples/s on SST-2 (10.5 % padding against
 67 %), 1.09x on RTE (14 % against 30 %); one single row per batch instead was 0.64x on RTE.
-Making ``auto`` flatten a ``model_type`` changes its results (dropout draws per computed token): bump
-:data:`harness.specs.FINETUNE_CODE_VERSION` with it.
+Changing the rule ``auto`` follows without a measurement changes results (dropout draws per computed token):
+bump :data:`harness.specs.FINETUNE_CODE_VERSION` with it.
 
 >>> choose_batching("bert", "auto")["mode"]
 'bucketed'
@@ -81,8 +86,16 @@ def check_padding(padding: str) -> None:
         raise UserError(f"padding {padding!r}: use one of {', '.join(PADDING_OPTIONS)}")
 
 
-def choose_batching(model_type: str, padding: str = "auto") -> dict[str, Any]:
+def choose_batching(model_type: str, padding: str = "auto", calibrated: str | None = None) -> dict[str, Any]:
     """The batch layout for ``model_type`` under the ``padding`` option (what the record's ``batching`` says).
+
+    ``calibrated``: the layout the grid's calibration measured fastest on this device (its ``padding``);
+    ``auto`` takes it where it is exact for ``model_type`` (``flatten`` only for a flattening family).
+
+    >>> choose_batching("bert", "auto", calibrated="flatten")
+    {'mode': 'flattened', 'pad_to_multiple_of': 8, 'requested': 'auto', 'chosen_by': 'calibration'}
+    >>> choose_batching("deberta-v2", "auto", calibrated="flatten")["mode"]  # not exact for DeBERTa: the rule
+    'bucketed'
 
     >>> choose_batching("roberta", "bucket")
     {'mode': 'bucketed', 'pad_to_multiple_of': 8, 'requested': 'bucket'}
@@ -96,9 +109,14 @@ def choose_batching(model_type: str, padding: str = "auto") -> dict[str, Any]:
     ranking.errors.UserError: padding flatten is not supported for model_type deberta-v2 in sequence classification: its disentangled attention builds its mask and relative positions from attention_mask (no prepared-mask or position_ids path): DeBERTa keeps bucketed padding; use padding: auto or bucket
     """
     check_padding(padding)
+    flattens = model_type in FLAT_DECODERS or model_type in FLAT_ENCODERS
+    if padding == "auto" and calibrated in _MODES and (calibrated != "flatten" or flattens):
+        mode = _MODES[calibrated]
+        return {"mode": mode, "pad_to_multiple_of": PAD_MULTIPLE if mode != "padded" else None,
+                "requested": padding, "chosen_by": "calibration"}
     if padding == "auto":
-        mode = "bucketed"  # decoders too, until flattening is measured faster on the device (module docs)
-    elif padding == "flatten" and model_type not in FLAT_DECODERS and model_type not in FLAT_ENCODERS:
+        mode = "bucketed"  # without a calibration's measurement (module docs)
+    elif padding == "flatten" and not flattens:
         why = FLATTENING.get(model_type, "transformers has no known padding-free classification path for it")
         raise UserError(f"padding flatten is not supported for model_type {model_type} in sequence "
                         f"classification: {why}; use padding: auto or bucket")

@@ -219,7 +219,8 @@ def run_finetune(
     info = resolve_model(spec.model, spec.model_args)
     check_local_files(info)
     check_head(info, "sequence_classification")
-    if choose_batching(info.family, spec.padding)["mode"] == "flattened":  # unsupported -> UserError now
+    if choose_batching(info.family, spec.padding,  # unsupported -> UserError now
+                       calibrated=(calibration or {}).get("padding"))["mode"] == "flattened":
         from harness.finetune.flat import check_flat_attention
 
         check_flat_attention(info.family, dict(spec.model_args or {}).get("attn_implementation"))
@@ -329,7 +330,8 @@ def _train(
     from harness.models import load_model, resolve_model
 
     transformers.logging.set_verbosity_error()
-    batching = choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding)
+    batching = choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding,
+                               calibrated=(calibration or {}).get("padding"))  # auto: the calibration's layout
     bars = progress and sys.stderr.isatty()  # a bar in a file (a grid's run log) is a wall of fragments
     if not bars:
         import datasets

@@ -705,10 +705,47 @@ class Calibration:
 
 
 def calibration_ref(cal: Calibration) -> dict[str, Any]:
-    """``{"file", "device_kind", "shape", "runs_per_gpu", "precision"}``: the record's ``calibration`` field
-    (the file relative to the grid's output)."""
-    return {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"], "shape": cal.key,
-            "runs_per_gpu": cal.runs_per_gpu, "precision": cal.precision}
+    """``{"file", "device_kind", "shape", "runs_per_gpu", "precision"}`` and, where the calibration measured
+    the batch layouts, ``padding`` (what ``padding: auto`` resolves to: :func:`harness.finetune.batching.choose_batching`):
+    the record's ``calibration`` field (the file relative to the grid's output)."""
+    ref = {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"], "shape": cal.key,
+           "runs_per_gpu": cal.runs_per_gpu, "precision": cal.precision}
+    if cal.doc["chosen"].get("padding"):
+        ref["padding"] = cal.doc["chosen"]["padding"]
+    return ref
+
+
+def candidate_layouts(spec: FinetuneSpec) -> tuple[str, ...]:
+    """The batch layouts a calibration measures for ``spec``: with ``padding: auto``, every layout exact for its
+    family (bucket, and flatten where the family flattens: :mod:`harness.finetune.flat`); none when the spec
+    fixes its layout (it is measured as given).
+
+    >>> candidate_layouts(FinetuneSpec("tiny:bert", "rte", 0)), candidate_layouts(FinetuneSpec("tiny:deberta", "rte", 0))
+    (('bucket', 'flatten'), ())
+    >>> candidate_layouts(FinetuneSpec("tiny:bert", "rte", 0, padding="pad"))
+    ()
+    """
+    from harness.finetune.batching import FLAT_DECODERS, FLAT_ENCODERS
+    from harness.models import resolve_model
+
+    if spec.padding != AUTO:
+        return ()
+    family = resolve_model(spec.model, spec.model_args).family
+    return ("bucket", "flatten") if family in FLAT_DECODERS or family in FLAT_ENCODERS else ()
+
+
+def measure_layouts(spec: FinetuneSpec, layouts: Sequence[str], burst: Any) -> tuple[str | None, list[dict[str, Any]]]:
+    """One burst per layout (``burst(layout)`` → a row, at the sweep's first N and precision); the fastest
+    layout measured (its row then opens the sweep) and the rows, each with its ``padding``. None where no
+    layout gave a rate.
+
+    >>> rates = {"bucket": 10.0, "flatten": 14.0}
+    >>> measure_layouts(None, ("bucket", "flatten"), lambda layout: {"status": "measured", "samples_s": rates[layout]})
+    ('flatten', [{'status': 'measured', 'samples_s': 10.0, 'padding': 'bucket'}, {'status': 'measured', 'samples_s': 14.0, 'padding': 'flatten'}])
+    """
+    rows = [{**burst(layout), "padding": layout} for layout in layouts]
+    timed = [r for r in rows if r["status"] == "measured" and r.get("samples_s")]
+    return (max(timed, key=lambda r: r["samples_s"])["padding"] if timed else None), rows
 
 
 def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = None, grid_samples_total: int = 0,
@@ -743,8 +780,41 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
     def deadline() -> float:  # the budget is a hard cap: before the first rate is known, the cap
         return started + (budget if budget is not None else cap)
 
+    requested = spec  # (the sweep trains the layout measured fastest, where layouts are measured)
+    layouts = candidate_layouts(spec)
+    layout_rows: list[dict[str, Any]] = []
+    chosen_layout: str | None = None
+    opened: dict[str, Any] | None = None  # the chosen layout's burst: the sweep's first row
+    reused_opening = 0
     try:
         with tempfile.TemporaryDirectory(prefix="vnr-calibration-") as tmp:
+            if layouts:  # padding auto: each exact layout at the first N and precision, the fastest is swept
+
+                def layout_burst(layout: str) -> dict[str, Any]:
+                    if spent:
+                        return {"n": candidates[0], "precision": precisions[0], "status": "skipped",
+                                "reason": f"budget: {deadline() - started:.0f} s spent (a burst was cut at it)"}
+                    try:
+                        return run_burst(replace(spec, padding=layout), candidates[0], precisions[0], device=device,
+                                         warmup=warmup, steps=steps, data_root=data_root, work=Path(tmp),
+                                         sampler=sampler, cuda_device=cuda_device, windows=windows, log_dir=log_dir,
+                                         deadline=deadline(), threads=threads)
+                    except RuntimeError as exc:  # this layout does not train here: the others are measured
+                        log.warning("calibration burst padding %s failed: %s", layout, exc)
+                        return {"n": candidates[0], "precision": precisions[0], "status": "failed",
+                                "reason": f"failed: {str(exc).strip()[:300]}"}
+
+                def counted(layout: str) -> dict[str, Any]:
+                    nonlocal spent
+                    row = layout_burst(layout)
+                    spent = spent or bool(row.get("cut"))
+                    return row
+
+                chosen_layout, layout_rows = measure_layouts(spec, layouts, counted)
+                chosen_layout = chosen_layout or layouts[0]
+                opened = next((r for r in layout_rows if r["padding"] == chosen_layout and r["status"] == "measured"),
+                              None)
+                spec = replace(spec, padding=chosen_layout)
             for precision in precisions:
                 previous: float | None = None
                 for i, n in enumerate(candidates):
@@ -762,9 +832,14 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                         rows.append({"n": n, "precision": precision, "status": "skipped", "reason": skip})
                         continue
                     try:
-                        row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
-                                        data_root=data_root, work=Path(tmp), sampler=sampler, cuda_device=cuda_device,
-                                        windows=windows, log_dir=log_dir, deadline=deadline(), threads=threads)
+                        if opened is not None and (n, precision) == (candidates[0], precisions[0]):
+                            row, opened = {k: v for k, v in opened.items() if k != "padding"}, None  # measured above
+                            reused_opening = 1
+                        else:
+                            row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
+                                            data_root=data_root, work=Path(tmp), sampler=sampler,
+                                            cuda_device=cuda_device, windows=windows, log_dir=log_dir,
+                                            deadline=deadline(), threads=threads)
                     except RuntimeError as exc:  # e.g. out of memory at this N: the sweep goes on without it
                         if not rows:
                             raise UserError(f"calibration: the grid's first fine-tuning spec does not train: {exc}"
@@ -812,7 +887,7 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
     _mark_loss_matches(rows)
     doc = {
         "device": asdict(device) | {"memory_bytes_used_for_bound": memory},
-        "spec": {"run_id": spec.run_id(), "model": spec.model, "task": spec.task, "max_length": spec.max_length,
+        "spec": {"run_id": requested.run_id(), "model": spec.model, "task": spec.task, "max_length": spec.max_length,
                  "batch_size": spec.batch_size, "precision": spec.precision},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "bounds": {"candidates": list(candidates), "precisions": list(precisions), "warmup_steps": warmup,
@@ -822,13 +897,15 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                    "memory_fraction": limits.memory_fraction, "gain_stop": limits.gain_stop,
                    "loss_rtol": LOSS_RTOL},
         "rows": rows,
-        "chosen": choose(rows) if measured_rates(rows) else {
+        **({"layouts": layout_rows} if layout_rows else {}),
+        "chosen": ({**choose(rows), **({"padding": chosen_layout} if chosen_layout else {})}
+                   if measured_rates(rows) else {
             "runs_per_gpu": fixed_n or 1, "precision": precisions[0], "samples_s": None, "measured": False,
             "note": f"nothing measured within the budget ({deadline() - started:.0f} s): {fixed_n or 1} run(s) "
-                    f"per device at {precisions[0]}, unmeasured; not stored (raise calibration_budget_s)"},
+                    f"per device at {precisions[0]}, unmeasured; not stored (raise calibration_budget_s)"}),
         "elapsed_s": time.time() - started,
     }
-    return doc, sum(r["status"] in ("measured", "cut") for r in rows)
+    return doc, sum(r["status"] in ("measured", "cut") for r in [*rows, *layout_rows]) - reused_opening
 
 
 def _mark_loss_matches(rows: list[dict[str, Any]]) -> None:
@@ -991,6 +1068,7 @@ def format_table(cal: Calibration) -> str:
     lines = [f"calibration {cal.path} ({'reused' if cal.reused else f'{cal.bursts_run} bursts'}), "
              f"{dev['name']} [{dev['kind']}], spec shape {cal.key}",
              f"{'N':>3} {'precision':>9} {'samples/s':>10} {'util %':>7} {'W':>6} {'peak GiB':>9} {'loss ok':>7}  note"]
+
     def num(v: Any, fmt: str) -> str:
         return format(v, fmt) if v is not None else "-"
 
@@ -1002,6 +1080,11 @@ def format_table(cal: Calibration) -> str:
     lines.insert(1, f"measured: {settings('measured')}; skipped for budget: {settings('skipped', 'budget')}; "
                     f"cut at the budget and discarded: {settings('cut')}; budget {num(doc['bounds'].get('budget_s'), '.0f')} s, "
                     f"used {num(doc.get('elapsed_s'), '.0f')} s")
+    if doc.get("layouts"):
+        lines.insert(2, "padding auto, each exact layout at the first N and precision: " + ", ".join(
+            f"{r['padding']} {num(r.get('samples_s'), '.1f')} samples/s" + ("" if r["status"] == "measured"
+                                                                          else f" ({r['status']})")
+            for r in doc["layouts"]) + f"; the sweep below is {doc['chosen'].get('padding', '-')}")
     for r in doc["rows"]:
         if r["status"] != "measured":
             lines.append(f"{r['n']:>3} {r['precision']:>9} {'-':>10} {'-':>7} {'-':>6} {'-':>9} {'-':>7}  {r['reason']}")
@@ -1017,7 +1100,8 @@ def format_table(cal: Calibration) -> str:
         lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']} "
                      f"({chosen.get('note', 'unmeasured')})")
     else:
-        lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']} "
+        lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']}"
+                     f"{', padding ' + chosen['padding'] if chosen.get('padding') else ''} "
                      f"({chosen['samples_s']:.1f} samples/s, the median of its timed windows)")
     return "\n".join([*cal.notes, *lines])
 
