@@ -63,7 +63,13 @@ def test_the_first_grid_start_measures_and_writes_the_table(calibrated):
     assert [(r["n"], r["precision"]) for r in sweep] == [(n, "fp32") for n in CANDIDATES]
     measured = [r for r in rows if r["status"] == "measured"]
     swept = [r for r in sweep if r["status"] == "measured"]
-    assert swept[0]["n"] == 1 and len(measured) == cal.bursts_run
+    # padding auto: bucket and flatten timed first at N = 1, fp32; the faster is swept, its burst the sweep's first
+    layouts = cal.doc["layouts"]
+    assert [r["padding"] for r in layouts] == ["bucket", "flatten"] and all(r["status"] == "measured" for r in layouts)
+    fastest = max(layouts, key=lambda r: r["samples_s"])
+    assert cal.doc["chosen"]["padding"] == fastest["padding"]
+    assert swept[0] == {k: v for k, v in fastest.items() if k != "padding"}
+    assert swept[0]["n"] == 1 and len(measured) + len(layouts) - 1 == cal.bursts_run
     bounds = cal.doc["bounds"]
     assert (bounds["warmup_steps"], bounds["timed_steps"], bounds["windows"]) == (5, 40, 3)  # CPU defaults
     for r in measured:  # 3 windows, each N runs x 40 timed steps x batch 8; no NVML on CPU
@@ -84,9 +90,12 @@ def test_the_first_grid_start_measures_and_writes_the_table(calibrated):
         assert confirmations == []
     medians = {n: statistics.median(v) for n, v in windows.items()}
     best = max(medians, key=medians.get)
-    assert cal.doc["chosen"] == {"runs_per_gpu": best, "precision": "fp32", "samples_s": medians[best]}
+    assert cal.doc["chosen"] == {"runs_per_gpu": best, "precision": "fp32", "samples_s": medians[best],
+                                 "padding": fastest["padding"]}
     table = format_table(cal)
-    assert f"chosen: runs_per_gpu {best}, precision fp32" in table and "samples/s" in table
+    assert f"chosen: runs_per_gpu {best}, precision fp32, padding {fastest['padding']}" in table
+    assert "padding auto, each exact layout at the first N and precision: bucket " in table
+    assert "measured: N=1 fp32" in table and "skipped for budget: none" in table
 
 
 @pytest.mark.slow
@@ -125,7 +134,11 @@ def test_grid_runs_name_the_calibration_they_ran_under(calibrated, data_root, ca
     assert cal.path.read_bytes() == before  # no burst re-ran, nothing rewritten
     (record,) = [r for r in RunStore(out).records() if r.get("status") == "ok"]
     assert record["calibration"] == {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"],
-                                     "shape": shape_key(SPEC), "runs_per_gpu": cal.runs_per_gpu, "precision": "fp32"}
+                                     "shape": shape_key(SPEC), "runs_per_gpu": cal.runs_per_gpu, "precision": "fp32",
+                                     "padding": cal.doc["chosen"]["padding"]}
+    assert record["settings"]["batching"]["chosen_by"] == "calibration"  # padding auto: the measured layout
+    assert record["settings"]["batching"]["mode"] == {"bucket": "bucketed", "flatten": "flattened"}[
+        cal.doc["chosen"]["padding"]]
     assert record["settings"]["precision"] == "fp32"
     assert record["settings"]["precision_source"] == f"calibration calibration/{cal.path.name}"
 
@@ -265,7 +278,7 @@ def test_the_chosen_n_is_within_10_percent_of_an_exhaustive_sweep(calibrated, da
         if r["status"] == "measured":
             windows[r["n"]].extend(r["window_samples_s"])
     for n in CANDIDATES:
-        row = run_burst(SPEC, n, "fp32", device=device, warmup=bounds["warmup_steps"], steps=bounds["timed_steps"],
+        row = run_burst(replace(SPEC, padding=cal.doc["chosen"]["padding"]), n, "fp32", device=device, warmup=bounds["warmup_steps"], steps=bounds["timed_steps"],
                         windows=bounds["windows"], data_root=data_root, work=tmp_path)
         windows[n].extend(row["window_samples_s"])
     medians = {n: statistics.median(v) for n, v in windows.items()}

@@ -812,14 +812,19 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
 
                 chosen_layout, layout_rows = measure_layouts(spec, layouts, counted)
                 chosen_layout = chosen_layout or layouts[0]
-                opened = next((r for r in layout_rows if r["padding"] == chosen_layout and r["status"] == "measured"),
-                              None)
+                opened = next((r for r in layout_rows if r["padding"] == chosen_layout and r["status"] != "skipped"),
+                              None)  # (measured, or cut, or failed: the sweep's first burst either way)
+                if opened is not None and opened["status"] == "failed":
+                    raise UserError(f"calibration: the grid's first fine-tuning spec does not train: "
+                                    f"{opened['reason'].removeprefix('failed: ')}")
                 spec = replace(spec, padding=chosen_layout)
             for precision in precisions:
                 previous: float | None = None
                 for i, n in enumerate(candidates):
                     skip = None
-                    if spent:
+                    if opened is not None and (n, precision) == (candidates[0], precisions[0]):
+                        pass  # measured above (its layout's burst)
+                    elif spent:
                         skip = f"budget: {deadline() - started:.0f} s spent (a burst was cut at it)"
                     elif peak and n * peak > limits.memory_fraction * memory:
                         skip = (f"memory: {n} x {peak / 2**30:.2f} GiB > {limits.memory_fraction:.0%} of "
