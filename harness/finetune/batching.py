@@ -37,9 +37,10 @@ auto``: ``auto`` stays out of the run id, so a stored run is done whatever layou
 grid never redoes it unasked) and its record keeps naming that layout (nothing stored is reinterpreted); an
 explicit layout is another run id. A flattened batch computes fewer tokens (its rows are no wider than the
 padded batch and fewer), but outside a varlen kernel (sdpa, eager) each row's block-diagonal mask is dense,
-and a GPU's speed at these sizes is set by more than FLOPs: hence measured, not assumed. Measured on a CPU (``scripts/bench_finetune.py --family gpt2``: one thread, a small GPT-2,
-batch 16, 100 steps x 3 interleaved rounds): 2.27x bucketed's samples/s on SST-2 (10.5 % padding against
-67 %), 1.09x on RTE (14 % against 30 %); one single row per batch instead was 0.64x on RTE.
+and a GPU's speed at these sizes is set by more than FLOPs: hence measured, not assumed. Measured on a CPU
+(``scripts/bench_finetune.py --family gpt2``: one thread, a small GPT-2, batch 16, 100 steps x 3 interleaved
+rounds): 2.27x bucketed's samples/s on SST-2 (10.5 % padding against 67 %), 1.09x on RTE (14 % against 30 %);
+one single row per batch instead was 0.64x on RTE.
 Changing the rule ``auto`` follows without a measurement changes results (dropout draws per computed token):
 bump :data:`harness.specs.FINETUNE_CODE_VERSION` with it.
 
