@@ -1,7 +1,7 @@
 """Benchmark: our fine-tuning setup against plain ``Trainer`` defaults, interleaved, side by side.
 
-Same model, data (a GLUE task's train texts from the data root, else synthetic sentence pairs), batch size,
-seed and number of steps for every variant; each variant trains a fresh copy of the same initial weights on
+Per GLUE task (``--task``, default SST-2 then RTE), the same model, data (the task's train texts from the
+data root, else synthetic sentence pairs), batch size, seed and number of steps for every variant; each variant trains a fresh copy of the same initial weights on
 the same examples in the same order (so their training losses agree):
 
 * ``plain``: ``TrainingArguments`` defaults, every example padded to ``max_length`` (the usual
@@ -9,9 +9,9 @@ the same examples in the same order (so their training losses agree):
 * ``padded``: ours (:func:`harness.finetune.train.runtime_settings`), each batch padded to its longest example;
 * ``ours``: what :func:`harness.finetune.train.run_finetune` uses: the batch layout ``padding: auto`` picks
   (:mod:`harness.finetune.batching`; bucketed to a multiple of 8) and the token accounting callback;
-* ``--family gpt2`` (a decoder) also ``flattened``: ``padding: flatten``, each batch packed into rows as wide
-  as its longest example (:mod:`harness.finetune.flat`), to decide whether ``auto`` should flatten decoders
-  on this device;
+* ``flattened``: ``padding: flatten``, each batch packed into rows as wide as its longest example
+  (:mod:`harness.finetune.flat`), for every ``--family`` (bert, roberta, albert, distilbert: encoders;
+  gpt2: a decoder), to decide whether ``auto`` should flatten that family on this device;
 * on a GPU also ``ours in fp32`` where ours is not fp32.
 
 Trustworthy timing: ``--steps`` (default 100; ``--quick`` 12) timed steps per variant after
@@ -29,7 +29,7 @@ tokenizer of 30,522 pieces trained on each task's own texts (no download; close 
 
     python scripts/bench_finetune.py                    # CPU small BERT (+ bert-base shape on a GPU when present)
     python scripts/bench_finetune.py --quick --json     # fewer steps, CPU only, one JSON document on stdout
-    python scripts/bench_finetune.py --family gpt2      # a GPT-2-shaped decoder: bucketed against flattened
+    python scripts/bench_finetune.py --family roberta   # RoBERTa-shaped, on SST-2 then RTE (the default tasks)
     python scripts/bench_finetune.py --padding-report   # padding shares per GLUE task
 """
 
@@ -82,23 +82,43 @@ def _texts(task: str, data_root: Path | None, n: int) -> tuple[list[str], list[s
     return a, b, [rng.randint(0, 1) for _ in range(n)], f"synthetic pairs ({n})"
 
 
-def _config(shape: str, vocab: int, pad_id: int, family: str = "bert") -> Any:
-    """The benchmark's BERT or GPT-2 config. Dropout off: a dropout mask is drawn per computed token, so batches
-    of different widths would draw different masks and the variants' losses could not be compared."""
-    from transformers import BertConfig, GPT2Config
+#: Each family's dropout settings, all off (a dropout mask is drawn per computed token, so batches of different
+#: widths would draw different masks and the variants' losses could not be compared).
+_NO_DROPOUT: dict[str, dict[str, float]] = {
+    "bert": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+    "roberta": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+    "albert": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, "classifier_dropout_prob": 0.0},
+    "distilbert": {"dropout": 0.0, "attention_dropout": 0.0, "seq_classif_dropout": 0.0},
+    "gpt2": {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0},
+}
+FAMILIES = tuple(_NO_DROPOUT)
 
+
+def _config(shape: str, vocab: int, pad_id: int, family: str = "bert") -> Any:
+    """The benchmark's config of ``family``: ``small`` (2 layers, hidden 128) or ``base`` (the hub model's shape,
+    randomly initialised: no download), dropout off."""
+    import transformers as tf
+
+    common = {**_NO_DROPOUT[family], "num_labels": 2, "pad_token_id": pad_id}
+    if shape == "base":  # bert-base-uncased's, roberta-base's, ... shape, randomly initialised (no download)
+        base = {"bert": (tf.BertConfig, {"vocab_size": 30522}),
+                "roberta": (tf.RobertaConfig, {"vocab_size": 50265, "max_position_embeddings": 514}),
+                "albert": (tf.AlbertConfig, {"vocab_size": 30000, "hidden_size": 768, "num_attention_heads": 12,
+                                             "intermediate_size": 3072}),
+                "distilbert": (tf.DistilBertConfig, {"vocab_size": 30522}),
+                "gpt2": (tf.GPT2Config, {})}[family]
+        return base[0](**base[1], **common)
+    small = {"hidden": 128, "layers": 2, "heads": 2, "intermediate": 512}
     if family == "gpt2":
-        no_dropout = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0, "num_labels": 2,
-                      "pad_token_id": pad_id}
-        if shape == "base":  # gpt2's shape (124 M), randomly initialised (no download)
-            return GPT2Config(**no_dropout)
-        return GPT2Config(vocab_size=vocab, n_embd=128, n_layer=2, n_head=2, n_positions=512, **no_dropout)
-    no_dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, "num_labels": 2,
-                  "pad_token_id": pad_id}
-    if shape == "base":  # bert-base-uncased's shape, randomly initialised (no download)
-        return BertConfig(vocab_size=30522, **no_dropout)
-    return BertConfig(vocab_size=vocab, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=512, **no_dropout)
+        return tf.GPT2Config(vocab_size=vocab, n_embd=small["hidden"], n_layer=small["layers"], n_head=small["heads"],
+                             n_positions=512, **common)
+    if family == "distilbert":
+        return tf.DistilBertConfig(vocab_size=vocab, dim=small["hidden"], n_layers=small["layers"],
+                                   n_heads=small["heads"], hidden_dim=small["intermediate"], **common)
+    cls = {"bert": tf.BertConfig, "roberta": tf.RobertaConfig, "albert": tf.AlbertConfig}[family]
+    extra = {"max_position_embeddings": 514} if family == "roberta" else {"embedding_size": 64} if family == "albert" else {}
+    return cls(vocab_size=vocab, hidden_size=small["hidden"], num_hidden_layers=small["layers"],
+               num_attention_heads=small["heads"], intermediate_size=small["intermediate"], **extra, **common)
 
 
 def _model(shape: str, tokenizer: Any, family: str) -> Any:
@@ -226,7 +246,7 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
     import torch
     from transformers import set_seed
 
-    from harness.finetune.batching import FLAT_DECODERS
+    from harness.finetune.batching import FLAT_DECODERS, FLAT_ENCODERS
     from harness.finetune.train import runtime_settings
     from harness.models import load_tokenizer
 
@@ -242,7 +262,7 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
         Variant("padded (to the longest)", "pad", ours["precision"], ours["optim"], tf32=ours["tf32"]),
         Variant("ours", "auto", ours["precision"], ours["optim"], tf32=ours["tf32"]),
     ]
-    if family in FLAT_DECODERS:
+    if family in FLAT_DECODERS or family in FLAT_ENCODERS:
         variants.append(Variant("flattened", "flatten", ours["precision"], ours["optim"], tf32=ours["tf32"]))
     if device == "cuda" and ours["precision"] != "fp32":
         variants.append(Variant("ours in fp32 (no bf16/TF32)", "auto", "fp32", ours["optim"]))
@@ -269,7 +289,9 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
               "ours_over_padded": mine["samples_s"]["median"] / padded["samples_s"]["median"]}
     if "flattened" in by:
         ratios["flattened_over_ours"] = by["flattened"]["samples_s"]["median"] / mine["samples_s"]["median"]
-        print(f"median samples/s: flattened / ours (bucketed) = {ratios['flattened_over_ours']:.2f}x")
+        ratios["flattened_over_padded"] = by["flattened"]["samples_s"]["median"] / padded["samples_s"]["median"]
+        print(f"median samples/s: flattened / ours (bucketed) = {ratios['flattened_over_ours']:.2f}x, flattened / "
+              f"padded = {ratios['flattened_over_padded']:.2f}x")
     print(f"median samples/s: ours / plain = {ratios['ours_over_plain']:.2f}x, ours / padded = "
           f"{ratios['ours_over_padded']:.2f}x; load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
           f"(other processes share this machine: ratios within ~10 % are noise)")
@@ -382,9 +404,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, help="timed optimizer steps per variant and round (default 100; quick 12)")
     p.add_argument("--warmup", type=int, help="untimed steps before them (default 5; quick 2)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default %(default)s, at least 3)")
-    p.add_argument("--family", choices=("bert", "gpt2"), default="bert",
-                   help="model family: bert (encoder), gpt2 (decoder: adds the flattened variant); default %(default)s")
-    p.add_argument("--task", default="sst2", help="GLUE task whose train texts are used (default %(default)s)")
+    p.add_argument("--family", choices=FAMILIES, default="bert",
+                   help="model family (each adds the flattened variant: harness.finetune.flat); default %(default)s")
+    p.add_argument("--task", default="sst2,rte",
+                   help="GLUE task(s) whose train texts are used, comma-separated, one benchmark each "
+                        "(default %(default)s: short single sentences, then long pairs)")
     p.add_argument("--data-root", help="data root with glue/ (default $VNR_DATA_ROOT or ../shared/data)")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU benchmark even where a GPU exists")
     p.add_argument("--padding-report", action="store_true",
@@ -431,11 +455,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(1)  # one thread: timings that do not depend on what else runs on the other cores
     steps = args.steps or (12 if args.quick else 100)
     warmup = args.warmup if args.warmup is not None else (2 if args.quick else 5)
-    results = [bench("small", "cpu", task=args.task, steps=steps, warmup=warmup, rounds=args.rounds, batch_size=16,
-                     max_length=128, data_root=data_root, family=args.family)]
+    tasks = [t.strip() for t in args.task.split(",") if t.strip()]
+    results = [bench("small", "cpu", task=task, steps=steps, warmup=warmup, rounds=args.rounds, batch_size=16,
+                     max_length=128, data_root=data_root, family=args.family) for task in tasks]
     gpu = torch.cuda.is_available() and not args.quick and not args.no_gpu
     if gpu:
-        for task in (args.task, "rte"):  # short single sentences, then long pairs
+        for task in tasks:
             results.append(bench("base", "cuda", task=task, steps=args.steps or 200, warmup=20, rounds=args.rounds,
                                  batch_size=16, max_length=128, data_root=data_root, family=args.family))
     elif not torch.cuda.is_available():

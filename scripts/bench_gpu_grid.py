@@ -21,7 +21,11 @@ the tiny BERT, to check the script itself; the CPU has no FLOP/s peak unless ``-
 
     python scripts/bench_gpu_grid.py                      # bert-base shape
     python scripts/bench_gpu_grid.py --shape gpt2 --json  # one JSON document on stdout
-    python scripts/bench_gpu_grid.py --shape gpt2 --padding flatten   # the same, flattened batches
+    python scripts/bench_gpu_grid.py --padding bucket,flatten,pad     # each batch layout, side by side
+
+``--padding`` takes one layout or several (comma-separated): each is calibrated in turn (its own entry:
+the layout is part of a calibration's shape) and projected, and a last line compares their calibrated
+samples/s; ``flatten`` works for both shapes (BERT-family encoders and GPT-2 flatten: harness.finetune.flat).
 """
 
 from __future__ import annotations
@@ -219,8 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=None, help="untimed steps first (default: calibration's)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-length", type=int, default=128)
-    p.add_argument("--padding", choices=("auto", "bucket", "pad", "flatten"), default="auto",
-                   help="batch layout of the bursts (default %(default)s; flatten: the gpt2 shape only)")
+    p.add_argument("--padding", default="auto",
+                   help="batch layout(s) of the bursts, comma-separated, each calibrated and projected in turn: "
+                   "auto, bucket, pad, flatten (default %(default)s)")
     p.add_argument("--peak-tflops", type=float, default=None, help="the device's peak TFLOP/s for the floor "
                    "(default: by GPU name from PEAK_TFLOPS)")
     p.add_argument("--output", default=None, help="keep <output>/calibration/<kind>.json here (default: a temp dir)")
@@ -229,8 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpu", action="store_true", help="run on the CPU (checks the script, measures nothing useful)")
     opts = p.parse_args(argv)
     opts.shape = opts.shape or ("small" if opts.cpu else "bert-base")
-    if opts.padding == "flatten" and opts.shape != "gpt2":
-        p.error("--padding flatten: only decoders flatten (use --shape gpt2)")
+    from harness.finetune.batching import PADDING_OPTIONS
+
+    layouts = [x.strip() for x in str(opts.padding).split(",") if x.strip()]
+    if not layouts or any(x not in PADDING_OPTIONS for x in layouts) or len(set(layouts)) < len(layouts):
+        p.error(f"--padding {opts.padding}: one or more of {', '.join(PADDING_OPTIONS)}, comma-separated, each once")
 
     import torch
 
@@ -248,45 +256,64 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--candidates: a comma-separated list of positive integers, e.g. 1,2,4,8,16")
 
     from harness.finetune.tasks import get_task
-    from harness.grid.calibrate import Limits, detect_device, ensure_calibration, format_table
+    from harness.grid.calibrate import Limits, detect_device, ensure_calibration
     from harness.models import load_tokenizer
     from harness.specs import FinetuneSpec
     from ranking.paths import resolve_data_root
 
     data_root = resolve_data_root(opts.data_root)
     device = detect_device()
+    reports = []
     with tempfile.TemporaryDirectory(prefix="vnr-bench-gpu-") as tmp:
         work = Path(tmp)
         model, parameters = build_shape(opts.shape, work / "model", data_root)
-        spec = FinetuneSpec(model, get_task(opts.task).name, 0, batch_size=opts.batch_size,
-                            max_length=opts.max_length, padding=opts.padding)
-        paper = project_grid({"x": 1.0}, models={m: "x" for m in PAPER_MODELS})["total_samples"]
-        cal = ensure_calibration(spec, Path(opts.output) if opts.output else work / "out", data_root=data_root,
-                                 grid_samples_total=paper,
-                                 limits=Limits(candidates=candidates, budget_cap_s=opts.budget, steps=opts.steps,
-                                               warmup=opts.warmup), device=device)
         if opts.shape == "small":  # the tiny model's vocabulary is trained on the task's first texts, as in a run
             from harness.finetune.tasks import load_task
             from harness.finetune.train import TINY_TOKENIZER_TEXTS
 
-            texts = load_task(spec.task, data_root).train.texts()[:TINY_TOKENIZER_TEXTS]
+            texts = load_task(get_task(opts.task), data_root).train.texts()[:TINY_TOKENIZER_TEXTS]
             tokenizer = load_tokenizer(model, texts=texts)
         else:
             tokenizer = load_tokenizer(model)
         tokens = tokens_per_sample(tokenizer, data_root, opts.max_length)
-    parameters = parameters or int(next(r for r in cal.doc["rows"] if r["status"] == "measured")["model_parameters"])
-    peak = opts.peak_tflops if opts.peak_tflops is not None else peak_tflops(device.name) if device.type == "cuda" else None
-    report = summarise(cal, parameters=parameters, tokens=tokens, shape=opts.shape, peak=peak, device_name=device.name)
-    report["padding"] = opts.padding
+        paper = project_grid({"x": 1.0}, models={m: "x" for m in PAPER_MODELS})["total_samples"]
+        for layout in layouts:
+            spec = FinetuneSpec(model, get_task(opts.task).name, 0, batch_size=opts.batch_size,
+                                max_length=opts.max_length, padding=layout)
+            cal = ensure_calibration(spec, Path(opts.output) if opts.output else work / "out", data_root=data_root,
+                                     grid_samples_total=paper,
+                                     limits=Limits(candidates=candidates, budget_cap_s=opts.budget, steps=opts.steps,
+                                                   warmup=opts.warmup), device=device)
+            measured = next((r for r in cal.doc["rows"] if r["status"] == "measured"), {})
+            params = parameters or int(measured.get("model_parameters") or 0)
+            peak = (opts.peak_tflops if opts.peak_tflops is not None
+                    else peak_tflops(device.name) if device.type == "cuda" else None)
+            report = summarise(cal, parameters=params, tokens=tokens, shape=opts.shape, peak=peak,
+                               device_name=device.name)
+            report["padding"] = layout
+            reports.append((cal, report))
     if opts.json:
-        print(json.dumps(report, indent=2))
+        docs = [r for _, r in reports]
+        print(json.dumps(docs[0] if len(docs) == 1 else {"layouts": docs}, indent=2))
         return 0
+    for cal, report in reports:
+        _print_report(cal, report, opts.shape, device.name, params)
+    if len(reports) > 1:
+        print("layouts, calibrated samples/s: " + ", ".join(
+            f"{r['padding']} {r['chosen']['samples_s']:.0f} (N={r['chosen']['runs_per_gpu']}, {r['chosen']['precision']})"
+            for _, r in reports))
+    return 0
+
+
+def _print_report(cal: Any, report: dict[str, Any], shape: str, device_name: str, parameters: int) -> None:
+    from harness.grid.calibrate import format_table
+
     print(format_table(cal))
     proj = report["projection"]
     one = report["one_run_per_gpu"]
     print(f"paper grid ({len(PAPER_MODELS)} models x {len(GLUE_TRAIN_SIZES)} tasks x {PAPER_SEEDS} seeds x "
           f"{PAPER_EPOCHS} epochs = {proj['total_samples'] / 1e6:.0f} M training samples, every model at the "
-          f"{opts.shape} shape, padding {opts.padding}), device-hours of training on {device.name}:")
+          f"{shape} shape, padding {report['padding']}), device-hours of training on {device_name}:")
     print(f"  calibrated (N={report['chosen']['runs_per_gpu']}, {report['chosen']['precision']}, "
           f"{report['chosen']['samples_s']:.0f} samples/s): {proj['calibrated_gpu_hours']:.1f}")
     print(f"  one run per device (N=1, {one['precision']}, {one['samples_s']:.0f} samples/s): "
@@ -298,7 +325,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("  arithmetic floor: no peak FLOP/s for this device (give --peak-tflops)")
     print("targets met: " + ", ".join(f"{k}={v}" for k, v in report["meets"].items()))
-    return 0
 
 
 if __name__ == "__main__":

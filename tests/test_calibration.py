@@ -63,7 +63,14 @@ def test_the_first_grid_start_measures_and_writes_the_table(calibrated):
     assert [(r["n"], r["precision"]) for r in sweep] == [(n, "fp32") for n in CANDIDATES]
     measured = [r for r in rows if r["status"] == "measured"]
     swept = [r for r in sweep if r["status"] == "measured"]
-    assert swept[0]["n"] == 1 and len(measured) == cal.bursts_run
+    # padding auto: bucket and flatten timed first at N = 1, fp32; the faster is swept, its burst the sweep's first
+    layouts = cal.doc["layouts"]
+    assert [r["padding"] for r in layouts] == ["bucket", "flatten"] and all(r["status"] == "measured" for r in layouts)
+    fastest = max(layouts, key=lambda r: r["samples_s"])
+    assert cal.doc["chosen"]["padding"] == fastest["padding"]
+    assert {k: v for k, v in swept[0].items() if k != "loss_match"} == {k: v for k, v in fastest.items()
+                                                                          if k not in ("padding", "loss_match")}
+    assert swept[0]["n"] == 1 and len(measured) + len(layouts) - 1 == cal.bursts_run
     bounds = cal.doc["bounds"]
     assert (bounds["warmup_steps"], bounds["timed_steps"], bounds["windows"]) == (5, 40, 3)  # CPU defaults
     for r in measured:  # 3 windows, each N runs x 40 timed steps x batch 8; no NVML on CPU
@@ -72,7 +79,7 @@ def test_the_first_grid_start_measures_and_writes_the_table(calibrated):
         assert r["seconds"] == pytest.approx(sum(per_window / w for w in r["window_samples_s"]))
         assert r["samples_s"] == statistics.median(r["window_samples_s"])
         assert r["utilisation_pct"] is None and r["power_w"] is None and r["peak_memory_bytes"] > 0
-        assert r["threads_per_run"] == max(1, device.cores // r["n"]) and r["loss_match"] is True
+        assert r["threads_per_run"] == 1 and r["loss_match"] is True  # one thread per burst run on a CPU
     for r in sweep[len(swept):]:  # only the gain rule stops a sweep with this budget and memory
         assert r["status"] == "skipped" and r["reason"].startswith("gain:")
     # every window of every burst of a setting counts: the median of them all decides
@@ -84,9 +91,12 @@ def test_the_first_grid_start_measures_and_writes_the_table(calibrated):
         assert confirmations == []
     medians = {n: statistics.median(v) for n, v in windows.items()}
     best = max(medians, key=medians.get)
-    assert cal.doc["chosen"] == {"runs_per_gpu": best, "precision": "fp32", "samples_s": medians[best]}
+    assert cal.doc["chosen"] == {"runs_per_gpu": best, "precision": "fp32", "samples_s": medians[best],
+                                 "padding": fastest["padding"]}
     table = format_table(cal)
-    assert f"chosen: runs_per_gpu {best}, precision fp32" in table and "samples/s" in table
+    assert f"chosen: runs_per_gpu {best}, precision fp32, padding {fastest['padding']}" in table
+    assert "padding auto, each exact layout at the first N and precision: bucket " in table
+    assert "measured: N=1 fp32" in table and "skipped for budget: none" in table
 
 
 @pytest.mark.slow
@@ -125,7 +135,11 @@ def test_grid_runs_name_the_calibration_they_ran_under(calibrated, data_root, ca
     assert cal.path.read_bytes() == before  # no burst re-ran, nothing rewritten
     (record,) = [r for r in RunStore(out).records() if r.get("status") == "ok"]
     assert record["calibration"] == {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"],
-                                     "shape": shape_key(SPEC), "runs_per_gpu": cal.runs_per_gpu, "precision": "fp32"}
+                                     "shape": shape_key(SPEC), "runs_per_gpu": cal.runs_per_gpu, "precision": "fp32",
+                                     "padding": cal.doc["chosen"]["padding"]}
+    assert record["settings"]["batching"]["chosen_by"] == "calibration"  # padding auto: the measured layout
+    assert record["settings"]["batching"]["mode"] == {"bucket": "bucketed", "flatten": "flattened"}[
+        cal.doc["chosen"]["padding"]]
     assert record["settings"]["precision"] == "fp32"
     assert record["settings"]["precision_source"] == f"calibration calibration/{cal.path.name}"
 
@@ -186,19 +200,49 @@ def test_a_failing_burst_worker_is_one_line_and_its_output_is_kept(tmp_path, mon
 
 @pytest.mark.slow
 def test_the_budget_stops_the_sweep_and_memory_excludes_an_n(calibrated, tmp_path, data_root):
-    """One burst (N = 1) always runs; then N = 2 fits in memory but not in a zero budget, and N = 4
-    (4 x the measured peak per run) does not fit in the injected device memory."""
+    """N = 1 runs within the cap (bucketed and flattened, the faster opening the sweep); the budget it then sets
+    (5 % of a one-sample grid: well under a second) skips N = 2, which fits in memory, and N = 4 (4 x the
+    measured peak per run) does not fit in the injected memory."""
     _, cal = calibrated
     peak = cal.doc["rows"][0]["peak_memory_bytes"]
     memory = int(3.0 * peak / 0.9)  # 90 % of it holds 3 runs of the earlier peak (this burst's may differ a little)
-    small = ensure_calibration(SPEC, tmp_path, data_root=data_root, grid_samples_total=10**9,
-                               limits=Limits(candidates=CANDIDATES, budget_cap_s=0, memory_bytes=memory))
+    small = ensure_calibration(SPEC, tmp_path, data_root=data_root, grid_samples_total=1,
+                               limits=Limits(candidates=CANDIDATES, budget_cap_s=900, memory_bytes=memory))
     rows = small.doc["rows"]
-    assert small.bursts_run == 1 and rows[0]["status"] == "measured" and rows[0]["n"] == 1
+    assert small.bursts_run == 2 and rows[0]["status"] == "measured" and rows[0]["n"] == 1  # (bucket, flatten)
     assert rows[1]["n"] == 2 and rows[1]["status"] == "skipped" and rows[1]["reason"].startswith("budget:")
     assert rows[2]["n"] == 4 and rows[2]["status"] == "skipped" and rows[2]["reason"].startswith("memory: 4 x")
-    assert small.doc["bounds"]["budget_s"] == 0 and small.doc["device"]["memory_bytes_used_for_bound"] == memory
+    assert small.doc["bounds"]["budget_s"] < 1 and small.doc["device"]["memory_bytes_used_for_bound"] == memory
     assert small.doc["chosen"]["runs_per_gpu"] == 1
+    assert "measured: N=1 fp32; skipped for budget: N=2 fp32;" in format_table(small)
+
+
+def test_the_budget_is_a_hard_cap_that_cuts_a_running_burst(tmp_path, data_root):
+    """A 2 s cap: the first burst (N = 1, one CPU thread) is cut at it (its process loads torch and the model
+    first), kept with its partial rate or discarded, and nothing else starts; the table names both. The whole
+    calibration ends within the cap plus the time to stop the worker."""
+    import time
+
+    started = time.time()
+    cal = ensure_calibration(SPEC, tmp_path, data_root=data_root, grid_samples_total=10**9,
+                             limits=Limits(candidates=CANDIDATES, budget_cap_s=2))
+    elapsed = time.time() - started
+    rows = cal.doc["rows"]
+    assert cal.doc["elapsed_s"] < 2 + 1.0, (cal.doc["elapsed_s"], elapsed)  # (elapsed: + detecting the device)
+    assert rows[0]["n"] == 1 and rows[0]["cut"] and rows[0]["threads_per_run"] == 1
+    assert [r["status"] for r in rows[1:]] == ["skipped", "skipped"]
+    assert all(r["reason"] == "budget: 2 s spent (a burst was cut at it)" for r in rows[1:])
+    table = format_table(cal)
+    assert "skipped for budget: N=2 fp32, N=4 fp32;" in table
+    if rows[0]["status"] == "cut":  # cut before a timed step ended: discarded, nothing chosen by measurement
+        assert rows[0]["reason"].startswith("budget: cut after") and rows[0]["reason"].endswith("discarded")
+        assert "cut at the budget and discarded: N=1 fp32" in table
+        assert cal.doc["chosen"]["measured"] is False and cal.doc["chosen"]["runs_per_gpu"] == 1
+        assert not cal.path.exists()  # an unmeasured fallback is not stored for later grids to reuse
+        assert "unmeasured; not stored" in table
+    else:  # a slow machine's timed steps before the cut: a partial rate, said so
+        assert rows[0]["status"] == "measured" and rows[0]["samples_s"] > 0 and "(partial)" in rows[0]["note"]
+        assert cal.doc["chosen"]["runs_per_gpu"] == 1
 
 
 def worse_beyond(chosen: list[float], best: list[float], margin: float = 0.10, draws: int = 2000) -> float:
@@ -236,7 +280,7 @@ def test_the_chosen_n_is_within_10_percent_of_an_exhaustive_sweep(calibrated, da
         if r["status"] == "measured":
             windows[r["n"]].extend(r["window_samples_s"])
     for n in CANDIDATES:
-        row = run_burst(SPEC, n, "fp32", device=device, warmup=bounds["warmup_steps"], steps=bounds["timed_steps"],
+        row = run_burst(replace(SPEC, padding=cal.doc["chosen"]["padding"]), n, "fp32", device=device, warmup=bounds["warmup_steps"], steps=bounds["timed_steps"],
                         windows=bounds["windows"], data_root=data_root, work=tmp_path)
         windows[n].extend(row["window_samples_s"])
     medians = {n: statistics.median(v) for n, v in windows.items()}
@@ -272,7 +316,7 @@ def test_concurrent_tasks_on_one_device_kind_calibrate_once(tmp_path, data_root)
 
     with ThreadPoolExecutor(2) as pool:
         first, second = pool.map(task, range(2))
-    assert sorted([first.bursts_run, second.bursts_run]) == [0, 1]
+    assert sorted([first.bursts_run, second.bursts_run]) == [0, 2]  # N = 1 bucketed and flattened
     assert sorted([first.reused, second.reused]) == [False, True] and first.doc == second.doc
     assert (tmp_path / "calibration" / f"{first.path.stem}.lock").exists()
 

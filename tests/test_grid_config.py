@@ -385,17 +385,17 @@ def test_an_override_glob_that_matches_no_run_is_refused(section, message):
         ({"run_options": {"optim": "nope"}}, "base.yaml: finetune.run_options.optim: 'nope' is not an optimizer "
          "transformers knows: use e.g. adamw_torch, adamw_torch_fused, sgd or adafactor (all: "
          "transformers.training_args.OptimizerNames)"),
-        ({"hyperparameters": {"padding": "flatten"}}, "base.yaml: finetune.hyperparameters.padding (tiny:bert): "
-         "padding flatten is not supported for model_type bert in sequence classification: "),
-        ({"overrides": [{"set": {"padding": "bucket"}}, {"models": ["*bert"], "set": {"padding": "flatten"}}]},
-         "base.yaml: finetune.overrides[1].set.padding (tiny:bert): padding flatten is not supported for model_type "
-         "bert in sequence classification: "),
+        ({"hyperparameters": {"padding": "flatten"}}, "base.yaml: finetune.hyperparameters.padding (tiny:deberta): "
+         "padding flatten is not supported for model_type deberta in sequence classification: "),
+        ({"overrides": [{"set": {"padding": "bucket"}}, {"models": ["*deberta"], "set": {"padding": "flatten"}}]},
+         "base.yaml: finetune.overrides[1].set.padding (tiny:deberta): padding flatten is not supported for "
+         "model_type deberta in sequence classification: "),
     ],
 )
 def test_run_time_refusals_of_optim_and_padding_come_at_load(finetune, message):
     """What each run would refuse once the grid has started (an unknown optimizer, a layout the family cannot
     compute) is refused when the config is read, by the same checks."""
-    doc = {"name": "b", "finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"], **finetune}}
+    doc = {"name": "b", "finetune": {"models": ["tiny:deberta", "tiny:gpt2"], "tasks": ["rte"], **finetune}}
     with pytest.raises(UserError) as info:
         parse_experiment(doc, where="base.yaml")
     assert str(info.value).startswith(message) and str(info.value).endswith("use padding: auto or bucket"
@@ -403,9 +403,9 @@ def test_run_time_refusals_of_optim_and_padding_come_at_load(finetune, message):
     ok = parse_experiment({"finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"],
                                         "run_options": {"optim": "sgd"}, "hyperparameters": {"padding": "bucket"}}})
     assert ok.run_options["finetune"] == {"optim": "sgd"} and {s.padding for s in ok.specs} == {"bucket"}
-    decoders_flat = parse_experiment({"finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"], "overrides": [
-        {"models": ["*gpt2"], "set": {"padding": "flatten"}}]}})  # a decoder flattens (harness.finetune.flat)
-    assert {(s.model, s.padding) for s in decoders_flat.specs} == {("tiny:bert", "auto"), ("tiny:gpt2", "flatten")}
+    both_flat = parse_experiment({"finetune": {"models": ["tiny:bert", "tiny:gpt2"], "tasks": ["rte"],
+                                               "hyperparameters": {"padding": "flatten"}}})  # harness.finetune.flat
+    assert {(s.model, s.padding) for s in both_flat.specs} == {("tiny:bert", "flatten"), ("tiny:gpt2", "flatten")}
 
 
 def test_a_local_checkpoint_without_weights_or_tokenizer_is_refused_at_load(tmp_path):

@@ -8,7 +8,7 @@ step; this module only chooses how those examples become tensors:
 * ``bucketed``: the same, rounded up to a multiple of :data:`PAD_MULTIPLE` (8), so that the tensor widths
   fall into few shape buckets (tensor-core-friendly widths on a GPU, few distinct shapes for kernels);
 * ``flattened``: the examples packed into rows as wide as the longest, several per row, ``position_ids``
-  restarting at 0 per example (:class:`FlatCollator`); only the rows' tails are padding (decoders only, below).
+  restarting at 0 per example (:class:`FlatCollator`); only the rows' tails are padding (the families below).
 
 Padding never changes the function computed: every model here masks padded positions out of attention and
 pools a real token, so ``padded`` and ``bucketed`` give the same loss and gradients up to float rounding with
@@ -16,27 +16,36 @@ dropout off (tests/test_padding_free.py checks ≤ 1e-5 relative per family). In
 its masks per computed token, padding included, so another width is another dropout draw: the trajectories
 are statistically alike but not equal (tiny BERT, RTE, 30 steps: training loss 3e-4 relative apart, against
 2e-3 between seeds). So an explicit ``padding`` (``pad``, ``bucket``, ``flatten``) is part of the run id;
-``auto`` is not, and what ``auto`` resolves to for a ``model_type`` is a result-changing choice: change it only
-with a bump of :data:`harness.specs.FINETUNE_CODE_VERSION`.
+``auto`` is not (below).
 
-Flattening is offered only where the flattened row is computed as separate examples. For the decoders
-(:data:`FLAT_DECODERS`: GPT-2, Llama, Mistral, Qwen2) transformers does that in the body (the causal mask is
-block-diagonal along packed ``position_ids``, and flash-attention's varlen kernels read the same boundaries);
-their classification heads pool one token per *row*, so :mod:`harness.finetune.flat` scores each example's
-last token with the model's own head and loss (same loss, gradients and predictions as the padded batch:
-tests/test_padding_free.py). The encoders cannot be flattened: :data:`FLATTENING` holds, per ``model_type``,
-why (their bidirectional mask ignores packed ``position_ids``, so examples would attend to each other
-outside flash-attention; DeBERTa builds its relative positions from ``attention_mask``). ``padding: flatten``
-is refused for those with that reason.
+Flattening is offered only where the flattened row is computed as separate examples, tested per family
+(tests/test_padding_free.py: loss, every gradient and the predictions equal the padded batch's): the decoders
+(:data:`FLAT_DECODERS`: GPT-2, Llama, Mistral, Qwen2), whose body already keeps packed examples apart along
+``position_ids``, and the BERT-family encoders (:data:`FLAT_ENCODERS`: BERT, RoBERTa and DistilRoBERTa,
+ALBERT, DistilBERT, ELECTRA), given each example's attention in the form their attention backend takes; both
+pool each example's own token with the model's own head and loss (:mod:`harness.finetune.flat`).
+:data:`FLATTENING` holds, per ``model_type``, why the others cannot be flattened (DeBERTa builds its
+relative positions and mask from ``attention_mask``: it keeps bucketed padding); ``padding: flatten`` is
+refused for those with that reason.
 
-``padding: auto`` is ``bucketed`` for every family, decoders included, until flattening is measured on a
-GPU. A flattened batch computes fewer tokens (its rows are no wider than the padded batch and fewer), but
-outside a varlen kernel (sdpa, eager) each row's block-diagonal mask is dense, and a GPU's speed at these
-sizes is set by more than FLOPs. Measured on a CPU (``scripts/bench_finetune.py --family gpt2``: one thread,
-a small GPT-2, batch 16, 100 steps x 3 interleaved rounds): 2.27x bucketed's samples/s on SST-2 (10.5 %
-padding against 67 %), 1.09x on RTE (14 % against 30 %); one single row per batch instead was 0.64x on RTE.
-Making ``auto`` flatten a ``model_type`` changes its results (dropout draws per computed token): bump
-:data:`harness.specs.FINETUNE_CODE_VERSION` with it.
+``padding: auto`` takes the layout the grid's calibration measured fastest on its device among those exact for
+the family (:func:`harness.grid.calibrate.candidate_layouts`: bucketed and, where the family flattens,
+flattened); without such a measurement (a single ``vnr finetune``, an entry calibrated before layouts were
+measured, a family the measured layout is not exact for) it is ``bucketed``. The record's ``settings.batching``
+says which, with ``chosen_by: calibration`` where the calibration chose. The run-id rule, as for ``precision:
+auto``: ``auto`` stays out of the run id, so a stored run is done whatever layout it ran with (re-running a
+grid never redoes it unasked) and its record keeps naming that layout (nothing stored is reinterpreted); an
+explicit layout is another run id. A flattened batch computes fewer tokens (its rows are no wider than the
+padded batch and fewer), but outside a varlen kernel (sdpa, eager) each row's block-diagonal mask is dense,
+and a GPU's speed at these sizes is set by more than FLOPs: hence measured, not assumed. Measured on a CPU
+(``scripts/bench_finetune.py --family gpt2``: one thread, a small GPT-2, batch 16, 100 steps x 3 interleaved
+rounds): 2.27x bucketed's samples/s on SST-2 (10.5 % padding against 67 %), 1.09x on RTE (14 % against 30 %);
+one single row per batch instead was 0.64x on RTE. The encoders, the same way (``--family bert`` / ``roberta``,
+small shapes: 2 layers, hidden 128, sdpa): BERT 1.93x on SST-2 (10.3 % against 68.5 %), 1.01x on RTE (12.6 %
+against 22.9 %); RoBERTa 2.01x on SST-2 (9.8 % against 64.4 %), 1.25x on RTE (14.7 % against 28.0 %); the
+same training loss in every layout.
+Changing the rule ``auto`` follows without a measurement changes results (dropout draws per computed token):
+bump :data:`harness.specs.FINETUNE_CODE_VERSION` with it.
 
 >>> choose_batching("bert", "auto")["mode"]
 'bucketed'
@@ -55,22 +64,23 @@ PADDING_OPTIONS = ("auto", "flatten", "bucket", "pad")
 PAD_MULTIPLE = 8
 _MODES = {"flatten": "flattened", "bucket": "bucketed", "pad": "padded"}
 
-_ENCODER = ("the bidirectional attention mask (masking_utils.create_bidirectional_mask) ignores packed "
-            "position_ids, so flattened examples would attend to each other, and the classifier pools token 0 "
-            "of each row: one prediction per flattened batch")
 _DEBERTA = ("its disentangled attention builds its mask and relative positions from attention_mask (no "
-            "position_ids input), and the classifier pools token 0 of each row: one prediction per flattened batch")
+            "prepared-mask or position_ids path): DeBERTa keeps bucketed padding")
 
 #: Decoder model_types whose flattened rows harness.finetune.flat scores per example (the body honours packed
 #: position_ids; the flat forward pools each example's last token with the model's own score head).
 FLAT_DECODERS = frozenset({"gpt2", "llama", "mistral", "qwen2"})
 
+#: Encoder model_types harness.finetune.flat flattens -> the body's layer stack (the module whose output is the
+#: rows' last hidden state, where each example's first token is taken for the model's own pooler and head).
+FLAT_ENCODERS: dict[str, str] = {"bert": "encoder", "roberta": "encoder", "albert": "encoder",
+                                 "electra": "encoder", "distilbert": "transformer"}
+
 #: model_type -> why a flattened batch is not computed correctly for sequence classification (transformers 5.x).
-#: A model_type in neither this nor FLAT_DECODERS has no known flattening support: ``flatten`` is refused.
+#: A model_type in none of this, FLAT_DECODERS and FLAT_ENCODERS has no known flattening support: refused too.
 FLATTENING: dict[str, str] = {
-    "bert": _ENCODER, "roberta": _ENCODER, "xlm-roberta": _ENCODER, "distilbert": _ENCODER,
-    "albert": _ENCODER, "electra": _ENCODER,
     "deberta": _DEBERTA, "deberta-v2": _DEBERTA,
+    "xlm-roberta": "its flattened forward is not tested (RoBERTa's is: model_type roberta)",
 }
 
 
@@ -80,22 +90,37 @@ def check_padding(padding: str) -> None:
         raise UserError(f"padding {padding!r}: use one of {', '.join(PADDING_OPTIONS)}")
 
 
-def choose_batching(model_type: str, padding: str = "auto") -> dict[str, Any]:
+def choose_batching(model_type: str, padding: str = "auto", calibrated: str | None = None) -> dict[str, Any]:
     """The batch layout for ``model_type`` under the ``padding`` option (what the record's ``batching`` says).
+
+    ``calibrated``: the layout the grid's calibration measured fastest on this device (its ``padding``);
+    ``auto`` takes it where it is exact for ``model_type`` (``flatten`` only for a flattening family).
+
+    >>> choose_batching("bert", "auto", calibrated="flatten")
+    {'mode': 'flattened', 'pad_to_multiple_of': 8, 'requested': 'auto', 'chosen_by': 'calibration'}
+    >>> choose_batching("deberta-v2", "auto", calibrated="flatten")["mode"]  # not exact for DeBERTa: the rule
+    'bucketed'
 
     >>> choose_batching("roberta", "bucket")
     {'mode': 'bucketed', 'pad_to_multiple_of': 8, 'requested': 'bucket'}
     >>> choose_batching("llama", "flatten")
     {'mode': 'flattened', 'pad_to_multiple_of': 8, 'requested': 'flatten'}
-    >>> choose_batching("bert", "flatten")
+    >>> choose_batching("bert", "flatten")["mode"]
+    'flattened'
+    >>> choose_batching("deberta-v2", "flatten")
     Traceback (most recent call last):
     ...
-    ranking.errors.UserError: padding flatten is not supported for model_type bert in sequence classification: the bidirectional attention mask (masking_utils.create_bidirectional_mask) ignores packed position_ids, so flattened examples would attend to each other, and the classifier pools token 0 of each row: one prediction per flattened batch; use padding: auto or bucket
+    ranking.errors.UserError: padding flatten is not supported for model_type deberta-v2 in sequence classification: its disentangled attention builds its mask and relative positions from attention_mask (no prepared-mask or position_ids path): DeBERTa keeps bucketed padding; use padding: auto or bucket
     """
     check_padding(padding)
+    flattens = model_type in FLAT_DECODERS or model_type in FLAT_ENCODERS
+    if padding == "auto" and calibrated in _MODES and (calibrated != "flatten" or flattens):
+        mode = _MODES[calibrated]
+        return {"mode": mode, "pad_to_multiple_of": PAD_MULTIPLE if mode != "padded" else None,
+                "requested": padding, "chosen_by": "calibration"}
     if padding == "auto":
-        mode = "bucketed"  # decoders too, until flattening is measured faster on the device (module docs)
-    elif padding == "flatten" and model_type not in FLAT_DECODERS:
+        mode = "bucketed"  # without a calibration's measurement (module docs)
+    elif padding == "flatten" and not flattens:
         why = FLATTENING.get(model_type, "transformers has no known padding-free classification path for it")
         raise UserError(f"padding flatten is not supported for model_type {model_type} in sequence "
                         f"classification: {why}; use padding: auto or bucket")

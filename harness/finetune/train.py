@@ -219,10 +219,14 @@ def run_finetune(
     info = resolve_model(spec.model, spec.model_args)
     check_local_files(info)
     check_head(info, "sequence_classification")
-    from harness.finetune.fit_checks import check_fits_model  # issue 29: max_length, LoRA r vs the model
+    from harness.finetune.fit_checks import check_fits_model
 
-    check_fits_model(spec, info)
-    choose_batching(info.family, spec.padding)  # padding: flatten where unsupported -> UserError now
+    check_fits_model(spec, info)  # max_length beyond the model's positions, a LoRA r above its hidden size
+    if choose_batching(info.family, spec.padding,  # unsupported -> UserError now
+                       calibrated=(calibration or {}).get("padding"))["mode"] == "flattened":
+        from harness.finetune.flat import check_flat_attention
+
+        check_flat_attention(info.family, dict(spec.model_args or {}).get("attn_implementation"))
     if spec.peft:
         from harness.finetune.adapters import check_peft_available, target_modules
 
@@ -329,7 +333,8 @@ def _train(
     from harness.models import load_model, resolve_model
 
     transformers.logging.set_verbosity_error()
-    batching = choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding)
+    batching = choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding,
+                               calibrated=(calibration or {}).get("padding"))  # auto: the calibration's layout
     bars = progress and sys.stderr.isatty()  # a bar in a file (a grid's run log) is a wall of fragments
     if not bars:
         import datasets

@@ -18,9 +18,13 @@ Bounds:
   also takes one untimed step on a full ``batch_size × max_length`` batch in its warm-up:
   :func:`memory_probe`, so the bound holds for the grid's tasks with longer texts) is at most
   :data:`MEMORY_FRACTION` of the device's memory (GPU: its total; CPU: the RAM available at the start);
-* time: the bursts stop when the next one would pass the budget, ``min(cap, BUDGET_FRACTION × the
-  grid's projected time at one run per device)`` (cap :data:`BUDGET_CAP_S`, per device type,
-  configurable); the first burst (N = 1, fp32) always runs;
+* time: the budget, ``min(cap, BUDGET_FRACTION × the grid's projected time at one run per device)`` (cap
+  :data:`BUDGET_CAP_S`, per device type, configurable; the cap alone until the first rate is known), is a hard
+  cap: a burst is not started when its estimate would pass it, and a burst still running at it is cut (its
+  workers killed): its finished windows' rate, else the rate of the steps timed before the cut, is kept with
+  a note (:func:`partial_rates`), else it is discarded; nothing is started after a cut. Where nothing was
+  measured, N = 1 at the first candidate precision is used, said so, and not stored. On a CPU each worker
+  gets one torch thread (``Limits.cpu_threads_per_run``);
 * gain: N stops growing at a precision once the aggregate throughput gains less than
   :data:`GAIN_STOP` over the previous N.
 
@@ -259,7 +263,7 @@ def memory_probe(model: Any, spec: FinetuneSpec) -> None:
     vocab = int(getattr(model.config, "vocab_size", 0) or 2)
     rows, width = int(spec.batch_size), int(spec.max_length)
     ids = torch.randint(0, vocab, (rows, width), device=device)
-    if spec.padding == "flatten":  # only decoders get here: run_finetune refuses flatten for the others
+    if spec.padding == "flatten":  # the flattening families only: run_finetune refuses flatten for the others
         inputs = {"input_ids": ids, "position_ids": torch.arange(width, device=device).expand(rows, -1),
                   "example_ends": torch.arange(1, rows + 1, device=device) * width - 1,
                   "example_lengths": torch.full((rows,), width, device=device)}
@@ -304,6 +308,9 @@ def run_worker(plan: BurstPlan) -> dict[str, Any]:
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             step = state.global_step
+            if marks["t0"]:  # a timed step: its end, for the partial rate of a burst cut at the budget
+                with open(barrier / f"steps-{plan.index}", "a") as f:  # (no sync: approximate on a GPU)
+                    f.write(f"{time.time()!r}\n")
             if step >= plan.warmup and (step - plan.warmup) % plan.steps == 0:
                 window = (step - plan.warmup) // plan.steps  # the window that starts now (the one before ends)
                 sync()
@@ -442,8 +449,13 @@ def worker_error(text: str, returncode: int | None = None, limit: int = 300) -> 
 
 def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, warmup: int, steps: int,
               data_root: Path | None, work: Path, sampler: DeviceSampler | None = None,
-              cuda_device: str | None = None, windows: int = WINDOWS, log_dir: Path | None = None) -> dict[str, Any]:
+              cuda_device: str | None = None, windows: int = WINDOWS, log_dir: Path | None = None,
+              deadline: float | None = None, threads: int | None = None) -> dict[str, Any]:
     """N workers of ``spec`` at ``precision`` side by side; one row of the calibration table.
+
+    ``deadline`` (a ``time.time()``): the burst is cut there, its workers killed; the row then holds the rate of
+    what was timed before the cut (:func:`partial_rates`, ``cut`` says so) or, when nothing was, status ``cut``.
+    ``threads``: torch threads per worker on a CPU (default: the cores shared out).
 
     ``cuda_device``: the GPU the workers see (``CUDA_VISIBLE_DEVICES``; default: as this process).
     The row's ``samples_s`` is the median of its ``window_samples_s`` (one aggregate throughput per window).
@@ -454,7 +466,10 @@ def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, war
     tag = f"{precision}-n{n}-{int(started * 1000)}"
     barrier = work / tag
     barrier.mkdir(parents=True)
-    threads = cpu_threads(n) if device.type == "cpu" else None
+    if device.type != "cpu":
+        threads = None
+    elif threads is None:
+        threads = cpu_threads(n)
     env = {**os.environ}
     if cuda_device is not None:
         env["CUDA_VISIBLE_DEVICES"] = cuda_device
@@ -483,10 +498,20 @@ def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, war
         return line
 
     go: list[float] = []
+    cut: float | None = None
+
+    def past_deadline() -> bool:
+        nonlocal cut
+        if deadline is not None and time.time() > deadline:
+            cut = time.time()
+        return cut is not None
+
     try:
         for window in range(windows):  # every worker at the window's start (the first: loaded and warmed up)
             since = time.time()
             while len(list(barrier.glob(f"ready-*-{window}"))) < n:
+                if past_deadline():
+                    break
                 exited = [i for i, p in enumerate(procs) if p.poll() is not None]
                 if exited:
                     raise RuntimeError(f"a calibration worker ({precision}, N={n}) exited: {error_of(exited[0])}")
@@ -494,13 +519,17 @@ def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, war
                     raise RuntimeError(f"calibration workers ({precision}, N={n}) did not reach window {window} "
                                        "in time")
                 time.sleep(0.002)
+            if cut is not None:
+                break
             if window == 0 and sampler is not None:
                 sampler.start()
             go.append(time.time())
             (barrier / f"go-{window}").write_text("")
-        for p in procs:
-            p.wait()
+        while cut is None and any(p.poll() is None for p in procs) and not past_deadline():
+            time.sleep(0.01)
         util, watts = sampler.stop() if sampler is not None else (None, None)
+        if cut is not None:
+            return _cut_row(n, precision, barrier, go, cut, started, spec.batch_size, threads, util, watts)
         failed = [i for i, p in enumerate(procs) if p.returncode != 0]
         if failed:
             raise RuntimeError(f"a calibration worker ({precision}, N={n}) failed: {error_of(failed[0])}")
@@ -526,6 +555,53 @@ def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, war
         "losses": workers[0]["losses"],
         "wall_s": time.time() - started,
     }
+
+
+def partial_rates(go: Sequence[float], step_ends: Sequence[Sequence[float]], window_samples: int, batch_size: int,
+                  cut: float) -> tuple[list[float], float | None]:
+    """The rates a burst cut at ``cut`` still gives: each timed window all workers finished (its next window's
+    ``go`` exists): ``window_samples`` (all workers) over the time from its ``go`` to the last worker's last step
+    in it; and the window the cut fell in: the samples of the steps finished in it by then over the time since
+    its ``go`` (None when none was).
+
+    >>> partial_rates([0.0, 10.0, 18.0], [[4.0, 8.0, 12.0, 14.0, 19.0], [5.0, 7.0, 11.0, 13.0, 20.0]], 8, 2, cut=22.0)
+    ([1.0, 2.0], 1.0)
+    """
+    windows = []
+    for k in range(len(go) - 1):
+        last = max((t for ends in step_ends for t in ends if go[k] <= t < go[k + 1]), default=None)
+        if last is not None and last > go[k]:
+            windows.append(window_samples / (last - go[k]))
+    if not go:
+        return windows, None
+    done = sum(1 for ends in step_ends for t in ends if go[-1] <= t <= cut)
+    return windows, (done * batch_size / (cut - go[-1]) if done and cut > go[-1] else None)
+
+
+def _cut_row(n: int, precision: str, barrier: Path, go: list[float], cut: float, started: float, batch_size: int,
+             threads: int | None, util: float | None, watts: float | None) -> dict[str, Any]:
+    """The row of a burst cut at the budget (:func:`run_burst`): its finished windows' median rate, else the
+    partial rate of the window the cut fell in, else nothing (status ``cut``, discarded)."""
+    step_ends = []
+    for path in sorted(barrier.glob("steps-*")):
+        with contextlib.suppress(OSError, ValueError):
+            step_ends.append([float(line) for line in path.read_text().split()])
+    steps_per_window = None
+    if len(go) >= 2:  # the steps of a full window: per worker, those between two go's
+        steps_per_window = max((sum(1 for t in ends if go[0] <= t < go[1]) for ends in step_ends), default=0)
+    window_samples = n * (steps_per_window or 0) * batch_size
+    windows, partial = partial_rates(go, step_ends, window_samples, batch_size, cut)
+    base = {"n": n, "precision": precision, "threads_per_run": threads, "wall_s": time.time() - started,
+            "utilisation_pct": util, "power_w": watts, "peak_memory_bytes": None, "losses": [], "cut": True}
+    if windows:
+        rate, how = statistics.median(windows), f"the median of the {len(windows)} timed window(s) finished"
+    elif partial is not None:
+        rate, how = partial, "the steps timed in its first window before the cut"
+    else:
+        return {**base, "status": "cut", "samples_s": None,
+                "reason": f"budget: cut after {cut - started:.0f} s, before a timed step ended: discarded"}
+    return {**base, "status": "measured", "samples_s": rate, "window_samples_s": windows or [partial],
+            "note": f"cut at the budget after {cut - started:.0f} s: rate from {how} (partial)"}
 
 
 # ---------------------------------------------------------------------- the sweep
@@ -601,6 +677,7 @@ class Limits:
     warmup: int | None = None
     steps: int | None = None  # timed steps per window
     windows: int | None = None  # None: WINDOWS
+    cpu_threads_per_run: int | None = 1  # torch threads of each burst worker on a CPU; None: the cores shared out
 
 
 @dataclass
@@ -628,10 +705,47 @@ class Calibration:
 
 
 def calibration_ref(cal: Calibration) -> dict[str, Any]:
-    """``{"file", "device_kind", "shape", "runs_per_gpu", "precision"}``: the record's ``calibration`` field
-    (the file relative to the grid's output)."""
-    return {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"], "shape": cal.key,
-            "runs_per_gpu": cal.runs_per_gpu, "precision": cal.precision}
+    """``{"file", "device_kind", "shape", "runs_per_gpu", "precision"}`` and, where the calibration measured
+    the batch layouts, ``padding`` (what ``padding: auto`` resolves to: :func:`harness.finetune.batching.choose_batching`):
+    the record's ``calibration`` field (the file relative to the grid's output)."""
+    ref = {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"], "shape": cal.key,
+           "runs_per_gpu": cal.runs_per_gpu, "precision": cal.precision}
+    if cal.doc["chosen"].get("padding"):
+        ref["padding"] = cal.doc["chosen"]["padding"]
+    return ref
+
+
+def candidate_layouts(spec: FinetuneSpec) -> tuple[str, ...]:
+    """The batch layouts a calibration measures for ``spec``: with ``padding: auto``, every layout exact for its
+    family (bucket, and flatten where the family flattens: :mod:`harness.finetune.flat`); none when the spec
+    fixes its layout (it is measured as given).
+
+    >>> candidate_layouts(FinetuneSpec("tiny:bert", "rte", 0)), candidate_layouts(FinetuneSpec("tiny:deberta", "rte", 0))
+    (('bucket', 'flatten'), ())
+    >>> candidate_layouts(FinetuneSpec("tiny:bert", "rte", 0, padding="pad"))
+    ()
+    """
+    from harness.finetune.batching import FLAT_DECODERS, FLAT_ENCODERS
+    from harness.models import resolve_model
+
+    if spec.padding != AUTO:
+        return ()
+    family = resolve_model(spec.model, spec.model_args).family
+    return ("bucket", "flatten") if family in FLAT_DECODERS or family in FLAT_ENCODERS else ()
+
+
+def measure_layouts(spec: FinetuneSpec, layouts: Sequence[str], burst: Any) -> tuple[str | None, list[dict[str, Any]]]:
+    """One burst per layout (``burst(layout)`` → a row, at the sweep's first N and precision); the fastest
+    layout measured (its row then opens the sweep) and the rows, each with its ``padding``. None where no
+    layout gave a rate.
+
+    >>> rates = {"bucket": 10.0, "flatten": 14.0}
+    >>> measure_layouts(None, ("bucket", "flatten"), lambda layout: {"status": "measured", "samples_s": rates[layout]})
+    ('flatten', [{'status': 'measured', 'samples_s': 10.0, 'padding': 'bucket'}, {'status': 'measured', 'samples_s': 14.0, 'padding': 'flatten'}])
+    """
+    rows = [{**burst(layout), "padding": layout} for layout in layouts]
+    timed = [r for r in rows if r["status"] == "measured" and r.get("samples_s")]
+    return (max(timed, key=lambda r: r["samples_s"])["padding"] if timed else None), rows
 
 
 def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = None, grid_samples_total: int = 0,
@@ -660,16 +774,62 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
     started = time.time()
     sampler = DeviceSampler(device, cuda_device=cuda_device)
     last_wall: dict[int, float] = {}
+    threads = limits.cpu_threads_per_run if device.type == "cpu" else None
+    spent = False  # a burst was cut at the budget: nothing more is started
+
+    def deadline() -> float:  # the budget is a hard cap: before the first rate is known, the cap
+        return started + (budget if budget is not None else cap)
+
+    requested = spec  # (the sweep trains the layout measured fastest, where layouts are measured)
+    layouts = candidate_layouts(spec)
+    layout_rows: list[dict[str, Any]] = []
+    chosen_layout: str | None = None
+    opened: dict[str, Any] | None = None  # the chosen layout's burst: the sweep's first row
+    reused_opening = 0
     try:
         with tempfile.TemporaryDirectory(prefix="vnr-calibration-") as tmp:
+            if layouts:  # padding auto: each exact layout at the first N and precision, the fastest is swept
+
+                def layout_burst(layout: str) -> dict[str, Any]:
+                    if spent:
+                        return {"n": candidates[0], "precision": precisions[0], "status": "skipped",
+                                "reason": f"budget: {deadline() - started:.0f} s spent (a burst was cut at it)"}
+                    try:
+                        return run_burst(replace(spec, padding=layout), candidates[0], precisions[0], device=device,
+                                         warmup=warmup, steps=steps, data_root=data_root, work=Path(tmp),
+                                         sampler=sampler, cuda_device=cuda_device, windows=windows, log_dir=log_dir,
+                                         deadline=deadline(), threads=threads)
+                    except RuntimeError as exc:  # this layout does not train here: the others are measured
+                        log.warning("calibration burst padding %s failed: %s", layout, exc)
+                        return {"n": candidates[0], "precision": precisions[0], "status": "failed",
+                                "reason": f"failed: {str(exc).strip()[:300]}"}
+
+                def counted(layout: str) -> dict[str, Any]:
+                    nonlocal spent
+                    row = layout_burst(layout)
+                    spent = spent or bool(row.get("cut"))
+                    return row
+
+                chosen_layout, layout_rows = measure_layouts(spec, layouts, counted)
+                chosen_layout = chosen_layout or layouts[0]
+                opened = next((r for r in layout_rows if r["padding"] == chosen_layout and r["status"] != "skipped"),
+                              None)  # (measured, or cut, or failed: the sweep's first burst either way)
+                if opened is not None and opened["status"] == "failed":
+                    raise UserError(f"calibration: the grid's first fine-tuning spec does not train: "
+                                    f"{opened['reason'].removeprefix('failed: ')}")
+                spec = replace(spec, padding=chosen_layout)
             for precision in precisions:
                 previous: float | None = None
                 for i, n in enumerate(candidates):
                     skip = None
-                    if peak and n * peak > limits.memory_fraction * memory:
+                    if opened is not None and (n, precision) == (candidates[0], precisions[0]):
+                        pass  # measured above (its layout's burst)
+                    elif spent:
+                        skip = f"budget: {deadline() - started:.0f} s spent (a burst was cut at it)"
+                    elif peak and n * peak > limits.memory_fraction * memory:
                         skip = (f"memory: {n} x {peak / 2**30:.2f} GiB > {limits.memory_fraction:.0%} of "
                                 f"{memory / 2**30:.2f} GiB")
-                    elif rows and budget is not None:
+                    elif rows and budget is not None and last_wall:
                         estimate = last_wall.get(n) or max(last_wall.values()) * (n / max(last_wall))
                         if time.time() - started + estimate > budget:
                             skip = f"budget: {budget:.0f} s would be passed (about {estimate:.0f} s more)"
@@ -677,9 +837,14 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                         rows.append({"n": n, "precision": precision, "status": "skipped", "reason": skip})
                         continue
                     try:
-                        row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
-                                        data_root=data_root, work=Path(tmp), sampler=sampler, cuda_device=cuda_device,
-                                        windows=windows, log_dir=log_dir)
+                        if opened is not None and (n, precision) == (candidates[0], precisions[0]):
+                            row, opened = {k: v for k, v in opened.items() if k != "padding"}, None  # measured above
+                            reused_opening = 1
+                        else:
+                            row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
+                                            data_root=data_root, work=Path(tmp), sampler=sampler,
+                                            cuda_device=cuda_device, windows=windows, log_dir=log_dir,
+                                            deadline=deadline(), threads=threads)
                     except RuntimeError as exc:  # e.g. out of memory at this N: the sweep goes on without it
                         if not rows:
                             raise UserError(f"calibration: the grid's first fine-tuning spec does not train: {exc}"
@@ -691,11 +856,15 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                                      "reason": f"N={n} failed"} for m in candidates[i + 1:])
                         break
                     rows.append(row)
-                    last_wall[n] = row["wall_s"]
-                    peak = max(peak, row["peak_memory_bytes"])
-                    if budget is None:  # after the first burst: the grid's projected time at one run per device
-                        projected = grid_samples_total / row["samples_s"] if row["samples_s"] else 0.0
-                        budget = min(cap, limits.budget_fraction * projected)
+                    if row.get("cut"):
+                        spent = True
+                        if row["status"] != "measured":
+                            continue
+                    else:
+                        last_wall[n] = row["wall_s"]
+                    peak = max(peak, row["peak_memory_bytes"] or 0)
+                    if budget is None and row["samples_s"]:  # the grid's projected time at one run per device
+                        budget = min(cap, limits.budget_fraction * grid_samples_total / row["samples_s"])
                     rate = row["samples_s"] or 0.0
                     if previous is not None and rate < previous * (1 + limits.gain_stop):
                         for m in candidates[i + 1:]:
@@ -710,30 +879,38 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
             if len(ranked) >= 2 and ranked[1][1] >= (1 - CONFIRM_MARGIN) * ranked[0][1]:
                 for _ in range(CONFIRM_ROUNDS):
                     for n, precision in (ranked[1][0], ranked[0][0]):
-                        if budget is not None and time.time() - started + last_wall.get(n, 0.0) > budget:
+                        if spent or time.time() - started + last_wall.get(n, 0.0) > deadline() - started:
                             continue
                         row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
                                         data_root=data_root, work=Path(tmp), sampler=sampler,
-                                        cuda_device=cuda_device, windows=windows, log_dir=log_dir)
+                                        cuda_device=cuda_device, windows=windows, log_dir=log_dir,
+                                        deadline=deadline(), threads=threads)
                         rows.append({**row, "confirmation": True})
+                        spent = spent or bool(row.get("cut"))
     finally:
         sampler.close()
     _mark_loss_matches(rows)
     doc = {
         "device": asdict(device) | {"memory_bytes_used_for_bound": memory},
-        "spec": {"run_id": spec.run_id(), "model": spec.model, "task": spec.task, "max_length": spec.max_length,
+        "spec": {"run_id": requested.run_id(), "model": spec.model, "task": spec.task, "max_length": spec.max_length,
                  "batch_size": spec.batch_size, "precision": spec.precision},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "bounds": {"candidates": list(candidates), "precisions": list(precisions), "warmup_steps": warmup,
-                   "timed_steps": steps, "windows": windows, "budget_s": budget, "budget_cap_s": cap,
+                   "timed_steps": steps, "windows": windows, "budget_s": deadline() - started, "budget_cap_s": cap,
+                   "cpu_threads_per_run": threads,
                    "budget_fraction": limits.budget_fraction, "grid_samples": grid_samples_total,
                    "memory_fraction": limits.memory_fraction, "gain_stop": limits.gain_stop,
                    "loss_rtol": LOSS_RTOL},
         "rows": rows,
-        "chosen": choose(rows),
+        **({"layouts": layout_rows} if layout_rows else {}),
+        "chosen": ({**choose(rows), **({"padding": chosen_layout} if chosen_layout else {})}
+                   if measured_rates(rows) else {
+            "runs_per_gpu": fixed_n or 1, "precision": precisions[0], "samples_s": None, "measured": False,
+            "note": f"nothing measured within the budget ({deadline() - started:.0f} s): {fixed_n or 1} run(s) "
+                    f"per device at {precisions[0]}, unmeasured; not stored (raise calibration_budget_s)"}),
         "elapsed_s": time.time() - started,
     }
-    return doc, sum(r["status"] == "measured" for r in rows)
+    return doc, sum(r["status"] in ("measured", "cut") for r in [*rows, *layout_rows]) - reused_opening
 
 
 def _mark_loss_matches(rows: list[dict[str, Any]]) -> None:
@@ -799,8 +976,10 @@ def ensure_calibration(spec: FinetuneSpec, output: str | Path, *, data_root: Pat
         entry, bursts = calibrate(spec, device=device, data_root=data_root, grid_samples_total=grid_samples_total,
                                   limits=limits, fixed_n=fixed_n, cuda_device=cuda_device,
                                   log_dir=Path(output) / "logs" / "calibration")
-        doc = {"device_kind": device.kind, "entries": {**doc["entries"], key: entry}}
-        atomic_write_json(path, doc)
+        if entry["chosen"].get("measured", True):  # an unmeasured fallback is not reused by later grids
+            atomic_write_json(path, {"device_kind": device.kind, "entries": {**doc["entries"], key: entry}})
+        else:
+            notes.append(entry["chosen"]["note"])
     return Calibration(path, key, entry, bursts_run=bursts, notes=notes)
 
 
@@ -889,21 +1068,41 @@ def format_table(cal: Calibration) -> str:
     lines = [f"calibration {cal.path} ({'reused' if cal.reused else f'{cal.bursts_run} bursts'}), "
              f"{dev['name']} [{dev['kind']}], spec shape {cal.key}",
              f"{'N':>3} {'precision':>9} {'samples/s':>10} {'util %':>7} {'W':>6} {'peak GiB':>9} {'loss ok':>7}  note"]
+
+    def num(v: Any, fmt: str) -> str:
+        return format(v, fmt) if v is not None else "-"
+
+    def settings(status: str, why: str = "") -> str:
+        picked = [f"N={r['n']} {r['precision']}" for r in doc["rows"]
+                  if r["status"] == status and str(r.get("reason", "")).startswith(why)]
+        return ", ".join(dict.fromkeys(picked)) or "none"
+
+    lines.insert(1, f"measured: {settings('measured')}; skipped for budget: {settings('skipped', 'budget')}; "
+                    f"cut at the budget and discarded: {settings('cut')}; budget {num(doc['bounds'].get('budget_s'), '.0f')} s, "
+                    f"used {num(doc.get('elapsed_s'), '.0f')} s")
+    if doc.get("layouts"):
+        lines.insert(2, "padding auto, each exact layout at the first N and precision: " + ", ".join(
+            f"{r['padding']} {num(r.get('samples_s'), '.1f')} samples/s" + ("" if r["status"] == "measured"
+                                                                          else f" ({r['status']})")
+            for r in doc["layouts"]) + f"; the sweep below is {doc['chosen'].get('padding', '-')}")
     for r in doc["rows"]:
         if r["status"] != "measured":
             lines.append(f"{r['n']:>3} {r['precision']:>9} {'-':>10} {'-':>7} {'-':>6} {'-':>9} {'-':>7}  {r['reason']}")
             continue
 
-        def num(v: Any, fmt: str) -> str:
-            return format(v, fmt) if v is not None else "-"
-
+        peak = r["peak_memory_bytes"] / 2**30 if r["peak_memory_bytes"] is not None else None
         lines.append(f"{r['n']:>3} {r['precision']:>9} {num(r['samples_s'], '.1f'):>10} "
                      f"{num(r['utilisation_pct'], '.0f'):>7} {num(r['power_w'], '.0f'):>6} "
-                     f"{r['peak_memory_bytes'] / 2**30:>9.2f} {'yes' if r.get('loss_match') else 'no':>7}"
-                     f"{'  confirmation' if r.get('confirmation') else ''}")
+                     f"{num(peak, '.2f'):>9} {'yes' if r.get('loss_match') else 'no':>7}"
+                     f"{'  confirmation' if r.get('confirmation') else ''}{'  ' + r['note'] if r.get('note') else ''}")
     chosen = doc["chosen"]
-    lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']} "
-                 f"({chosen['samples_s']:.1f} samples/s, the median of its timed windows)")
+    if chosen.get("samples_s") is None:
+        lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']} "
+                     f"({chosen.get('note', 'unmeasured')})")
+    else:
+        lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']}"
+                     f"{', padding ' + chosen['padding'] if chosen.get('padding') else ''} "
+                     f"({chosen['samples_s']:.1f} samples/s, the median of its timed windows)")
     return "\n".join([*cal.notes, *lines])
 
 
