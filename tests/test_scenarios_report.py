@@ -194,3 +194,41 @@ def test_raw_values_show_how_a_criterion_was_obtained():
                                   criteria=[Criterion("kwh", direction="lower", unit="kWh", method="estimate")])
     html = raw_values_html(table, table.models)
     assert "<td>kwh</td><td>kWh (estimate)</td>" in html and "<td>acc</td><td></td>" in html  # no unit: blank
+
+
+def test_report_owns_its_folder_stale_figures_go_other_files_stay(tmp_path, capsys):
+    """A report into a folder holding an earlier one removes the earlier figures it has none of (by the
+    manifest), never another file; report files that no manifest lists are refused, untouched."""
+    import json
+
+    results = write_results(tmp_path / "r", spread=10.0)
+    out = tmp_path / "report"
+    base = ["report", "--scenario", str(USER), "--results", str(results), "--out", str(out), "--resolution", "6"]
+    assert main([*base, "--bootstrap", "10"]) == 0, capsys.readouterr().err
+    assert (out / "rank_probabilities.png").is_file()
+    manifest = json.loads((out / ".vnr-report.json").read_text())
+    assert "rank_probabilities.png" in manifest["files"] and "report.html" in manifest["files"]
+    (out / "notes.txt").write_text("mine")
+    (out / "mine.png").write_bytes(b"png")
+    # an edited manifest that names a user's file does not make the report remove it
+    (out / ".vnr-report.json").write_text(json.dumps({"files": [*manifest["files"], "notes.txt", "../r/matrix.csv"]}))
+    assert main(base) == 0, capsys.readouterr().err
+    assert not (out / "rank_probabilities.png").exists()  # the new report has no bootstrap: its figure is gone
+    assert "Uncertainty over seeds" not in (out / "report.html").read_text()
+    assert (out / "notes.txt").read_text() == "mine" and (out / "mine.png").read_bytes() == b"png"
+    assert (results / "matrix.csv").is_file()
+    files = json.loads((out / ".vnr-report.json").read_text())["files"]
+    assert sorted(files) == sorted(p.name for p in out.iterdir() if p.name not in (".vnr-report.json", "notes.txt",
+                                                                                     "mine.png"))
+    # a report from before the manifest: its extra figure is named and refused; nothing is touched
+    (out / ".vnr-report.json").unlink()
+    (out / "rank_probabilities.png").write_bytes(b"old")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert "rank_probabilities.png" in err and "remove it, or choose another --out" in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    # with the bootstrap the same folder is fine: every report file there is overwritten
+    assert main([*base, "--bootstrap", "10"]) == 0, capsys.readouterr().err
+    assert (out / "rank_probabilities.png").read_bytes()[:4] == b"\x89PNG"

@@ -11,7 +11,14 @@ Every file is written atomically (a temporary file, then a rename) with the umas
 (:func:`ranking.paths.write_bytes_atomic`).
 
 - ``bump_chart.png``, ``criteria_heatmap.png``, ``simplex_map.png`` (three groups and at
-  least one weighted / two-step column), ``rank_probabilities.png`` (with a seed bootstrap).
+  least one weighted / two-step column), ``rank_probabilities.png`` (with a seed bootstrap);
+- ``.vnr-report.json`` — the manifest: the files this report wrote.
+
+The report owns the files it writes, and only those: a report written into a folder that holds an
+earlier one removes the earlier report's files that it does not write again (a figure the new report
+has none of), as its manifest lists them, and never touches any other file. A folder holding report
+files that no manifest lists (a report from before the manifest) is refused, naming them, rather than
+leaving a figure beside a report that says it has none.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import math
 import os
 import re
@@ -27,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ranking.errors import UserError
 from ranking.paths import write_bytes_atomic as _write
 from ranking.scenarios.compare import (
     Comparison,
@@ -41,6 +50,11 @@ from ranking.scenarios.simplex import SimplexMap
 from ranking.table import ScoreTable
 
 REF_ATTR = ' class="ref"'
+MANIFEST = ".vnr-report.json"
+# every file a report may write (the manifest aside): a manifest can name only these, so an edited
+# manifest never makes a report remove another file
+REPORT_FILES = ("report.html", "comparison.csv", "comparison.json", "bump_chart.png", "criteria_heatmap.png",
+                "simplex_map.png", "rank_probabilities.png")
 CSS = """
 body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}
@@ -89,6 +103,44 @@ def _save_figure(fig: Any, out_dir: Path, stem: str) -> str:
     _write(out_dir / f"{stem}.png", png)
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def report_files(cmp: Comparison, maps: Sequence[SimplexMap] = ()) -> list[str]:
+    """The files ``write_report`` writes for this comparison (the manifest aside), in writing order."""
+    files = ["comparison.csv", "comparison.json", "bump_chart.png"]
+    files += ["simplex_map.png"] if maps else []
+    files += ["criteria_heatmap.png"]
+    files += ["rank_probabilities.png"] if cmp.rank_probabilities is not None else []
+    return [*files, "report.html"]
+
+
+def _previous_report_files(out: Path) -> set[str] | None:
+    """The files the manifest in ``out`` says an earlier report wrote; None without a readable manifest."""
+    try:
+        doc = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(files, list):
+        return None
+    return {f for f in files if f in REPORT_FILES}
+
+
+def stale_report_files(out: Path, planned: Sequence[str]) -> list[str]:
+    """The earlier report's files in ``out`` that this report will not overwrite (to be removed).
+
+    From the manifest; without one, report files there that this report would not overwrite are
+    refused (a UserError naming them): nothing says they are a report's, so none is removed.
+    """
+    previous = _previous_report_files(out)
+    if previous is None:
+        unknown = [f for f in REPORT_FILES if f not in planned and (out / f).is_file()]
+        if unknown:
+            raise UserError(f"--out {out}: holds {', '.join(unknown)} from an earlier report that lists no files "
+                            f"({MANIFEST} is missing), and this report writes none of them: remove "
+                            f"{'it' if len(unknown) == 1 else 'them'}, or choose another --out")
+        return []
+    return sorted(f for f in previous if f not in planned and (out / f).is_file())
 
 
 def _change_class(mark: str) -> str:
@@ -252,6 +304,8 @@ def write_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sc = cmp.scenario
+    planned = report_files(cmp, maps)
+    stale = stale_report_files(out, planned)  # before writing anything: a refusal leaves the folder as it was
 
     def rel(text: str) -> str:
         return relative_paths(text, out, data_root)
@@ -335,4 +389,9 @@ def write_report(
     )
     path = out / "report.html"
     _write(path, page.encode("utf-8"))
+    # the earlier report's files this one has none of go only after the new report is whole; a crash before
+    # the new manifest leaves the old one, which still names them, so the next report removes them
+    for name in stale:
+        (out / name).unlink(missing_ok=True)
+    _write(out / MANIFEST, (json.dumps({"written_by": "vnr report", "files": planned}, indent=1) + "\n").encode())
     return path
