@@ -113,12 +113,67 @@
     return out;
   }
 
-  function fmt(x) {
-    if (x === null || isNaN(x)) return "–";
-    if (Number.isInteger(x)) return String(x);
-    var digits = Math.max(3 - Math.floor(Math.log10(Math.abs(x) || 1)), 0);
-    return String(parseFloat(x.toFixed(Math.min(digits, 6))));
+  /* number-format: begin
+   * The report's one number formatter: an exact port of ranking.textable.number (digits = 4), so a score
+   * reads the same in the live table as in the report's other tables. Integers in full (below 1e15); else
+   * 4 significant digits in fixed notation for 1e-4 <= |x| < 1e6, trailing zeros dropped; else Python's
+   * "{:.3g}". Rounding is Python's: half to even on the exact binary value (toFixed rounds a tie up). */
+  function exactDigits(a) {
+    // [integer digits, fraction digits] of a >= 0, exact: a double >= 1e-4 has at most 67 binary fraction
+    // digits, so 80 decimal ones hold it exactly; integers (any size) through BigInt
+    if (Number.isInteger(a)) return [BigInt(a).toString(), ""];
+    var t = a.toFixed(80).split(".");
+    return [t[0], t[1]];
   }
+  function roundHalfEven(digits, keep) {
+    // the first `keep` digits of a digit string, rounded half to even on the rest (may grow by one digit)
+    var head = digits.slice(0, keep), rest = digits.slice(keep);
+    while (head.length < keep) head += "0";
+    var up = rest.length > 0 && (rest[0] > "5" || (rest[0] === "5" &&
+      (/[1-9]/.test(rest.slice(1)) || (Number(head[head.length - 1] || "0") % 2 === 1))));
+    return up ? (BigInt(head) + 1n).toString().padStart(keep, "0") : head;
+  }
+  function stripZeros(t) {
+    return t.indexOf(".") >= 0 ? t.replace(/0+$/, "").replace(/\.$/, "") : t;
+  }
+  function fixed(a, decimals) {
+    var d = exactDigits(a), keep = d[0].length + decimals;
+    var head = roundHalfEven(d[0] + d[1], keep);
+    var intPart = head.slice(0, head.length - decimals).replace(/^0+(?=\d)/, "") || "0";
+    return decimals > 0 ? intPart + "." + head.slice(head.length - decimals) : intPart;
+  }
+  function general3(a) {
+    // Python's "{:.3g}" of a > 0, outside [1e-4, 1e6) or an integer of 1e15 and more
+    var m, e;
+    if (a < 1e-4) {  // no exact tie can occur at 3 significant digits below 1e-4: toExponential is exact
+      var parts = a.toExponential(2).split("e");
+      m = parts[0].replace(".", ""); e = Number(parts[1]);
+    } else {
+      var d = exactDigits(a);
+      e = d[0].length - 1;
+      m = roundHalfEven(d[0] + d[1], 3);
+      if (m.length > 3) { m = m.slice(0, 3); e += 1; }
+    }
+    if (e >= -4 && e < 3) {
+      var t = e >= 2 ? m : e >= 0 ? m.slice(0, e + 1) + "." + m.slice(e + 1) : "0." + "0".repeat(-e - 1) + m;
+      return stripZeros(t);
+    }
+    var mant = stripZeros(m[0] + "." + m.slice(1));
+    var exp = String(Math.abs(e));
+    return mant + "e" + (e < 0 ? "-" : "+") + (exp.length < 2 ? "0" + exp : exp);
+  }
+  function fmt(x) {
+    if (x === null || x === undefined || isNaN(x)) return "–";
+    if (!isFinite(x)) return x > 0 ? "inf" : "-inf";
+    if (Number.isInteger(x) && Math.abs(x) < 1e15) return String(x === 0 ? 0 : x);
+    var a = Math.abs(x), sign = x < 0 ? "-" : "";
+    if (a >= 1e-4 && a < 1e6) {
+      var decimals = Math.max(3 - Math.floor(Math.log10(a)), 0);
+      return sign + stripZeros(fixed(a, decimals));
+    }
+    return sign + general3(a);
+  }
+  /* number-format: end */
 
   /* ------------------------------------------------------------------ the page */
   var root = document.getElementById("live");

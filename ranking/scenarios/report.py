@@ -48,6 +48,7 @@ from ranking.scenarios.compare import (
 )
 from ranking.scenarios.simplex import SimplexMap
 from ranking.table import ScoreTable
+from ranking.textable import number  # the one number formatter (the live table's JS fmt is its port)
 
 REF_ATTR = ' class="ref"'
 MANIFEST = ".vnr-report.json"
@@ -189,7 +190,7 @@ def _groups_html(cmp: Comparison) -> str:
         names = ", ".join(c.name for c in crits[:6]) + (f", … ({len(crits)} in all)" if len(crits) > 6 else "")
         rows.append(
             f"<tr><td>{html.escape(g or '(none)')}</td><td>{len(crits)}</td>"
-            f"<td>{html.escape(', '.join(f'{w:g}' for w in weights))}</td><td>{html.escape(', '.join(dirs))}</td>"
+            f"<td>{html.escape(', '.join(number(w) for w in weights))}</td><td>{html.escape(', '.join(dirs))}</td>"
             f"<td class='muted'>{html.escape(names)}</td></tr>"
         )
     return (
@@ -201,7 +202,7 @@ def _groups_html(cmp: Comparison) -> str:
 def _columns_html(cmp: Comparison) -> str:
     rows = []
     for c in cmp.scenario.columns:
-        gw = ", ".join(f"{g} {w:g}" for g, w in (c.group_weights or {}).items()) if c.uses_group_weights else "–"
+        gw = ", ".join(f"{g} {number(w)}" for g, w in (c.group_weights or {}).items()) if c.uses_group_weights else "–"
         res = cmp.results[c.name]
         rows.append(
             f"<tr><td>{html.escape(c.name)}</td><td>{html.escape(c.rule)}</td>"
@@ -238,8 +239,6 @@ def _probabilities_html(cmp: Comparison) -> str:
 
 def raw_values_html(table: ScoreTable, models: Sequence[str]) -> str:
     """The raw scores: one row per criterion (by group, then name), with unit (and method), direction and own weight."""
-    from ranking.textable import number
-
     cols = [table.models.index(m) for m in models]
     head = "".join(f"<th>{html.escape(m)}</th>" for m in models)
     rows = []

@@ -133,7 +133,9 @@ class Column:
             return f"{self.rule} ({self.group} only)"
         if self.setting == "basic":
             return f"{self.rule} (basic)"
-        ws = "/".join(f"{w:g}" for w in (self.group_weights or {}).values())
+        from ranking.textable import number
+
+        ws = "/".join(number(w) for w in (self.group_weights or {}).values())
         return f"{self.rule} ({self.setting} {ws})"
 
     @property
