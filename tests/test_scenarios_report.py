@@ -212,7 +212,9 @@ def test_report_owns_its_folder_stale_figures_go_other_files_stay(tmp_path, caps
     (out / "mine.png").write_bytes(b"png")
     # an edited manifest that names a user's file does not make the report remove it
     (out / ".vnr-report.json").write_text(json.dumps({"files": [*manifest["files"], "notes.txt", "../r/matrix.csv"]}))
-    assert main(base) == 0, capsys.readouterr().err
+    assert main(base) == 0
+    assert "vnr report: removed the earlier report's rank_probabilities.png (this report has none)" in \
+        capsys.readouterr().err
     assert not (out / "rank_probabilities.png").exists()  # the new report has no bootstrap: its figure is gone
     assert "Uncertainty over seeds" not in (out / "report.html").read_text()
     assert (out / "notes.txt").read_text() == "mine" and (out / "mine.png").read_bytes() == b"png"

@@ -152,7 +152,7 @@ def run_report(args: argparse.Namespace) -> int:
     else:
         notes.append("No weight-simplex map: the scenario has no weighted or two-step column.")
     say(f"vnr report: rendering the report and its figures into {args.out} …")
-    path = write_report(cmp, args.out, maps, source=source, notes=notes, data_root=_data_root_shown(args))
+    path = write_report(cmp, args.out, maps, source=source, notes=notes, data_root=_data_root_shown(args), say=say)
     print(f"wrote {path} (and its figures in {path.parent})")
     return 0
 

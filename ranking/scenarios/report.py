@@ -7,9 +7,6 @@
   (:mod:`ranking.scenarios.live`), embedded with its data; paths in it are relative
   (a data path reads ``<data root>/…``, others are relative to the report's folder);
 - ``comparison.csv`` / ``comparison.json`` — the comparison table (as ``vnr rank`` prints it);
-Every file is written atomically (a temporary file, then a rename) with the umask's permissions
-(:func:`ranking.paths.write_bytes_atomic`).
-
 - ``bump_chart.png``, ``criteria_heatmap.png``, ``simplex_map.png`` (three groups and at
   least one weighted / two-step column), ``rank_probabilities.png`` (with a seed bootstrap);
 - ``.vnr-report.json`` — the manifest: the files this report wrote.
@@ -19,6 +16,10 @@ earlier one removes the earlier report's files that it does not write again (a f
 has none of), as its manifest lists them, and never touches any other file. A folder holding report
 files that no manifest lists (a report from before the manifest) is refused, naming them, rather than
 leaving a figure beside a report that says it has none.
+
+Every file is written atomically (a temporary file, then a rename) with the umask's permissions
+(:func:`ranking.paths.write_bytes_atomic`). Every score and weight on the page goes through one
+formatter, :func:`ranking.textable.number` (the live table's JavaScript ``fmt`` is its exact port).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -291,6 +292,7 @@ def write_report(
     source: str = "",
     notes: Sequence[str] = (),
     data_root: str | Path | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Path:
     """Write the report and its figures into ``out_dir``; return the HTML path.
 
@@ -392,5 +394,7 @@ def write_report(
     # the new manifest leaves the old one, which still names them, so the next report removes them
     for name in stale:
         (out / name).unlink(missing_ok=True)
+    if stale and say is not None:
+        say(f"vnr report: removed the earlier report's {', '.join(stale)} (this report has none)")
     _write(out / MANIFEST, (json.dumps({"written_by": "vnr report", "files": planned}, indent=1) + "\n").encode())
     return path
