@@ -146,3 +146,91 @@ def test_an_explicit_on_reaches_training_arguments_and_the_record_and_auto_stays
         run_finetune(FinetuneSpec("tiny:bert", "sst2", 0, epochs=1, batch_size=2), tmp_path / "out", data_root=root,
                      progress=False, track_efficiency=False, calibration=cal)
     assert seen == [True, False]  # auto on a CPU: eager, whatever the calibration file says
+
+
+# ---------------------------------------------------------------------- the calibration (bursts stood in)
+def _stand_in_bursts(monkeypatch, compiled_rate: float, compile_wall_s: float = 80.0) -> list:
+    """``run_burst`` stood in: eager rates per layout and precision, ``compiled_rate`` for a compiled burst, every
+    burst 10 timed seconds; the eager ones 30 s of wall time, the compiled one ``compile_wall_s`` (its compile in
+    the warm-up). Returns the bursts asked for, as (padding, compile, N, precision)."""
+    import harness.grid.calibrate as cal
+
+    asked = []
+    eager = {("bucket", "fp32"): 100.0, ("flatten", "fp32"): 120.0, ("flatten", "bf16"): 150.0}
+
+    def burst(spec, n, precision, **kw):
+        asked.append((spec.padding, spec.compile, n, precision))
+        rate = compiled_rate if spec.compile == "on" else eager.get((spec.padding, precision), 90.0) * (1 + 0.01 * n)
+        return {"n": n, "precision": precision, "status": "measured", "samples_s": rate,
+                "window_samples_s": [rate] * 3, "seconds": 10.0, "timed_samples": int(rate * 10),
+                "wall_s": compile_wall_s if spec.compile == "on" else 30.0, "utilisation_pct": None,
+                "power_w": None, "peak_memory_bytes": 2**30, "threads_per_run": None, "tf32": True,
+                "model_parameters": 1, "losses": [[10, 0.69], [20, 0.68]]}
+
+    monkeypatch.setattr(cal, "run_burst", burst)
+    return asked
+
+
+def _gpu():
+    from harness.grid.calibrate import Device
+
+    return Device("nvidia-test", "cuda", "NVIDIA test", 80 * 2**30, 16, bf16=True)
+
+
+def test_the_calibration_does_not_measure_compile_on_a_cpu_and_says_so(monkeypatch):
+    from harness.grid.calibrate import Calibration, Device, Limits, calibrate, format_table
+
+    asked = _stand_in_bursts(monkeypatch, compiled_rate=1000.0)
+    cpu = Device("cpu-test-2", "cpu", "test CPU", 8 * 2**30, 2)
+    doc, _ = calibrate(FinetuneSpec("tiny:bert", "rte", 0), device=cpu, grid_samples_total=10**9,
+                       limits=Limits(candidates=(1, 2), budget_cap_s=600))
+    assert all(c == "auto" for _, c, _, _ in asked)  # no compiled burst
+    assert doc["compile"] == {"status": "not measured", "note": "not measured: CPU", "rows": []}
+    assert "compile" not in doc["chosen"]
+    table = format_table(Calibration(Path("calibration/cpu-test-2.json"), "k", doc))
+    assert "compile auto: not measured: CPU" in table.splitlines()
+
+
+@pytest.mark.parametrize("compiled_rate, chosen", [(400.0, "on"), (160.0, "off")])
+def test_the_calibration_measures_compile_at_the_chosen_setting_on_a_gpu(monkeypatch, compiled_rate, chosen):
+    """At the chosen layout (flatten), N and precision (bf16): one compiled burst; ``on`` only where a run with
+    its compile time (50 s more untimed wall time than eager) still ends sooner. RTE x 5 epochs = 12450 samples
+    at N = 2: eager ~81 s; compiled at 400 samples/s 62 + 50 s (on); at 160 samples/s 156 + 50 s (off)."""
+    from harness.grid.calibrate import Calibration, Limits, calibrate, calibration_ref, format_table
+
+    asked = _stand_in_bursts(monkeypatch, compiled_rate=compiled_rate)
+    doc, bursts = calibrate(FinetuneSpec("tiny:bert", "rte", 0), device=_gpu(), grid_samples_total=10**9,
+                            limits=Limits(candidates=(1, 2), budget_cap_s=600))
+    best = (doc["chosen"]["runs_per_gpu"], doc["chosen"]["precision"])
+    assert best == (2, "bf16")
+    assert [a for a in asked if a[1] == "on"] == [("flatten", "on", 2, "bf16")]  # once, at the chosen setting
+    assert doc["compile"]["status"] == "measured" and doc["compile"]["compile_s"] == 50.0
+    assert doc["compile"]["chosen"] == doc["chosen"]["compile"] == chosen
+    assert bursts == len(asked)  # the compiled burst is counted with the others
+    cal = Calibration(Path("calibration/nvidia-test.json"), "k", doc)
+    assert calibration_ref(cal)["compile"] == chosen
+    table = format_table(cal)
+    assert f"compile auto: compiled {compiled_rate:.1f} against eager " in table and f"chosen: {chosen}" in table
+    assert choose_compile("auto", "cuda", calibrated=calibration_ref(cal)["compile"])["mode"] == (
+        "compiled" if chosen == "on" else "eager")
+
+
+def test_a_compile_burst_the_budget_cannot_hold_is_skipped_for_budget(monkeypatch):
+    from harness.grid.calibrate import Calibration, Limits, calibrate, format_table
+
+    asked = _stand_in_bursts(monkeypatch, compiled_rate=1000.0)
+    doc, _ = calibrate(FinetuneSpec("tiny:bert", "rte", 0), device=_gpu(), grid_samples_total=10**9,
+                       limits=Limits(candidates=(1, 2), budget_cap_s=100))  # eager 30 s + 90 s estimate > 100 s
+    assert all(c == "auto" for _, c, _, _ in asked)
+    assert doc["compile"]["status"] == "skipped" and doc["compile"]["note"].startswith("skipped for budget: ")
+    assert doc["compile"]["rows"][0]["reason"].startswith("budget: ") and "compile" not in doc["chosen"]
+    table = format_table(Calibration(Path("calibration/nvidia-test.json"), "k", doc))
+    assert "compile auto: skipped for budget: " in table
+
+
+def test_an_explicit_compile_is_not_measured_and_names_its_calibration_shape():
+    from harness.grid.calibrate import measure_compile, shape_key
+
+    spec = FinetuneSpec("tiny:bert", "rte", 0, compile="off")
+    assert measure_compile(spec, _gpu(), [], None, time_left=600)["note"] == "not measured: the spec fixes compile off"
+    assert shape_key(spec).endswith(",compile=off") and "compile" not in shape_key(FinetuneSpec("tiny:bert", "rte", 0))
