@@ -234,3 +234,14 @@ def test_an_explicit_compile_is_not_measured_and_names_its_calibration_shape():
     spec = FinetuneSpec("tiny:bert", "rte", 0, compile="off")
     assert measure_compile(spec, _gpu(), [], None, time_left=600)["note"] == "not measured: the spec fixes compile off"
     assert shape_key(spec).endswith(",compile=off") and "compile" not in shape_key(FinetuneSpec("tiny:bert", "rte", 0))
+
+
+def test_vnr_finetune_refuses_an_unknown_compile_in_one_line_and_writes_nothing(tmp_path, capsys):
+    from harness.cli import main
+
+    out = tmp_path / "out"
+    code = main(["finetune", "--model", "tiny:bert", "--task", "rte", "--seed", "0", "--compile", "yes",
+                 "--output", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == ["vnr finetune: error: --compile: 'yes' is not one of auto, on, off"]
+    assert not out.exists()
