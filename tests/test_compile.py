@@ -245,3 +245,18 @@ def test_vnr_finetune_refuses_an_unknown_compile_in_one_line_and_writes_nothing(
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == ["vnr finetune: error: --compile: 'yes' is not one of auto, on, off"]
     assert not out.exists()
+
+
+def test_fixed_n_and_precision_still_measure_compile_auto_on_a_gpu(monkeypatch, tmp_path):
+    """``runs_per_gpu: 4`` and ``precision: fp32`` leave compile ``auto`` to measure on a GPU: the calibration runs
+    (N = 4, fp32, then the compiled burst); with ``compile: off`` too, nothing is left and nothing runs."""
+    from harness.grid.calibrate import resolve_packing
+
+    asked = _stand_in_bursts(monkeypatch, compiled_rate=1000.0)
+    spec = FinetuneSpec("tiny:bert", "rte", 0, precision="fp32", padding="bucket")
+    plan = resolve_packing([spec], tmp_path, runs_per_gpu=4, gpus=[0], device=_gpu(), samples=10**9)
+    assert asked == [("bucket", "auto", 4, "fp32"), ("bucket", "on", 4, "fp32")]
+    assert plan.runs_per_gpu == 4 and plan.options(spec)["calibration"]["compile"] == "on"
+    fixed = resolve_packing([FinetuneSpec("tiny:bert", "rte", 0, precision="fp32", compile="off")], tmp_path / "b",
+                            runs_per_gpu=4, gpus=[0], device=_gpu())
+    assert fixed.calibration is None and len(asked) == 2

@@ -1114,8 +1114,8 @@ def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: i
     with (the grid's first fine-tuning spec; default: the first in ``specs``); ``samples``: the training
     samples the time budget is a share of (default: those of ``specs``). Nothing is measured when
     ``specs`` holds no fine-tuning run and no ``first`` is given (an array task of bias runs is given the
-    grid's, so it packs them as calibrated), or when N is fixed and so is the precision (given by the
-    spec, or fp32 as the only candidate without a GPU).
+    grid's, so it packs them as calibrated), or when N is fixed and so are the precision and ``compile`` (given
+    by the spec, or fp32 and eager as the only candidates without a GPU).
     """
     if runs_per_gpu is None:
         runs_per_gpu = AUTO if gpu_present(gpus) else 1
@@ -1125,7 +1125,7 @@ def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: i
     if not any(isinstance(s, FinetuneSpec) for s in specs) and (first is None or not specs):
         return Packing(fixed_n or 1, None, "no fine-tuning run to calibrate for")
     first = first or next(s for s in specs if isinstance(s, FinetuneSpec))  # (an array task of bias runs: the grid's)
-    if fixed_n is not None and (first.precision != AUTO or not gpu_present(gpus)):
+    if fixed_n is not None and (not gpu_present(gpus) or (first.precision != AUTO and first.compile != AUTO)):
         return Packing(fixed_n, None, "fixed (nothing left to measure)")
     cal = ensure_calibration(first, output, data_root=data_root,
                              grid_samples_total=grid_samples(specs) if samples is None else samples,
