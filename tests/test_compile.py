@@ -52,12 +52,20 @@ def _trainer(compile_: str, tmp_path: Path):
         max_steps=STEPS, learning_rate=1e-3, logging_steps=1, save_strategy="no", report_to=[], use_cpu=True,
         seed=0, data_seed=0, full_determinism=True, disable_tqdm=True,
         **training_arguments(choose_compile(compile_, "cpu")))
-    return transformers.Trainer(model=model, args=args, train_dataset=data, eval_dataset=data[:8])
+    from harness.finetune.callbacks import TokenAccountingCallback
+
+    return transformers.Trainer(model=model, args=args, train_dataset=data, eval_dataset=data[:8],
+                                callbacks=[TokenAccountingCallback()])  # its forward hook: under compile too
 
 
 @pytest.mark.slow
 def test_a_compiled_training_step_gives_the_eager_losses_and_predictions(tmp_path):
-    runs = {}
+    import torch
+
+    from harness.finetune.callbacks import TokenAccountingCallback
+
+    runs, counted = {}, {}
+    torch._dynamo.utils.counters.clear()
     for compile_ in ("off", "on"):
         trainer = _trainer(compile_, tmp_path)
         assert trainer.args.torch_compile == (compile_ == "on")
@@ -66,6 +74,13 @@ def test_a_compiled_training_step_gives_the_eager_losses_and_predictions(tmp_pat
         assert compiled == (compile_ == "on")  # accelerate wrapped the trained model in torch.compile
         losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
         runs[compile_] = losses, trainer.predict(trainer.eval_dataset).predictions
+        accounting = next(c for c in trainer.callback_handler.callbacks if isinstance(c, TokenAccountingCallback))
+        counted[compile_] = {k: accounting.result()[k] for k in ("samples", "real_tokens", "computed_tokens")}
+    assert counted["on"] == counted["off"] == {"samples": 4 * STEPS, "real_tokens": 64 * STEPS,
+                                               "computed_tokens": 64 * STEPS}
+    # dynamo compiled a few frames once (measured: 3, 2 graphs), not one per step: the token accounting's forward
+    # hook runs eager (traced, its counters changed every step and each step recompiled)
+    assert torch._dynamo.utils.counters["frames"]["total"] < STEPS
     (eager, eager_logits), (comp, comp_logits) = runs["off"], runs["on"]
     assert len(eager) == len(comp) == STEPS
     assert comp == pytest.approx(eager, rel=LOSS_RTOL, abs=0)
