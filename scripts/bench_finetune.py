@@ -15,9 +15,10 @@ the same examples in the same order (so their training losses agree):
 * on a GPU also ``ours in fp32`` where ours is not fp32;
 * ``--compile``: ``ours, compiled`` (and ``flattened, compiled``): the same with the training step compiled as
   ``compile: on`` does it (``TrainingArguments(torch_compile=True)``: :mod:`harness.finetune.compilation`), side by
-  side with their eager twins. The compile happens in the untimed warm-up (each round builds a fresh model and
-  compiles again; ``warmup s`` says what that cost) and a batch width not seen before recompiles, possibly inside
-  the timed steps: a compiled row is what a run of that length gets, not a best case.
+  side with their eager twins. The compile happens in the untimed warm-up of the variant's first round (``warmup_s``
+  per round says what it cost; later rounds train a fresh model of the same architecture, and dynamo reuses the
+  code compiled for it) and a batch width not seen before may recompile inside the timed steps: a compiled row is
+  what a run of that length gets after its compile, not a best case.
 
 Trustworthy timing: ``--steps`` (default 100; ``--quick`` 12) timed steps per variant after
 ``--warmup`` untimed ones, one CPU thread (``torch.set_num_threads(1)``), ``--rounds`` (default 3)
@@ -316,9 +317,10 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
         if f"{name}, compiled" in by:
             twin = by[f"{name}, compiled"]
             ratios[f"{name}_compiled_over_eager"] = twin["samples_s"]["median"] / by[name]["samples_s"]["median"]
-            print(f"median samples/s: {name} compiled / eager = {ratios[f'{name}_compiled_over_eager']:.2f}x; warm-up "
-                  f"(compile included) median {statistics.median(twin['warmup_s']):.1f} s against "
-                  f"{statistics.median(by[name]['warmup_s']):.1f} s eager")
+            print(f"median samples/s: {name} compiled / eager = {ratios[f'{name}_compiled_over_eager']:.2f}x; "
+                  f"{warmup} warm-up steps per round (the compile in its first round) took "
+                  f"{', '.join(f'{w:.1f}' for w in twin['warmup_s'])} s against "
+                  f"{', '.join(f'{w:.1f}' for w in by[name]['warmup_s'])} s eager")
     print(f"median samples/s: ours / plain = {ratios['ours_over_plain']:.2f}x, ours / padded = "
           f"{ratios['ours_over_padded']:.2f}x; load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
           f"(other processes share this machine: ratios within ~10 % are noise)")
