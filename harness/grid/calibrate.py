@@ -798,9 +798,11 @@ def measure_compile(spec: FinetuneSpec, device: Device, rows: Sequence[Mapping[s
     if not rates:
         return {"status": "not measured", "note": "not measured: no eager setting was measured", "rows": []}
     (n, precision), eager_rate = max(rates.items(), key=lambda item: item[1])
-    eager = next(r for r in rows if r.get("status") == "measured" and (r["n"], r["precision"]) == (n, precision)
-                 and r.get("wall_s") is not None and r.get("seconds") is not None)
-    estimate = float(eager["wall_s"]) + COMPILE_ESTIMATE_S
+    eager = next((r for r in rows if r.get("status") == "measured" and (r["n"], r["precision"]) == (n, precision)
+                  and r.get("wall_s") is not None and r.get("seconds") is not None), None)
+    if eager is None:  # only a burst cut at the budget measured it (then nothing more is started anyway)
+        spent, eager = True, {}
+    estimate = float(eager.get("wall_s") or 0.0) + COMPILE_ESTIMATE_S
     if spent or estimate > time_left:
         why = ("the budget was spent (a burst was cut at it)" if spent else
                f"{time_left:.0f} s left, a compiled burst takes about {estimate:.0f} s")
