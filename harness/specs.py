@@ -49,6 +49,8 @@ MAX_LENGTH = 2**20
 Precision = Literal[PRECISIONS]
 # harness.finetune.batching.PADDING_OPTIONS (tested equal; specs do not import the batching code)
 Padding = Literal["auto", "flatten", "bucket", "pad"]
+# harness.finetune.compilation.COMPILE_OPTIONS (tested equal)
+Compile = Literal["auto", "on", "off"]
 Scoring = Literal[BIAS_SCORING]
 
 
@@ -132,6 +134,11 @@ class FinetuneSpec:
     padding: Annotated[Padding, Help("batch layout: auto (bucketed: padded to a multiple of 8), flatten (the "
                                      "examples packed into rows; decoders only: gpt2, llama, mistral, qwen2), bucket or "
                                      "pad (to the longest)")] = "auto"
+    # torch.compile of the training step (harness.finetune.compilation). In the run id only when not auto, as
+    # padding: compiled kernels reorder float operations (the same run, rounded differently)
+    compile: Annotated[Compile, Help("compile the training step with torch.compile: auto (where the grid's "
+                                     "calibration measured it faster on the device; eager on a CPU), on or "
+                                     "off")] = "auto"
     model_args: ModelArgs = ()  # stored as sorted (key, value) pairs
     # LoRA adapters (harness.finetune.adapters): sorted (key, value) pairs with the defaults filled in; () = full
     # fine-tuning. In the run id only when set, so runs without it keep their ids.
@@ -302,8 +309,9 @@ def _identity(spec: Any, code_version: int) -> dict[str, Any]:
             out["peft"] = {k: list(v) if isinstance(v, tuple) else v for k, v in spec.peft}
         else:
             del out["peft"]
-    if out.get("padding") == "auto":  # the default layout: run ids as before the option existed
-        del out["padding"]
+    for key in ("padding", "compile"):  # auto: run ids as before the option existed
+        if out.get(key) == "auto":
+            del out[key]
     if not spec.model_args:
         del out["model_args"]
     else:

@@ -12,7 +12,13 @@ the same examples in the same order (so their training losses agree):
 * ``flattened``: ``padding: flatten``, each batch packed into rows as wide as its longest example
   (:mod:`harness.finetune.flat`), for every ``--family`` (bert, roberta, albert, distilbert: encoders;
   gpt2: a decoder), to decide whether ``auto`` should flatten that family on this device;
-* on a GPU also ``ours in fp32`` where ours is not fp32.
+* on a GPU also ``ours in fp32`` where ours is not fp32;
+* ``--compile``: ``ours, compiled`` (and ``flattened, compiled``): the same with the training step compiled as
+  ``compile: on`` does it (``TrainingArguments(torch_compile=True)``: :mod:`harness.finetune.compilation`), side by
+  side with their eager twins. The compile happens in the untimed warm-up of the variant's first round (``warmup_s``
+  per round says what it cost; later rounds train a fresh model of the same architecture, and dynamo reuses the
+  code compiled for it) and a batch width not seen before may recompile inside the timed steps: a compiled row is
+  what a run of that length gets after its compile, not a best case.
 
 Trustworthy timing: ``--steps`` (default 100; ``--quick`` 12) timed steps per variant after
 ``--warmup`` untimed ones, one CPU thread (``torch.set_num_threads(1)``), ``--rounds`` (default 3)
@@ -31,6 +37,7 @@ tokenizer of 30,522 pieces trained on each task's own texts (no download; close 
     python scripts/bench_finetune.py --quick --json     # fewer steps, CPU only, one JSON document on stdout
     python scripts/bench_finetune.py --family roberta   # RoBERTa-shaped, on SST-2 then RTE (the default tasks)
     python scripts/bench_finetune.py --padding-report   # padding shares per GLUE task
+    python scripts/bench_finetune.py --compile --task sst2   # compiled training steps beside eager
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ class Variant:
     precision: str  # fp32 | bf16 | fp16
     optim: str | None  # None: the TrainingArguments default
     tf32: bool = False
+    compile: bool = False  # TrainingArguments(torch_compile=True), as compile: on
 
 
 def _texts(task: str, data_root: Path | None, n: int) -> tuple[list[str], list[str] | None, list[int], str]:
@@ -169,6 +177,9 @@ def run_variant(v: Variant, *, shape: str, family: str, tokenizer: Any, pairs: A
     marks: dict[str, float] = {}
 
     class Clock(TrainerCallback):
+        def on_train_begin(self, args: Any, st: Any, control: Any, **kw: Any) -> None:
+            marks["begin"] = time.perf_counter()
+
         def on_step_end(self, args: Any, st: Any, control: Any, **kw: Any) -> None:
             if st.global_step == warmup:
                 if device == "cuda":
@@ -197,6 +208,10 @@ def run_variant(v: Variant, *, shape: str, family: str, tokenizer: Any, pairs: A
             kwargs["optim"] = v.optim
         if v.tf32:
             kwargs["tf32"] = True
+        if v.compile:
+            from harness.finetune.compilation import choose_compile, training_arguments
+
+            kwargs.update(training_arguments(choose_compile("on", device)))
         trainer = Trainer(model=model, args=TrainingArguments(**kwargs), train_dataset=ds,
                           data_collator=collate, callbacks=[Clock(), accounting])
         trainer.remove_callback(PrinterCallback)  # no per-run log lines between the table's
@@ -209,8 +224,10 @@ def run_variant(v: Variant, *, shape: str, family: str, tokenizer: Any, pairs: A
     real, computed = sum(c[0] for c in timed), sum(c[1] for c in timed)
     return {
         "variant": v.name,
+        "compiled": v.compile,
         "batching": batching or {"mode": "max_length", "pad_to_multiple_of": None, "requested": "max_length"},
         "seconds": seconds,
+        "warmup_s": marks["t0"] - marks["begin"],  # the untimed steps (a compiled variant's compile included)
         "samples_s": steps * batch_size / seconds,
         "tokens_s": real / seconds,
         "computed_tokens_s": computed / seconds,
@@ -229,19 +246,20 @@ def run_variant(v: Variant, *, shape: str, family: str, tokenizer: Any, pairs: A
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One variant over its rounds: min / median throughput; the counts and loss (the same every round)."""
     first = runs[0]
-    keep = ("variant", "batching", "real_tokens", "computed_tokens", "padding_share", "batch_widths", "accounting",
+    keep = ("variant", "compiled", "batching", "real_tokens", "computed_tokens", "padding_share", "batch_widths", "accounting",
             "collated", "loss")
     out = {k: first[k] for k in keep}
     for key in ("samples_s", "tokens_s", "computed_tokens_s"):
         values = [r[key] for r in runs]
         out[key] = {"min": min(values), "median": statistics.median(values), "max": max(values), "rounds": values}
     out["losses"] = [r["loss"] for r in runs]
+    out["warmup_s"] = [r["warmup_s"] for r in runs]
     out["peak_mem_gib"] = max((r["peak_mem_gib"] for r in runs if r["peak_mem_gib"] is not None), default=None)
     return out
 
 
 def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds: int, batch_size: int,
-          max_length: int, data_root: Path | None, family: str = "bert") -> dict[str, Any]:
+          max_length: int, data_root: Path | None, family: str = "bert", compile_: bool = False) -> dict[str, Any]:
     """Every variant once per round, ``rounds`` rounds, the order rotated each round."""
     import torch
     from transformers import set_seed
@@ -266,6 +284,9 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
         variants.append(Variant("flattened", "flatten", ours["precision"], ours["optim"], tf32=ours["tf32"]))
     if device == "cuda" and ours["precision"] != "fp32":
         variants.append(Variant("ours in fp32 (no bf16/TF32)", "auto", "fp32", ours["optim"]))
+    if compile_:  # the compiled twins of ours and flattened
+        variants += [Variant(f"{v.name}, compiled", v.padding, v.precision, v.optim, tf32=v.tf32, compile=True)
+                     for v in list(variants) if v.name in ("ours", "flattened")]
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else "none"
     threads = torch.get_num_threads()
     print(f"\n== {shape}-shaped {family} on {device} (GPU: {gpu}, {threads} CPU thread(s)); data: {source}; "
@@ -292,6 +313,14 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
         ratios["flattened_over_padded"] = by["flattened"]["samples_s"]["median"] / padded["samples_s"]["median"]
         print(f"median samples/s: flattened / ours (bucketed) = {ratios['flattened_over_ours']:.2f}x, flattened / "
               f"padded = {ratios['flattened_over_padded']:.2f}x")
+    for name in ("ours", "flattened"):
+        if f"{name}, compiled" in by:
+            twin = by[f"{name}, compiled"]
+            ratios[f"{name}_compiled_over_eager"] = twin["samples_s"]["median"] / by[name]["samples_s"]["median"]
+            print(f"median samples/s: {name} compiled / eager = {ratios[f'{name}_compiled_over_eager']:.2f}x; "
+                  f"{warmup} warm-up steps per round (the compile in its first round) took "
+                  f"{', '.join(f'{w:.1f}' for w in twin['warmup_s'])} s against "
+                  f"{', '.join(f'{w:.1f}' for w in by[name]['warmup_s'])} s eager")
     print(f"median samples/s: ours / plain = {ratios['ours_over_plain']:.2f}x, ours / padded = "
           f"{ratios['ours_over_padded']:.2f}x; load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
           f"(other processes share this machine: ratios within ~10 % are noise)")
@@ -413,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU benchmark even where a GPU exists")
     p.add_argument("--padding-report", action="store_true",
                    help="print the padding share per GLUE task at batch 32 instead of timing")
+    p.add_argument("--compile", action="store_true",
+                   help="also time ours and flattened with the training step compiled (compile: on), beside them")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document with every measured value on stdout (the table goes to stderr)")
     args = p.parse_args(argv)
@@ -457,12 +488,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     warmup = args.warmup if args.warmup is not None else (2 if args.quick else 5)
     tasks = [t.strip() for t in args.task.split(",") if t.strip()]
     results = [bench("small", "cpu", task=task, steps=steps, warmup=warmup, rounds=args.rounds, batch_size=16,
-                     max_length=128, data_root=data_root, family=args.family) for task in tasks]
+                     max_length=128, data_root=data_root, family=args.family, compile_=args.compile)
+               for task in tasks]
     gpu = torch.cuda.is_available() and not args.quick and not args.no_gpu
     if gpu:
         for task in tasks:
             results.append(bench("base", "cuda", task=task, steps=args.steps or 200, warmup=20, rounds=args.rounds,
-                                 batch_size=16, max_length=128, data_root=data_root, family=args.family))
+                                 batch_size=16, max_length=128, data_root=data_root, family=args.family,
+                                 compile_=args.compile))
     elif not torch.cuda.is_available():
         print("\n(no CUDA GPU here: GPU benchmark skipped)")
     return {"benchmarks": results, "tracker_cost": tracker_cost("cuda" if gpu else "cpu")}

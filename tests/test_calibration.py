@@ -156,8 +156,9 @@ def test_grid_runs_name_the_calibration_they_ran_under(calibrated, data_root, ca
 
 
 def test_a_forced_value_skips_calibration(tmp_path):
-    fp32 = FinetuneSpec("tiny:bert", "rte", 0, precision="fp32", **HYPER)
-    # N fixed and the precision fixed by the spec: nothing to measure, no file
+    fp32 = FinetuneSpec("tiny:bert", "rte", 0, precision="fp32", compile="off", **HYPER)
+    # N fixed, the precision and compile fixed by the spec: nothing to measure, no file (with compile auto, a GPU
+    # would measure compile: tests/test_compile.py)
     plan = resolve_packing([fp32], tmp_path, runs_per_gpu=4, gpus=[0])
     assert (plan.runs_per_gpu, plan.calibration) == (4, None)
     # --no-calibrate: auto is 1, and precision auto is left to the rule

@@ -124,7 +124,12 @@ class TokenAccountingCallback(TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         if model is not None and self._hook is None:
-            self._hook = model.register_forward_pre_hook(self._count, with_kwargs=True)
+            import torch
+
+            # eager under compile (compile: on): traced, its Python counters would be guards that change every
+            # step (a recompile per step until dynamo's recompile limit); disabled, it is one break before the
+            # compiled forward
+            self._hook = model.register_forward_pre_hook(torch.compiler.disable(self._count), with_kwargs=True)
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._step_start = time.perf_counter()

@@ -58,6 +58,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--padding", help="batch layout: auto (default: bucketed, padded to a multiple of 8), flatten "
                    "(the examples packed into rows; decoders only: gpt2, llama, mistral, qwen2), bucket or pad; an "
                    "explicit value is part of the run id")
+    p.add_argument("--compile", help="compile the training step (torch.compile): auto (default: where the grid's "
+                   "calibration measured it faster on the device; eager on a CPU and alone), on or off; an explicit "
+                   "value is part of the run id")
     p.add_argument("--save-steps", help="also checkpoint every N steps (always every epoch)")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints after the result is written")
     p.add_argument("--country", help="ISO alpha-3 country for the carbon intensity (default $VNR_COUNTRY_ISO_CODE or USA)")

@@ -24,7 +24,9 @@ the ``calibration`` option and its record names that calibration); without a
 calibration (a single ``vnr finetune`` run) a rule chooses (:data:`PRECISION_RULE`)
 and the record says so. On the GPU: TF32 matmuls on Ampere and newer, the fused AdamW, padding per batch chosen by
 :mod:`harness.finetune.batching` (``FinetuneSpec.padding``; the record's
-``settings.batching``), optional length grouping (``FinetuneSpec.group_by_length``).
+``settings.batching``), optional length grouping (``FinetuneSpec.group_by_length``), a compiled training
+step where ``FinetuneSpec.compile`` asks or the calibration measured it faster (:mod:`harness.finetune.compilation`;
+the record's ``settings.compile``).
 The record's ``tokens`` section (:class:`harness.finetune.callbacks.TokenAccountingCallback`)
 counts real and computed tokens, the padding share, samples/s and tokens/s.
 ``scripts/bench_finetune.py`` measures these against plain ``Trainer`` defaults.
@@ -187,7 +189,8 @@ def run_finetune(
     ``region`` (carbon intensity; default ``$VNR_COUNTRY_ISO_CODE`` or USA),
     ``optim`` (override the optimizer choice), ``eval_batch_size``, ``dataloader_num_workers``,
     ``calibration`` (the grid's calibration this run runs under, from :mod:`harness.grid.calibrate`:
-    file, device kind, runs per GPU, precision; it resolves precision ``auto`` and the record names it).
+    file, device kind, runs per GPU, precision; it resolves precision ``auto``, and ``padding``/``compile`` ``auto``
+    where it measured them, and the record names it).
     ``report_to`` (trackers for the training logs: :mod:`harness.finetune.trackers`; none by default).
 
     A diverged run (a non-finite training or evaluation loss or metric) is stored
@@ -391,6 +394,9 @@ def _train(
         return {k: (float("nan") if v is None else v) for k, v in values.items()}
 
     cuda = settings["device"] == "cuda"
+    from harness.finetune.compilation import choose_compile, training_arguments
+
+    compiled = choose_compile(spec.compile, settings["device"], calibrated=(calibration or {}).get("compile"))
     args = TrainingArguments(
         output_dir=str(run_dir),
         num_train_epochs=spec.epochs,
@@ -419,10 +425,12 @@ def _train(
         disable_tqdm=not bars,
         use_cpu=not cuda,
         full_determinism=not cuda,  # deterministic kernels on CPU (same seed, same result)
+        **training_arguments(compiled),  # torch_compile=True where compiled (harness.finetune.compilation)
     )
     check_devices(batching, args.n_gpu if cuda else 0)
     settings.update({
         "batching": batching,
+        "compile": compiled,
         "group_by_length": spec.group_by_length,
         "eval_batch_size": args.per_device_eval_batch_size,
         "save_steps": save_steps,

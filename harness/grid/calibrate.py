@@ -33,6 +33,11 @@ The winner is the highest aggregate samples/s among the bursts whose loss trajec
 ``log_every`` steps, within :data:`LOSS_RTOL` relative of fp32's at the same step; the first run of
 every burst trains the spec's own seed on the same examples, so the trajectories are comparable).
 
+With ``compile: auto`` on a GPU, one more burst trains the chosen setting (layout, N, precision) with its
+training step compiled (:func:`measure_compile`: the compile time falls in the untimed warm-up and is weighed
+against a run's length instead; skipped for budget where the budget cannot hold it); ``auto`` compiles only where
+that measured faster. On a CPU compile is not measured (the table says "not measured: CPU"): ``auto`` is eager.
+
 The table goes to ``<output>/calibration/<device kind>.json`` (written atomically), one entry per
 spec *shape* (model, max_length, batch_size, requested precision: :func:`shape_key`), so a grid whose
 first spec has another shape calibrates again, beside the earlier entry. :func:`ensure_calibration`
@@ -84,6 +89,10 @@ WINDOWS = 3  # timed windows per burst; the burst's throughput is their median
 AUTO = "auto"
 CUDA_CONTEXT_BYTES = 512 * 2**20  # what a CUDA context holds beyond torch's allocator (added to its peak)
 WORKER_START_TIMEOUT_S = 900.0
+#: What a compiled burst is expected to spend compiling (in its untimed warm-up) beyond an eager burst's wall time,
+#: before one was measured: a bert-base forward and backward through inductor takes about a minute on a GPU host.
+#: The budget check adds it; a burst that still overruns is cut at the budget as any other.
+COMPILE_ESTIMATE_S = 90.0
 
 #: Training examples per GLUE task (the public GLUE train splits; 949,733 in all).
 GLUE_TRAIN_SIZES: dict[str, int] = {
@@ -185,7 +194,8 @@ def candidate_precisions(device: Device) -> tuple[str, ...]:
 # ---------------------------------------------------------------------- the grid's size and shape
 def shape_key(spec: FinetuneSpec) -> str:
     """What a calibration entry is for: the spec's model, max_length, batch_size and requested precision, and
-    where set, its model_args, an explicit batch layout and LoRA adapters (each changes the throughput and
+    where set, its model_args, an explicit batch layout, an explicit ``compile`` and LoRA adapters (each changes
+    the throughput and
     memory a run has; a default spec's key is as before they were named).
 
     >>> shape_key(FinetuneSpec("tiny:bert", "rte", 0, batch_size=8))
@@ -198,6 +208,8 @@ def shape_key(spec: FinetuneSpec) -> str:
         key += ",model_args=" + json.dumps(dict(spec.model_args), sort_keys=True, default=str)
     if spec.padding != "auto":
         key += f",padding={spec.padding}"
+    if spec.compile != "auto":
+        key += f",compile={spec.compile}"
     if spec.peft:
         key += ",peft=" + json.dumps(dict(spec.peft), sort_keys=True, default=str)
     return key
@@ -706,12 +718,15 @@ class Calibration:
 
 def calibration_ref(cal: Calibration) -> dict[str, Any]:
     """``{"file", "device_kind", "shape", "runs_per_gpu", "precision"}`` and, where the calibration measured
-    the batch layouts, ``padding`` (what ``padding: auto`` resolves to: :func:`harness.finetune.batching.choose_batching`):
-    the record's ``calibration`` field (the file relative to the grid's output)."""
+    the batch layouts, ``padding`` (what ``padding: auto`` resolves to: :func:`harness.finetune.batching.choose_batching`),
+    and where it measured a compiled step, ``compile`` (``on`` | ``off``: what ``compile: auto`` resolves to:
+    :func:`harness.finetune.compilation.choose_compile`): the record's ``calibration`` field (the file relative to
+    the grid's output)."""
     ref = {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"], "shape": cal.key,
            "runs_per_gpu": cal.runs_per_gpu, "precision": cal.precision}
-    if cal.doc["chosen"].get("padding"):
-        ref["padding"] = cal.doc["chosen"]["padding"]
+    for key in ("padding", "compile"):
+        if cal.doc["chosen"].get(key):
+            ref[key] = cal.doc["chosen"][key]
     return ref
 
 
@@ -746,6 +761,71 @@ def measure_layouts(spec: FinetuneSpec, layouts: Sequence[str], burst: Any) -> t
     rows = [{**burst(layout), "padding": layout} for layout in layouts]
     timed = [r for r in rows if r["status"] == "measured" and r.get("samples_s")]
     return (max(timed, key=lambda r: r["samples_s"])["padding"] if timed else None), rows
+
+
+def measure_compile(spec: FinetuneSpec, device: Device, rows: Sequence[Mapping[str, Any]], burst: Any, *,
+                    time_left: float, spent: bool = False) -> dict[str, Any]:
+    """``compile: auto``: one burst with the training step compiled at the setting the sweep chose (its layout, N
+    and precision), against that setting's eager measurement. The compile happens in the burst's warm-up, which
+    is not timed; its cost (the compiled burst's untimed seconds beyond the eager burst's) is weighed against a
+    whole run instead: compiled is chosen only when a run of ``spec`` (:func:`training_samples`) at the compiled
+    rate, plus that compile time, ends sooner than at the eager rate, and its losses match the eager ones
+    (:func:`loss_matches`). ``burst()`` → the compiled burst's row; ``time_left``: seconds left in the budget.
+
+    The result (the table's ``compile``): ``status`` measured | skipped | not measured, ``note``, ``rows`` and,
+    where measured, ``chosen`` (``on`` | ``off``), the two rates and ``compile_s``.
+
+    >>> cpu = Device("cpu-x", "cpu", "x", 1, 1)
+    >>> measure_compile(FinetuneSpec("tiny:bert", "rte", 0), cpu, [], None, time_left=600)["note"]
+    'not measured: CPU'
+    >>> gpu = Device("gpu-x", "cuda", "x", 1, 1)
+    >>> eager = {"n": 2, "precision": "bf16", "status": "measured", "loss_match": True, "samples_s": 100.0,
+    ...          "seconds": 10.0, "wall_s": 30.0, "losses": [[20, 0.70]]}
+    >>> compiled = {**eager, "samples_s": 150.0, "wall_s": 80.0}
+    >>> out = measure_compile(FinetuneSpec("tiny:bert", "rte", 0), gpu, [eager], lambda: compiled, time_left=600)
+    >>> out["chosen"], out["compile_s"], out["note"]
+    ('on', 50.0, 'compiled 150.0 against eager 100.0 samples/s at N=2 bf16; compile 50 s per run: a run of 12450 samples takes 216 s against 249 s')
+    >>> measure_compile(FinetuneSpec("tiny:bert", "rte", 0), gpu, [eager], lambda: compiled, time_left=60)["note"]
+    'skipped for budget: 60 s left, a compiled burst takes about 120 s'
+    """
+    if spec.compile != AUTO:
+        return {"status": "not measured", "note": f"not measured: the spec fixes compile {spec.compile}", "rows": []}
+    if device.type != "cuda":
+        from harness.finetune.compilation import CPU_NOTE
+
+        return {"status": "not measured", "note": CPU_NOTE, "rows": []}
+    rates = measured_rates(rows)
+    if not rates:
+        return {"status": "not measured", "note": "not measured: no eager setting was measured", "rows": []}
+    (n, precision), eager_rate = max(rates.items(), key=lambda item: item[1])
+    eager = next((r for r in rows if r.get("status") == "measured" and (r["n"], r["precision"]) == (n, precision)
+                  and r.get("wall_s") is not None and r.get("seconds") is not None), None)
+    if eager is None:  # only a burst cut at the budget measured it (then nothing more is started anyway)
+        spent, eager = True, {}
+    estimate = float(eager.get("wall_s") or 0.0) + COMPILE_ESTIMATE_S
+    if spent or estimate > time_left:
+        why = ("the budget was spent (a burst was cut at it)" if spent else
+               f"{time_left:.0f} s left, a compiled burst takes about {estimate:.0f} s")
+        return {"status": "skipped", "note": f"skipped for budget: {why}",
+                "rows": [{"n": n, "precision": precision, "compile": "on", "status": "skipped",
+                          "reason": f"budget: {why}"}]}
+    row = {**burst(), "compile": "on"}
+    out: dict[str, Any] = {"status": "measured", "rows": [row], "eager_samples_s": eager_rate}
+    if row.get("status") != "measured" or not row.get("samples_s"):
+        return {**out, "chosen": "off",
+                "note": f"compiled burst {row.get('status')}: {row.get('reason', 'no rate')}; eager kept"}
+    rate = float(row["samples_s"])
+    compile_s = max(0.0, (float(row.get("wall_s") or 0.0) - float(row.get("seconds") or 0.0))
+                    - (float(eager["wall_s"]) - float(eager["seconds"])))
+    samples = training_samples(spec)
+    t_eager, t_compiled = samples * n / eager_rate, samples * n / rate + compile_s  # N runs share the rate
+    matches = row.get("cut") or loss_matches(row.get("losses") or [], eager.get("losses") or [])
+    row["loss_match"] = bool(matches)
+    chosen = "on" if t_compiled < t_eager and matches else "off"
+    note = (f"compiled {rate:.1f} against eager {eager_rate:.1f} samples/s at N={n} {precision}; compile "
+            f"{compile_s:.0f} s per run: a run of {samples} samples takes {t_compiled:.0f} s against {t_eager:.0f} s"
+            + ("" if matches else "; its losses do not match eager's: eager kept"))
+    return {**out, "chosen": chosen, "compiled_samples_s": rate, "compile_s": compile_s, "note": note}
 
 
 def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = None, grid_samples_total: int = 0,
@@ -887,6 +967,21 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                                         deadline=deadline(), threads=threads)
                         rows.append({**row, "confirmation": True})
                         spent = spent or bool(row.get("cut"))
+            _mark_loss_matches(rows)
+            best = choose(rows) if measured_rates(rows) else None
+
+            def compiled_burst() -> dict[str, Any]:  # at the chosen layout, N and precision
+                try:
+                    return run_burst(replace(spec, compile="on"), best["runs_per_gpu"], best["precision"],
+                                     device=device, warmup=warmup, steps=steps, data_root=data_root, work=Path(tmp),
+                                     sampler=sampler, cuda_device=cuda_device, windows=windows, log_dir=log_dir,
+                                     deadline=deadline(), threads=threads)
+                except RuntimeError as exc:  # compile fails here: eager
+                    log.warning("calibration burst compile on failed: %s", exc)
+                    return {"status": "failed", "reason": f"failed: {str(exc).strip()[:300]}"}
+
+            compiled = measure_compile(spec, device, rows, compiled_burst, time_left=deadline() - time.time(),
+                                       spent=spent)
     finally:
         sampler.close()
     _mark_loss_matches(rows)
@@ -903,14 +998,16 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
                    "loss_rtol": LOSS_RTOL},
         "rows": rows,
         **({"layouts": layout_rows} if layout_rows else {}),
-        "chosen": ({**choose(rows), **({"padding": chosen_layout} if chosen_layout else {})}
+        "compile": compiled,
+        "chosen": ({**choose(rows), **({"padding": chosen_layout} if chosen_layout else {}),
+                    **({"compile": compiled["chosen"]} if compiled.get("chosen") else {})}
                    if measured_rates(rows) else {
             "runs_per_gpu": fixed_n or 1, "precision": precisions[0], "samples_s": None, "measured": False,
             "note": f"nothing measured within the budget ({deadline() - started:.0f} s): {fixed_n or 1} run(s) "
                     f"per device at {precisions[0]}, unmeasured; not stored (raise calibration_budget_s)"}),
         "elapsed_s": time.time() - started,
     }
-    return doc, sum(r["status"] in ("measured", "cut") for r in [*rows, *layout_rows]) - reused_opening
+    return doc, sum(r["status"] in ("measured", "cut") for r in [*rows, *layout_rows, *compiled["rows"]]) - reused_opening
 
 
 def _mark_loss_matches(rows: list[dict[str, Any]]) -> None:
@@ -1019,8 +1116,8 @@ def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: i
     with (the grid's first fine-tuning spec; default: the first in ``specs``); ``samples``: the training
     samples the time budget is a share of (default: those of ``specs``). Nothing is measured when
     ``specs`` holds no fine-tuning run and no ``first`` is given (an array task of bias runs is given the
-    grid's, so it packs them as calibrated), or when N is fixed and so is the precision (given by the
-    spec, or fp32 as the only candidate without a GPU).
+    grid's, so it packs them as calibrated), or when N is fixed and so are the precision and ``compile`` (given
+    by the spec, or fp32 and eager as the only candidates without a GPU).
     """
     if runs_per_gpu is None:
         runs_per_gpu = AUTO if gpu_present(gpus) else 1
@@ -1030,7 +1127,7 @@ def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: i
     if not any(isinstance(s, FinetuneSpec) for s in specs) and (first is None or not specs):
         return Packing(fixed_n or 1, None, "no fine-tuning run to calibrate for")
     first = first or next(s for s in specs if isinstance(s, FinetuneSpec))  # (an array task of bias runs: the grid's)
-    if fixed_n is not None and (first.precision != AUTO or not gpu_present(gpus)):
+    if fixed_n is not None and (not gpu_present(gpus) or (first.precision != AUTO and first.compile != AUTO)):
         return Packing(fixed_n, None, "fixed (nothing left to measure)")
     cal = ensure_calibration(first, output, data_root=data_root,
                              grid_samples_total=grid_samples(specs) if samples is None else samples,
@@ -1073,7 +1170,9 @@ def format_table(cal: Calibration) -> str:
         return format(v, fmt) if v is not None else "-"
 
     def settings(status: str, why: str = "") -> str:
-        picked = [f"N={r['n']} {r['precision']}" for r in doc["rows"]
+        compiled = (doc.get("compile") or {}).get("rows", [])
+        picked = [f"{'compiled ' if r.get('compile') == 'on' else ''}N={r['n']} {r['precision']}"
+                  for r in [*doc["rows"], *compiled]
                   if r["status"] == status and str(r.get("reason", "")).startswith(why)]
         return ", ".join(dict.fromkeys(picked)) or "none"
 
@@ -1085,6 +1184,9 @@ def format_table(cal: Calibration) -> str:
             f"{r['padding']} {num(r.get('samples_s'), '.1f')} samples/s" + ("" if r["status"] == "measured"
                                                                           else f" ({r['status']})")
             for r in doc["layouts"]) + f"; the sweep below is {doc['chosen'].get('padding', '-')}")
+    if doc.get("compile"):  # (entries from before compile was measured have none)
+        lines.insert(len(lines) - 1, "compile auto: " + doc["compile"]["note"]
+                     + (f"; chosen: {doc['compile']['chosen']}" if doc["compile"].get("chosen") else ""))
     for r in doc["rows"]:
         if r["status"] != "measured":
             lines.append(f"{r['n']:>3} {r['precision']:>9} {'-':>10} {'-':>7} {'-':>6} {'-':>9} {'-':>7}  {r['reason']}")
@@ -1096,13 +1198,17 @@ def format_table(cal: Calibration) -> str:
                      f"{num(peak, '.2f'):>9} {'yes' if r.get('loss_match') else 'no':>7}"
                      f"{'  confirmation' if r.get('confirmation') else ''}{'  ' + r['note'] if r.get('note') else ''}")
     chosen = doc["chosen"]
+    compiled_rate = (f"; compiled {doc['compile']['compiled_samples_s']:.1f}"
+                     if (doc.get("compile") or {}).get("compiled_samples_s") else "")
     if chosen.get("samples_s") is None:
         lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']} "
                      f"({chosen.get('note', 'unmeasured')})")
     else:
         lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']}"
-                     f"{', padding ' + chosen['padding'] if chosen.get('padding') else ''} "
-                     f"({chosen['samples_s']:.1f} samples/s, the median of its timed windows)")
+                     f"{', padding ' + chosen['padding'] if chosen.get('padding') else ''}"
+                     f"{', compile ' + chosen['compile'] if chosen.get('compile') else ''} "
+                     f"({chosen['samples_s']:.1f} samples/s{' eager' if chosen.get('compile') else ''}, the median "
+                     f"of its timed windows{compiled_rate})")
     return "\n".join([*cal.notes, *lines])
 
 

@@ -48,6 +48,7 @@ class ChosenSetting(_Open):
     runs_per_gpu: Annotated[int, Number(ge=1, le=MAX_RUNS_PER_GPU)]
     precision: Literal[MEASURED_PRECISIONS]  # type: ignore[valid-type]
     samples_s: Annotated[float, Number(ge=0)] | None = None
+    compile: Literal["on", "off"] | None = None  # compile auto, where measured (harness.grid.calibrate.measure_compile)
 
 
 class DeviceRecord(_Open):
