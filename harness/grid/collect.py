@@ -67,6 +67,7 @@ from harness.bias.data import get_dataset
 from harness.energy import basis
 from harness.finetune.tasks import get_task
 from harness.grid.config import Experiment
+from harness.kinds import kinds
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import STATUS_FAILED, RunStore, record_problem
 from ranking.errors import UserError
@@ -281,6 +282,28 @@ def efficiency_metrics(extra_criteria: Sequence[str] = ()) -> list[tuple[str, st
     return out
 
 
+@dataclass
+class Table:
+    """The matrix as the kinds' collectors build it (:attr:`harness.kinds.RunKind.collect`): each adds its
+    columns to ``rows`` (model label → criterion → value), their sidecar entries to ``meta`` and their names, in
+    order, to ``columns``; a seed-dependent column also to ``seeded`` with its per-seed values in ``long_rows``
+    and ``stat_rows``. :func:`collect` writes what they built."""
+
+    exp: Experiment
+    usable: dict[str, dict[str, Any]]  # run id -> usable record
+    epoch: str
+    rows: dict[str, dict[str, float]]
+    eff_metrics: list[tuple[str, str, str, str, str, str]]
+    allow_mixed_packing: bool = False
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)
+    seeded: list[str] = field(default_factory=list)
+    stat_rows: list[dict[str, Any]] = field(default_factory=list)  # wide: seed_<s> ..., mean, std, n
+    long_rows: list[dict[str, Any]] = field(default_factory=list)  # model, criterion, seed, value (the bootstrap's)
+    packing_by_task: dict[str, list[int]] = field(default_factory=dict)
+    basis_by_task: dict[str, str] = field(default_factory=dict)
+
+
 def collect(
     exp: Experiment, *, epoch: str = "final", allow_missing: bool = False, allow_mixed_packing: bool = False,
     extra_criteria: Sequence[str] = (),
@@ -305,18 +328,93 @@ def collect(
     if unusable:
         log.warning("left out %d runs with unusable records: %s", len(unusable), _some(list(unusable)))
 
-    rows: dict[str, dict[str, float]] = {exp.label(m): {} for m in exp.models}
-    meta: dict[str, dict[str, Any]] = {}
-    stat_rows: list[dict[str, Any]] = []  # wide: seed_<s> ..., mean, std, n
-    long_rows: list[dict[str, Any]] = []  # model, criterion, seed, value (what the seed bootstrap reads)
+    table = Table(exp, usable, epoch, {exp.label(m): {} for m in exp.models}, eff_metrics, allow_mixed_packing)
+    for kind in kinds():  # each kind adds its columns (harness.kinds: its record's ``collect``)
+        kind.collector()(table, [s for s in exp.specs if s.kind == kind.name])
+    rows, meta, columns = table.rows, table.meta, table.columns
+    packing_by_task, basis_by_task = table.packing_by_task, table.basis_by_task
+
+    frame = pd.DataFrame.from_dict(rows, orient="index").reindex(index=list(rows), columns=columns)
+    frame = frame.astype(float)
+    empty_cols = [c for c in frame.columns if frame[c].isna().all()]
+    if empty_cols:
+        log.warning("no value for %d criteria (left out of the matrix): %s", len(empty_cols), ", ".join(empty_cols))
+        frame = frame.drop(columns=empty_cols)
+    empty_rows = [m for m in frame.index if frame.loc[m].isna().all()]
+    if empty_rows:
+        log.warning("no result for models %s (left out of the matrix)", ", ".join(empty_rows))
+        frame = frame.drop(index=empty_rows)
+    if frame.empty:
+        raise UserError(f"no usable finished run in {exp.output}: nothing to collect (run vnr run first)")
+    frame.index.name = "model"
+
+    matrix_path, criteria_path = out / "matrix.csv", out / "criteria.yaml"
+    seeds_path, stats_path = out / "seeds.csv", out / "seed_stats.csv"
+    present = [g for g in GROUPS if any(meta[c]["group"] == g for c in frame.columns)]
+    doc = {
+        "table": matrix_path.name,
+        "sha256": sha256_of(matrix_bytes := _csv_bytes(frame)),
+        "model_column": "model",
+        "groups": present,
+        "criteria": {c: meta[c] for c in frame.columns},
+    }
+    kept_tasks = [t for t in packing_by_task if any(c.startswith(f"{t}_") and meta[c]["group"] == "efficiency"
+                                                     for c in frame.columns)]
+    packing_line = ("# efficiency packing (runs per GPU) per task: "
+                    + ", ".join(f"{t}={'/'.join(map(str, packing_by_task[t]))}" for t in kept_tasks) + "\n"
+                    if kept_tasks else "")
+    energy_columns = {t: [f"{t}_{suffix}" for key, suffix, _, _ in EFFICIENCY_METRICS if key in ENERGY_BASED]
+                      for t in basis_by_task}
+    basis_by_task = {t: b for t, b in basis_by_task.items() if any(c in frame.columns for c in energy_columns[t])}
+    basis_line = ("# energy and carbon per task, how obtained (measured | estimate | mixed | none | unknown): "
+                  + ", ".join(f"{t}={b}" for t, b in basis_by_task.items()) + "\n" if basis_by_task else "")
+    header = (
+        f"# Criteria of {matrix_path.name}, written by `vnr collect {exp.source} --epoch {epoch}`.\n"
+        f"# {len(frame.index)} models x {len(frame.columns)} criteria; "
+        f"{len(missing)} of {len(exp.specs)} runs missing, {len(unusable)} unusable"
+        + ("; a seed-dependent cell with any seed missing is empty" if missing or unusable else "") + ".\n"
+        + packing_line
+        + basis_line
+        + (f"# grid preset: {exp.preset} (rank with --preset {exp.preset} to follow its conventions)\n"
+           if exp.preset != "default" else "")
+    )
+    criteria_bytes = (header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)).encode()
+    kept = set(frame.columns) & set(table.seeded)
+    side_bytes = []
+    for table_rows, side_columns in ((table.long_rows, ["model", "criterion", "seed", "value"]), (table.stat_rows, None)):
+        side = pd.DataFrame(table_rows, columns=side_columns)
+        if len(side):
+            side = side[side["criterion"].isin(kept) & side["model"].isin(frame.index)]
+        buf = io.StringIO()
+        side.to_csv(buf, index=False, float_format="%.10g")
+        side_bytes.append(buf.getvalue().encode())
+    if not os.access(out, os.W_OK):  # refuse before writing any of the four files, not half-way
+        raise UserError(f"cannot write the matrix into {out}: the directory is not writable")
+
+    def rankable(staged: dict[Path, Path]) -> None:  # what `vnr rank` reads must load, before anything is replaced
+        ScoreTable.from_csv(staged[matrix_path], staged[criteria_path])
+
+    # one unit: the side tables, then the matrix, then its sidecar (which holds the matrix's hash) last
+    write_together([(seeds_path, side_bytes[0]), (stats_path, side_bytes[1]), (matrix_path, matrix_bytes),
+                    (criteria_path, criteria_bytes)], check=rankable)
+    return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
+                     [*missing, *unusable], dict(unusable), packing_by_task, preset=exp.preset,
+                     energy_basis=basis_by_task)
+
+
+def collect_finetune(table: Table, specs: Sequence[Any]) -> None:
+    """The fine-tuning kind's columns: per GLUE task its performance criteria and its efficiency criteria, each a
+    mean over the seeds (with the per-seed values in the side tables), and how their energy and packing were
+    measured."""
+    exp, usable, epoch, eff_metrics = table.exp, table.usable, table.epoch, table.eff_metrics
+    rows, meta, stat_rows, long_rows = table.rows, table.meta, table.stat_rows, table.long_rows
+    packing_by_task, basis_by_task = table.packing_by_task, table.basis_by_task
     seeded: dict[tuple[str, str], dict[int, float]] = {}  # (model, criterion) -> seed -> value
     packing: dict[tuple[str, str, int], tuple[int, str]] = {}  # (model, task, seed) -> (level, run id)
     bases: dict[tuple[str, str, int], tuple[str, float | None, float | None]] = {}  # -> (basis, kWh, modelled kWh)
-    by_target: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (kind, task | dataset) -> usable records
+    by_target: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (kind, task) -> usable records
 
-    for spec in exp.specs:
-        if not isinstance(spec, FinetuneSpec):
-            continue
+    for spec in specs:
         rid = spec.run_id()
         rec = usable.get(rid)
         if rec is None:
@@ -401,7 +499,6 @@ def collect(
                 }
             )
 
-    basis_by_task: dict[str, str] = {}
     for task in exp.tasks:
         for key, suffix, _unit, _note in EFFICIENCY_METRICS:
             if key not in ENERGY_BASED:
@@ -418,7 +515,6 @@ def collect(
             if key == "energy_kwh":
                 basis_by_task[task] = method
 
-    packing_by_task: dict[str, list[int]] = {}
     for task in exp.tasks:
         cells = {(m, task) for m in exp.models
                  if any((m, f"{task}_{metric[1]}") in complete for metric in eff_metrics)}
@@ -426,7 +522,7 @@ def collect(
         if not levels:
             continue
         packing_by_task[task] = sorted(levels)
-        if len(levels) > 1 and not allow_mixed_packing:
+        if len(levels) > 1 and not table.allow_mixed_packing:
             shown = "; ".join(f"{level} run(s) per GPU: {_some(rids)}" for level, rids in sorted(levels.items()))
             raise UserError(
                 f"the efficiency criteria of {task} would mix runs measured at different packing levels ({shown}); "
@@ -437,11 +533,18 @@ def collect(
         for metric in eff_metrics:
             meta[f"{task}_{metric[1]}"]["source"] += f"; {text}"
 
+    table.columns += [*perf_names, *eff_names]
+    table.seeded += [*perf_names, *eff_names]
+
+
+def collect_bias(table: Table, specs: Sequence[Any]) -> None:
+    """The bias kind's columns: each bias set's fairness criteria, oriented as declared, and the scoring mode
+    its runs were scored with (never two in one criterion)."""
+    exp, usable, rows, meta = table.exp, table.usable, table.rows, table.meta
+    by_target: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (kind, dataset) -> usable records
     fair_names: list[str] = []
     scoring_modes: dict[str, dict[str, list[str]]] = {}  # dataset -> scoring mode -> run ids
-    for spec in exp.specs:
-        if not isinstance(spec, BiasSpec):
-            continue
+    for spec in specs:
         record = get_dataset(spec.dataset)
         for crit in record.fairness:
             if crit.name not in meta:
@@ -484,73 +587,7 @@ def collect(
                 f"{_keys(recs, 'metrics')}); fix the record in harness/bias/data.py or the runs"
             )
 
-    columns = [*perf_names, *eff_names, *fair_names]
-    frame = pd.DataFrame.from_dict(rows, orient="index").reindex(index=list(rows), columns=columns)
-    frame = frame.astype(float)
-    empty_cols = [c for c in frame.columns if frame[c].isna().all()]
-    if empty_cols:
-        log.warning("no value for %d criteria (left out of the matrix): %s", len(empty_cols), ", ".join(empty_cols))
-        frame = frame.drop(columns=empty_cols)
-    empty_rows = [m for m in frame.index if frame.loc[m].isna().all()]
-    if empty_rows:
-        log.warning("no result for models %s (left out of the matrix)", ", ".join(empty_rows))
-        frame = frame.drop(index=empty_rows)
-    if frame.empty:
-        raise UserError(f"no usable finished run in {exp.output}: nothing to collect (run vnr run first)")
-    frame.index.name = "model"
-
-    matrix_path, criteria_path = out / "matrix.csv", out / "criteria.yaml"
-    seeds_path, stats_path = out / "seeds.csv", out / "seed_stats.csv"
-    present = [g for g in GROUPS if any(meta[c]["group"] == g for c in frame.columns)]
-    doc = {
-        "table": matrix_path.name,
-        "sha256": sha256_of(matrix_bytes := _csv_bytes(frame)),
-        "model_column": "model",
-        "groups": present,
-        "criteria": {c: meta[c] for c in frame.columns},
-    }
-    kept_tasks = [t for t in packing_by_task if any(c.startswith(f"{t}_") and meta[c]["group"] == "efficiency"
-                                                     for c in frame.columns)]
-    packing_line = ("# efficiency packing (runs per GPU) per task: "
-                    + ", ".join(f"{t}={'/'.join(map(str, packing_by_task[t]))}" for t in kept_tasks) + "\n"
-                    if kept_tasks else "")
-    energy_columns = {t: [f"{t}_{suffix}" for key, suffix, _, _ in EFFICIENCY_METRICS if key in ENERGY_BASED]
-                      for t in basis_by_task}
-    basis_by_task = {t: b for t, b in basis_by_task.items() if any(c in frame.columns for c in energy_columns[t])}
-    basis_line = ("# energy and carbon per task, how obtained (measured | estimate | mixed | none | unknown): "
-                  + ", ".join(f"{t}={b}" for t, b in basis_by_task.items()) + "\n" if basis_by_task else "")
-    header = (
-        f"# Criteria of {matrix_path.name}, written by `vnr collect {exp.source} --epoch {epoch}`.\n"
-        f"# {len(frame.index)} models x {len(frame.columns)} criteria; "
-        f"{len(missing)} of {len(exp.specs)} runs missing, {len(unusable)} unusable"
-        + ("; a seed-dependent cell with any seed missing is empty" if missing or unusable else "") + ".\n"
-        + packing_line
-        + basis_line
-        + (f"# grid preset: {exp.preset} (rank with --preset {exp.preset} to follow its conventions)\n"
-           if exp.preset != "default" else "")
-    )
-    criteria_bytes = (header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)).encode()
-    kept = set(frame.columns) & set(perf_names + eff_names)
-    side_bytes = []
-    for table_rows, side_columns in ((long_rows, ["model", "criterion", "seed", "value"]), (stat_rows, None)):
-        side = pd.DataFrame(table_rows, columns=side_columns)
-        if len(side):
-            side = side[side["criterion"].isin(kept) & side["model"].isin(frame.index)]
-        buf = io.StringIO()
-        side.to_csv(buf, index=False, float_format="%.10g")
-        side_bytes.append(buf.getvalue().encode())
-    if not os.access(out, os.W_OK):  # refuse before writing any of the four files, not half-way
-        raise UserError(f"cannot write the matrix into {out}: the directory is not writable")
-
-    def rankable(staged: dict[Path, Path]) -> None:  # what `vnr rank` reads must load, before anything is replaced
-        ScoreTable.from_csv(staged[matrix_path], staged[criteria_path])
-
-    # one unit: the side tables, then the matrix, then its sidecar (which holds the matrix's hash) last
-    write_together([(seeds_path, side_bytes[0]), (stats_path, side_bytes[1]), (matrix_path, matrix_bytes),
-                    (criteria_path, criteria_bytes)], check=rankable)
-    return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
-                     [*missing, *unusable], dict(unusable), packing_by_task, preset=exp.preset,
-                     energy_basis=basis_by_task)
+    table.columns += fair_names
 
 
 def _share_text(task: str) -> str:
