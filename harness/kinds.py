@@ -78,7 +78,7 @@ class RunKind:
         """The spec's seed, or ``""`` for a kind without seeds (a status row's column)."""
         return getattr(spec, self.seed) if self.seed else ""
 
-    def prepare(self, spec: Any, values: Mapping[str, Any], *, where: str,
+    def prepare(self, spec: Any, values: Mapping[str, Any], *, where: str | None,
                 names: Callable[[str], str | None] | None = None) -> tuple[Any, Any]:
         """The spec and the run options of one run, every value checked by the field that declares it.
 
