@@ -100,14 +100,12 @@ def run_grid(
 
         check_available(exp, specs=specs, data_root=root, config=str(config))
     from harness.grid.calibrate import local_packing
-    from harness.grid.settings import LocalSettings
-    from harness.schema import validate
+    from harness.grid.settings import runs_per_gpu as checked_runs_per_gpu
     from harness.store import RunStore
 
     store = RunStore(exp.output)
     pending = [s for s in specs if not store.is_done(s)]
-    per_gpu = None if runs_per_gpu is None else validate(LocalSettings, {"runs_per_gpu": runs_per_gpu},
-                                                         names=lambda _: "runs_per_gpu").runs_per_gpu
+    per_gpu = checked_runs_per_gpu(runs_per_gpu, "runs_per_gpu")
     plan, packing = local_packing(exp, specs, pending, runs_per_gpu=per_gpu, calibrate_runs=calibrate, data_root=root)
     return execute(specs, exp.output, data_root=root, progress=progress, isolate=isolate,
                    options=lambda s: {**exp.options_for(s), **plan.options(s)}, **packing)

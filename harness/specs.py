@@ -267,8 +267,7 @@ class BiasRunOptions:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
-SPECS = {"finetune": FinetuneSpec, "bias": BiasSpec}  # run kind -> its spec
-RUN_OPTIONS = {"finetune": FinetuneRunOptions, "bias": BiasRunOptions}  # run kind -> its run function's options
+# which kind a spec and its options belong to, its run function, ...: harness.kinds (one record per kind)
 
 
 def _canonical_model(spec: Any) -> None:

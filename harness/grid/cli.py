@@ -19,11 +19,13 @@ import logging
 import sys
 from pathlib import Path
 
+from harness.kinds import KINDS
+
 log = logging.getLogger("harness.grid")
 
 ONLY_HELP = (
-    "run only the specs matching this glob: a run id, model, task or bias dataset, model/task, or the kind "
-    "(finetune, bias); repeat or comma-separate for several (e.g. --only 'tiny:bert/*' --only rte)"
+    "only the runs matching this glob: a run id, model, task or bias dataset, model/task, or the kind "
+    f"({', '.join(KINDS)}); repeat or comma-separate for several (e.g. --only 'tiny:bert/*' --only rte)"
 )
 
 
@@ -167,13 +169,10 @@ def slurm_settings(exp, args: argparse.Namespace):
 
 
 def runs_per_gpu_flag(args: argparse.Namespace) -> int | str | None:
-    """``--runs-per-gpu``: N (1 to 64) or auto, checked by :class:`~harness.grid.config.LocalSettings`."""
-    from harness.grid.config import LocalSettings
-    from harness.schema import validate
+    """``--runs-per-gpu``: N (1 to 64) or auto, checked as the config's ``runs_per_gpu``."""
+    from harness.grid.settings import runs_per_gpu
 
-    if args.runs_per_gpu is None:
-        return None
-    return validate(LocalSettings, {"runs_per_gpu": args.runs_per_gpu}, names=lambda _: "--runs-per-gpu").runs_per_gpu
+    return runs_per_gpu(args.runs_per_gpu, "--runs-per-gpu")
 
 
 # the SLURM flags besides --wait: they size or configure a SLURM array (--executor slurm or --sbatch-args)

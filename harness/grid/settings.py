@@ -242,6 +242,16 @@ def runs_per_gpu_value(value: Any) -> int | str:
 RunsPerGpu = Annotated[int | str, Before(runs_per_gpu_value)]  # N (1 to 64) or "auto"
 
 
+def runs_per_gpu(value: Any, name: str) -> int | str | None:
+    """A ``runs_per_gpu`` given outside a config (``vnr run --runs-per-gpu``, ``harness.run_grid(runs_per_gpu=)``),
+    checked as the config's ``local.runs_per_gpu`` is, the error naming ``name``; None stays None (the default)."""
+    from harness.schema import validate
+
+    if value is None:
+        return None
+    return validate(LocalSettings, {"runs_per_gpu": value}, names=lambda _: name).runs_per_gpu
+
+
 def _runs_per_gpu_shown(description: str) -> Shown:
     return Shown({"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_RUNS_PER_GPU},
                             {"const": "auto"}], "description": description})
