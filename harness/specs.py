@@ -176,7 +176,8 @@ class BiasSpec:
                                          "on a GPU)")] = "fp32"
     model_args: ModelArgs = ()
     scoring: Annotated[Scoring, Help("default: the harness's definitions; reference: the published scripts'; "
-                                     "votenrank: the Vote'n'Rank authors' fairness computation")] = "default"
+                                     "votenrank: the Vote'n'Rank authors' fairness computation (what a grid "
+                                     "with the votenrank preset scores with)")] = "default"
 
     kind = "bias"
 
