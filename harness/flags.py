@@ -28,10 +28,16 @@ from typing import Any
 
 
 class Cli:
-    """A field's command-line flag where it is not ``--field-name`` (``Cli("--lr")`` for ``learning_rate``)."""
+    """How a field is given on the command line where it is not ``--field-name VALUE``: its flag
+    (``Cli("--lr")`` for ``learning_rate``); ``repeat``: the flag is given once per item (``--setup LINE``
+    twice: two lines), its values a list; ``metavar``: what the help calls the value."""
 
-    def __init__(self, flag: str) -> None:
-        self.flag = flag
+    def __init__(self, flag: str | None = None, *, repeat: bool = False, metavar: str | None = None) -> None:
+        self.flag, self.repeat, self.metavar = flag, repeat, metavar
+
+
+def _cli(hint: Any) -> Cli:
+    return next((meta for meta in _metadata(hint) if isinstance(meta, Cli)), Cli())
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -48,10 +54,7 @@ def _metadata(hint: Any) -> list[Any]:
 
 def flag(cls: type, name: str) -> str:
     """The flag of field ``name`` of ``cls``: its :class:`Cli` marker's, else ``--field-name``."""
-    for meta in _metadata(_hints(cls)[name]):
-        if isinstance(meta, Cli):
-            return meta.flag
-    return "--" + name.replace("_", "-")
+    return _cli(_hints(cls)[name]).flag or "--" + name.replace("_", "-")
 
 
 def _is_switch(hint: Any) -> bool:
@@ -60,13 +63,15 @@ def _is_switch(hint: Any) -> bool:
     return any(isinstance(meta, Flag) for meta in _metadata(hint))
 
 
-def _help(field: Any, hint: Any, required: bool) -> str:
+def _help(field: Any, hint: Any, required: bool, defaults: bool) -> str:
     from harness.schema import description
 
     text = description(hint) or field.name.replace("_", " ")
     default = field.default
-    if not required and default not in (None, (), False, MISSING) and "default" not in text:
+    if defaults and not required and default not in (None, (), False, MISSING) and "default" not in text:
         text += f" (default: {default})"
+    if _cli(hint).repeat:
+        text += " (repeatable)"
     return text.replace("%", "%%")
 
 
@@ -79,28 +84,32 @@ def _metavar(name: str, hint: Any) -> str:
     return name[2:].upper().replace("-", "_")
 
 
-def add_flags(parser: Any, cls: type, *, skip: Sequence[str] = ()) -> None:
-    """One flag per field of ``cls`` but those in ``skip`` (given by flags of their own): text, read and checked
-    by the field's declaration when :func:`values` hands it to :func:`harness.schema.validate`. A field
-    without a default is a required flag."""
+def add_flags(parser: Any, cls: type, *, skip: Sequence[str] = (), only: Sequence[str] | None = None,
+              defaults: bool = True) -> None:
+    """One flag per field of ``cls`` (``only`` those, if given) but those in ``skip`` (given by flags of their
+    own): text, read and checked by the field's declaration when :func:`values` hands it to
+    :func:`harness.schema.validate`. A field without a default is a required flag; ``defaults=False``: the
+    help names no default (the flags override a config's values, whose defaults apply)."""
     hints = _hints(cls)
     for field in fields(cls):
-        if field.name in skip:
+        if field.name in skip or (only is not None and field.name not in only):
             continue
         hint = hints[field.name]
         required = field.default is MISSING and field.default_factory is MISSING
-        name = flag(cls, field.name)
+        name, cli, text = flag(cls, field.name), _cli(hint), _help(field, hint, required, defaults)
         if _is_switch(hint):
-            parser.add_argument(name, dest=field.name, action=argparse.BooleanOptionalAction, default=None,
-                                help=_help(field, hint, required))
+            parser.add_argument(name, dest=field.name, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            parser.add_argument(name, dest=field.name, default=None, required=required, metavar=_metavar(name, hint),
-                                help=_help(field, hint, required))
+            parser.add_argument(name, dest=field.name, default=None, required=required,
+                                action="append" if cli.repeat else "store",
+                                metavar=cli.metavar or _metavar(name, hint), help=text)
 
 
-def values(args: argparse.Namespace, cls: type, *, skip: Sequence[str] = ()) -> dict[str, Any]:
+def values(args: argparse.Namespace, cls: type, *, skip: Sequence[str] = (), only: Sequence[str] | None = None
+           ) -> dict[str, Any]:
     """The fields of ``cls`` given as flags (those left out: the declaration's default)."""
-    given = {f.name: getattr(args, f.name, None) for f in fields(cls) if f.name not in skip}
+    given = {f.name: getattr(args, f.name, None) for f in fields(cls)
+             if f.name not in skip and (only is None or f.name in only)}
     return {name: value for name, value in given.items() if value is not None}
 
 
