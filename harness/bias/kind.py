@@ -11,7 +11,7 @@ KIND = RunKind(
     options=BiasRunOptions,
     run="harness.bias.run:run_bias",
     target="dataset",
-    collect="harness.grid.collect:collect_bias",
+    collect="harness.bias.collect:collect_bias",
     summary="harness.bias.cli:summary_line",
     prefetch="bias_datasets",
 )
