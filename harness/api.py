@@ -33,41 +33,36 @@ def score_bias(
     *,
     output: str | Path = "results/bias",
     data_root: str | Path | None = None,
-    limit: int | None = None,
-    precision: str = "fp32",
-    model_args: Any = None,
-    batch_tokens: int | None = None,
     progress: bool = False,
-    scoring: str = "default",
+    **given: Any,
 ) -> dict[str, Any]:
     """Score ``model`` zero-shot on a bias benchmark (``crows_pairs``, ``stereoset``, ``winobias``).
 
     Returns the run's record (metrics overall and per bias type, the scoring precision); the per-example
-    scores are saved beside it (``runs/<run_id>.examples.parquet``). ``precision`` is fp32 (exact) unless
-    you ask for ``bf16``/``fp16``/``auto``. ``scoring`` is ``default`` (the harness's definitions),
-    ``reference`` (the published scripts', as ``vnr bias --scoring reference``) or ``votenrank`` (the
-    Vote'n'Rank authors' fairness computation, :mod:`harness.bias.votenrank`). ``model`` may also be a
-    ready :class:`~harness.specs.BiasSpec`.
+    scores are saved beside it (``runs/<run_id>.examples.parquet``). ``given`` takes every key a grid config
+    takes: the fields of :class:`~harness.specs.BiasSpec` (``limit``, ``precision``, ``model_args``,
+    ``scoring``) and the run options of :class:`~harness.specs.BiasRunOptions` (``batch_tokens``).
+    ``precision`` is fp32 (exact) unless you ask for ``bf16``/``fp16``/``auto``. ``scoring`` is ``default``
+    (the harness's definitions), ``reference`` (the published scripts', as ``vnr bias --scoring reference``) or
+    ``votenrank`` (the Vote'n'Rank authors' fairness computation, :mod:`harness.bias.votenrank`). ``model``
+    may also be a ready :class:`~harness.specs.BiasSpec`.
     """
-    from harness.bias.run import run_bias
-    from harness.schema import output_path, validate
-    from harness.specs import BiasRunOptions, BiasSpec
+    from harness.kinds import get_kind, spec_kind
+    from harness.schema import output_path
     from ranking.paths import resolve_data_root
 
     where = "harness.score_bias"
-    if isinstance(model, BiasSpec):
-        if dataset is not None or limit is not None or model_args is not None or scoring != "default":
+    kind = get_kind("bias")
+    if spec_kind(model) is kind:
+        if dataset is not None:
             raise UserError(f"{where}(spec): give either a BiasSpec or model, dataset and options")
-        spec = model
+        spec, options = kind.prepare(model, given, where=where)
     else:
         if dataset is None:
             raise UserError(f"{where}: which dataset? crows_pairs, stereoset or winobias")
-        spec = validate(BiasSpec, {"model": model, "dataset": dataset, "limit": limit, "precision": precision,
-                                   "model_args": () if model_args is None else model_args, "scoring": scoring},
-                        where=where)
-    options = validate(BiasRunOptions, {"batch_tokens": batch_tokens}, where=where)
-    return run_bias(spec, output_path(output, f"{where}: output"), data_root=resolve_data_root(data_root),
-                    progress=bool(progress), **options.given())
+        spec, options = kind.prepare(None, {"model": model, "dataset": dataset, **given}, where=where)
+    return kind.run_function()(spec, output_path(output, f"{where}: output"), data_root=resolve_data_root(data_root),
+                               progress=bool(progress), **options.given())
 
 
 def run_grid(
@@ -105,14 +100,12 @@ def run_grid(
 
         check_available(exp, specs=specs, data_root=root, config=str(config))
     from harness.grid.calibrate import local_packing
-    from harness.grid.settings import LocalSettings
-    from harness.schema import validate
+    from harness.grid.settings import runs_per_gpu as checked_runs_per_gpu
     from harness.store import RunStore
 
     store = RunStore(exp.output)
     pending = [s for s in specs if not store.is_done(s)]
-    per_gpu = None if runs_per_gpu is None else validate(LocalSettings, {"runs_per_gpu": runs_per_gpu},
-                                                         names=lambda _: "runs_per_gpu").runs_per_gpu
+    per_gpu = checked_runs_per_gpu(runs_per_gpu, "runs_per_gpu")
     plan, packing = local_packing(exp, specs, pending, runs_per_gpu=per_gpu, calibrate_runs=calibrate, data_root=root)
     return execute(specs, exp.output, data_root=root, progress=progress, isolate=isolate,
                    options=lambda s: {**exp.options_for(s), **plan.options(s)}, **packing)

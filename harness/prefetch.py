@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.kinds import kind_of
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -59,10 +60,9 @@ def needs(specs: Iterable[Any]) -> Needs:
         model_args = tuple(getattr(spec, "model_args", ()) or ())
         if not spec.model.startswith(TINY_PREFIX) and not is_local(spec.model):
             models[(spec.model, model_args)] = None
-        if spec.kind == "finetune":
-            tasks[spec.task] = None
-        else:
-            datasets[spec.dataset] = None
+        kind = kind_of(spec)
+        if kind.prefetch is not None:  # a kind's targets to download (a GLUE task, a bias set)
+            {"tasks": tasks, "bias_datasets": datasets}[kind.prefetch][kind.target_of(spec)] = None
     return Needs(tuple(models), tuple(tasks), tuple(datasets))
 
 

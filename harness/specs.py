@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Annotated, Any, Literal
 
+from harness.flags import Cli
 from harness.schema import (
     PRECISIONS,
     Before,
@@ -119,7 +120,7 @@ class FinetuneSpec:
     seed: Annotated[Seed, Help("random seed, 0 to 2**32-1 (the paper: 0-4)")]
     epochs: Annotated[PositiveFloat, Help("training epochs (the paper: 5)")] = 5.0
     batch_size: Annotated[Count, Help("training batch size (the paper: 16)")] = 16
-    learning_rate: Annotated[PositiveFloat, Help("peak learning rate (the paper: 2e-5)")] = 2e-5
+    learning_rate: Annotated[PositiveFloat, Help("peak learning rate (the paper: 2e-5)"), Cli("--lr")] = 2e-5
     weight_decay: Annotated[float, Number(ge=0.0), Help("AdamW weight decay (the paper: 0.01)")] = 0.01
     warmup_ratio: Annotated[float, Number(ge=0.0, lt=1.0), Help("share of steps with linear warm-up, 0 to <1")] = 0.0
     max_length: Annotated[int, Number(ge=1, le=MAX_LENGTH), Help("truncate inputs to this many tokens")] = 128
@@ -182,7 +183,8 @@ class BiasSpec:
                                          "on a GPU)")] = "fp32"
     model_args: ModelArgs = ()
     scoring: Annotated[Scoring, Help("default: the harness's definitions; reference: the published scripts'; "
-                                     "votenrank: the Vote'n'Rank authors' fairness computation")] = "default"
+                                     "votenrank: the Vote'n'Rank authors' fairness computation (what a grid "
+                                     "with the votenrank preset scores with)")] = "default"
 
     kind = "bias"
 
@@ -224,7 +226,7 @@ class FinetuneRunOptions:
     keep_checkpoints: Annotated[bool | None, Flag(), Help("keep checkpoints after the result is written")] = None
     save_steps: Annotated[Count | None, Help("also checkpoint every N steps (always every epoch)")] = None
     country_iso_code: Annotated[OneLine | None, Help("ISO 3166 alpha-3 country for the carbon intensity "
-                                                     "(default $VNR_COUNTRY_ISO_CODE, else USA)")] = None
+                                                     "(default $VNR_COUNTRY_ISO_CODE, else USA)"), Cli("--country")] = None
     region: Annotated[OneLine | None, Help("region for the carbon intensity (USA/Canada), e.g. california")] = None
     track_efficiency: Annotated[bool | None, Flag(), Help("measure energy, time and carbon")] = None
     measure_power_secs: Annotated[PositiveFloat | None, Help("seconds between power readings")] = None
@@ -273,8 +275,7 @@ class BiasRunOptions:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
-SPECS = {"finetune": FinetuneSpec, "bias": BiasSpec}  # run kind -> its spec
-RUN_OPTIONS = {"finetune": FinetuneRunOptions, "bias": BiasRunOptions}  # run kind -> its run function's options
+# which kind a spec and its options belong to, its run function, ...: harness.kinds (one record per kind)
 
 
 def _canonical_model(spec: Any) -> None:

@@ -88,7 +88,7 @@ def test_bias_help_says_which_scoring_the_votenrank_preset_uses(capsys):
     with pytest.raises(SystemExit):
         main(["bias", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    scoring = text[text.index("--scoring SCORING "):]
+    scoring = text[text.index("--scoring {default,reference,votenrank} "):]
     reference = scoring[scoring.index("reference:"):scoring.index("votenrank:")]
     assert "preset" not in reference  # the preset scores with votenrank, not with the published scripts
     assert "votenrank preset" in scoring[scoring.index("votenrank:"):]

@@ -117,7 +117,7 @@ def test_only_patterns_select_by_run_id_model_task_pair_or_kind():
          "batch_size: 'x' is not a whole number"),
         ({"finetune": {"models": ["tiny:bert"], "tasks": ["rte"]}, "slurm": {"time": "soon"}}, "is not a time"),
         ({"bias": {"datasets": ["crows_pairs"]}}, "bias.models is required"),
-        ({"bias": {"models": ["tiny:bert"], "datasets": ["crowspairs"]}}, "unknown dataset 'crowspairs'"),
+        ({"bias": {"models": ["tiny:bert"], "datasets": ["crowspairs"]}}, "unknown bias dataset 'crowspairs'"),
         ({"finetune": {"models": ["tiny:bert"], "tasks": ["rte"]}, "labels": {"gpt2": "x"}}, "not a model"),
         ({}, "the grid is empty"),
         ([1, 2], "must be a mapping"),

@@ -354,11 +354,9 @@ def test_run_options_are_keyword_options_of_their_run_functions():
     # the declarations a grid's run_options: are checked against stay true to the functions they feed
     import inspect
 
-    from harness.bias import run_bias
-    from harness.finetune import run_finetune
-    from harness.specs import RUN_OPTIONS
+    from harness.kinds import kinds
 
-    for kind, func in (("finetune", run_finetune), ("bias", run_bias)):
-        params = inspect.signature(func).parameters
+    for kind in kinds():
+        params = inspect.signature(kind.run_function()).parameters
         keyword = {p for p, v in params.items() if v.kind is inspect.Parameter.KEYWORD_ONLY}
-        assert {f.name for f in fields(RUN_OPTIONS[kind])} <= keyword - {"data_root", "progress"}, kind
+        assert {f.name for f in fields(kind.options)} <= keyword - {"data_root", "progress"}, kind.name

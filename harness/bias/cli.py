@@ -13,8 +13,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.bias.data import DATASETS, REGISTRY
+from harness import flags
+from harness.bias.data import REGISTRY
+from harness.flags import add_flags
 from harness.models import add_model_arguments
+from harness.specs import BiasRunOptions, BiasSpec
 from ranking.cli_types import folder
 from ranking.errors import UserError
 
@@ -28,22 +31,15 @@ def register(subparsers: Any) -> None:
         "OUTPUT/runs/<run_id>.json with the per-example scores beside it as parquet. A finished run is skipped.",
     )
     add_model_arguments(p)
-    p.add_argument("--dataset", required=True, help=f"benchmark to score: {', '.join(DATASETS)}")
+    add_flags(p, BiasSpec, skip=OWN_FLAGS)  # --dataset, --limit, --precision, --scoring: from their declarations
+    add_flags(p, BiasRunOptions)  # --batch-tokens
     p.add_argument("--data-root", help="data root with bias/<dataset>/ (default: $VNR_DATA_ROOT, else the public files)")
     p.add_argument("--output", default="results/bias", type=folder, help="result store (default: %(default)s)")
-    # values are read and checked by the spec's declared fields (harness.specs), as a config's are
-    p.add_argument("--limit", help="first N examples only (per StereoSet section / WinoBias file)")
-    p.add_argument("--batch-tokens", help="padded tokens per forward pass (default 4096 on CPU, 65536 on GPU)")
-    p.add_argument("--precision", default="fp32",
-                   help="fp32, bf16, fp16 or auto; default fp32 (exact: no TF32) on CPU and GPU alike; bf16/fp16, or auto (bf16, else "
-                   "fp16, on a GPU), trade exactness for speed")
-    p.add_argument("--scoring", default="default",
-                   help="default: the harness's definitions (documented in README); reference: the benchmarks' "
-                   "published evaluation scripts, as their published tables were made; votenrank: the Vote'n'Rank "
-                   "authors' fairness computation, which made the case study's fairness columns (what a grid with "
-                   "the votenrank preset scores with)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+
+
+OWN_FLAGS = ("model", "model_args")  # --model, --model-args: every command that loads a model
 
 
 def summary_line(record: dict[str, Any]) -> str:
@@ -55,17 +51,12 @@ def summary_line(record: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from harness.api import score_bias
-    from harness.schema import validate
-    from harness.specs import BiasRunOptions, BiasSpec
+    from harness.kinds import get_kind
     from harness.store import RunStore, report_failed_run
 
-    def flag(field: str) -> str:
-        return "--" + field.replace("_", "-")
-
-    spec = validate(BiasSpec, {"model": args.model, "dataset": args.dataset, "limit": args.limit,
-                               "precision": args.precision, "scoring": args.scoring,
-                               "model_args": args.model_args or ""}, names=flag)
-    options = validate(BiasRunOptions, {"batch_tokens": args.batch_tokens}, names=flag)
+    data = {"model": args.model, "model_args": args.model_args or "", **flags.values(args, BiasSpec, skip=OWN_FLAGS),
+            **flags.values(args, BiasRunOptions)}
+    spec, options = get_kind("bias").prepare(None, data, where=None, names=flags.names(BiasSpec, BiasRunOptions))
     output = Path(args.output)
     if output.exists() and not output.is_dir():
         raise UserError(f"--output {output} is a file; give a directory")

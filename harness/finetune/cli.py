@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness import flags
+from harness.flags import add_flags
 from harness.models import add_model_arguments
+from harness.specs import FinetuneRunOptions, FinetuneSpec
 from ranking.cli_types import folder
 from ranking.errors import UserError
 
@@ -29,84 +32,44 @@ def register(subparsers: Any) -> None:
         "result under OUTPUT/runs/. A finished run is skipped; an interrupted one resumes from its last checkpoint.",
     )
     add_model_arguments(p)
-    p.add_argument("--task", required=True, help="GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI")
-    p.add_argument("--seed", required=True, help="random seed (the paper uses 0-4); part of the run id")
-    p.add_argument("--data-root", help="data root with glue/<Task>/*.tsv (default: $VNR_DATA_ROOT, else the hub)")
-    p.add_argument("--output", default="results/finetune", type=folder, help="result store (default: %(default)s)")
-    # values are read and checked by the spec's declared fields (harness.specs), as a config's are
-    p.add_argument("--epochs", help="training epochs (default 5)")
-    p.add_argument("--batch-size", help="training batch size (default 16)")
-    p.add_argument("--lr", help="peak learning rate (default 2e-5)")
-    p.add_argument("--weight-decay", help="AdamW weight decay (default 0.01)")
-    p.add_argument("--warmup-ratio", help="share of steps with linear warm-up, 0 to below 1 (default 0)")
-    p.add_argument("--max-length", help="truncate inputs to this many tokens (default 128)")
-    p.add_argument("--max-steps", help="stop after N optimizer steps (smoke runs)")
-    p.add_argument("--max-train-samples", help="train on the first N examples only")
-    p.add_argument("--max-eval-samples", help="evaluate on the first N dev examples only")
-    p.add_argument("--precision", help="auto (default: in a grid, what its calibration measured fastest; alone, a rule: "
-                   "bf16, else fp16, on a GPU; fp32 on CPU, that the record names), fp32, fp16 or bf16")
-    p.add_argument("--group-by-length", action="store_true", default=None, help="batch examples of similar length")
+    add_flags(p, FinetuneSpec, skip=OWN_FLAGS)  # --task, --seed and the hyper-parameters, from their declarations
     p.add_argument("--peft", choices=("lora", "none"),
                    help="lora: train LoRA adapters and the classifier head only, the base model frozen (default: "
                    "none, full fine-tuning); part of the run id")
     p.add_argument("--peft-args", metavar="K=V,...",
                    help="LoRA settings (with --peft lora): r (default 8), alpha (16), dropout (0.1), target_modules "
                    "joined by + (default per model_type: query+value for BERT-likes, q_proj+v_proj for Llama-likes, ...)")
-    p.add_argument("--report-to", metavar="TRACKER[,TRACKER]",
-                   help="send the training logs to tensorboard, wandb and/or mlflow (offline, under OUTPUT; "
-                   "default none); not part of the run id")
-    p.add_argument("--padding", help="batch layout: auto (default: bucketed, padded to a multiple of 8), flatten "
-                   "(the examples packed into rows; decoders only: gpt2, llama, mistral, qwen2), bucket or pad; an "
-                   "explicit value is part of the run id")
-    p.add_argument("--compile", help="compile the training step (torch.compile): auto (default: where the grid's "
-                   "calibration measured it faster on the device; eager on a CPU and alone), on or off; an explicit "
-                   "value is part of the run id")
-    p.add_argument("--save-steps", help="also checkpoint every N steps (always every epoch)")
-    p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoints after the result is written")
-    p.add_argument("--country", help="ISO alpha-3 country for the carbon intensity (default $VNR_COUNTRY_ISO_CODE or USA)")
-    p.add_argument("--region", help="region for the carbon intensity (USA/Canada), e.g. california")
-    p.add_argument("--allow-nonfinite", action="store_true",
-                   help="store a run whose loss or metrics are NaN/inf as ok (default: such a diverged run fails)")
+    add_flags(p, FinetuneRunOptions)  # the run options (not part of the run id)
+    p.add_argument("--data-root", help="data root with glue/<Task>/*.tsv (default: $VNR_DATA_ROOT, else the hub)")
+    p.add_argument("--output", default="results/finetune", type=folder, help="result store (default: %(default)s)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
 
-# Flags named otherwise than their spec field / run option (the rest: --field-name).
-FLAGS = {"learning_rate": "--lr", "country_iso_code": "--country"}
-_NAMING = ("model", "task", "seed", "model_args", "peft")  # given by --model, --task, --seed, --model-args, --peft(-args)
+# the spec fields with flags of their own: --model, --model-args (every command that loads a model), --peft(-args)
+OWN_FLAGS = ("model", "model_args", "peft")
 
 
 def flag(field: str) -> str:
     """The flag of a spec field or run option: ``learning_rate`` → ``--lr``, ``max_length`` → ``--max-length``."""
-    return FLAGS.get(field, "--" + field.replace("_", "-"))
+    return flags.names(FinetuneSpec, FinetuneRunOptions)(field)
 
 
 def spec_from_args(args: argparse.Namespace) -> Any:
-    """The run's :class:`~harness.specs.FinetuneSpec`: paper defaults, overridden by the options given,
-    checked by the spec's declared fields (errors name the flag: ``--lr: nan is not a finite number``)."""
-    from dataclasses import fields
-
-    from harness.schema import validate
-    from harness.specs import FinetuneSpec
-
-    values = {f.name: getattr(args, flag(f.name)[2:].replace("-", "_"), None) for f in fields(FinetuneSpec)
-              if f.name not in _NAMING}
-    values = {k: v for k, v in values.items() if v is not None}
-    data = {"model": args.model, "task": args.task, "seed": args.seed,
-            "model_args": getattr(args, "model_args", "") or "",
-            "peft": peft_from_args(getattr(args, "peft", None), getattr(args, "peft_args", None)), **values}
-    return validate(FinetuneSpec, data, names=flag)
+    """The run's :class:`~harness.specs.FinetuneSpec` from the flags (:func:`run_from_args`)."""
+    return run_from_args(args)[0]
 
 
-def options_from_args(args: argparse.Namespace) -> Any:
-    """The run function's options from the flags, checked by :class:`~harness.specs.FinetuneRunOptions`."""
-    from harness.schema import validate
-    from harness.specs import FinetuneRunOptions
+def run_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The run's :class:`~harness.specs.FinetuneSpec` and :class:`~harness.specs.FinetuneRunOptions`: paper
+    defaults, overridden by the flags given, checked by the fields' declarations
+    (:meth:`harness.kinds.RunKind.prepare`; errors name the flag: ``--lr: nan is not a finite number``)."""
+    from harness.kinds import get_kind
 
-    return validate(FinetuneRunOptions, {
-        "save_steps": args.save_steps, "keep_checkpoints": args.keep_checkpoints, "country_iso_code": args.country,
-        "region": args.region, "allow_nonfinite": args.allow_nonfinite,
-        "report_to": args.report_to}, names=flag)
+    data = {"model": args.model, "model_args": getattr(args, "model_args", "") or "",
+            "peft": peft_from_args(getattr(args, "peft", None), getattr(args, "peft_args", None)),
+            **flags.values(args, FinetuneSpec, skip=OWN_FLAGS), **flags.values(args, FinetuneRunOptions)}
+    return get_kind("finetune").prepare(None, data, where=None, names=flag)
 
 
 def peft_from_args(method: str | None, settings: str | None) -> tuple[tuple[str, Any], ...]:
@@ -172,8 +135,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.api import finetune
     from harness.store import RunStore
 
-    spec = spec_from_args(args)
-    options = options_from_args(args)
+    spec, options = run_from_args(args)
     output = Path(args.output)
     store = RunStore(output)
     store.ensure_writable()

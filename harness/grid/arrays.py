@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.grid.local import Spec
 from harness.grid.settings import SlurmSettings
-from harness.specs import FinetuneSpec
+from harness.kinds import calibrated
 from ranking.errors import UserError
 
 
@@ -67,7 +67,7 @@ def group_size(per_task: int | str) -> int:
 
 def first_finetune(specs: Sequence[Spec]) -> Spec | None:
     """The grid's first fine-tuning spec (what the calibration measures), or None."""
-    return next((s for s in specs if isinstance(s, FinetuneSpec)), None)
+    return next(iter(calibrated(specs)), None)
 
 
 def calibration_payload(settings: SlurmSettings, specs: Sequence[Spec], todo: Sequence[Spec], *,
@@ -81,6 +81,7 @@ def calibration_payload(settings: SlurmSettings, specs: Sequence[Spec], todo: Se
     ``calibrate_runs`` False), or N fixed and the tasks get no GPU. A fixed N on a GPU still gets it: the
     first task on a device kind measures ``precision: auto`` at that N, as the local executor does.
 
+    >>> from harness.specs import FinetuneSpec
     >>> spec = FinetuneSpec("tiny:bert", "rte", 0, max_steps=3, batch_size=2)
     >>> calibration_payload(SlurmSettings(runs_per_gpu=2), [spec], [spec])
     {'first': FinetuneSpec(...), 'samples': 6, 'budget_cap_s': None}

@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.grid.local import check_gpus, cpu_cores, cpu_threads, visible_gpus
+from harness.kinds import calibrated, kind_of
 from harness.specs import FinetuneSpec
 from ranking.errors import UserError
 
@@ -231,7 +232,7 @@ def training_samples(spec: FinetuneSpec, train_sizes: Mapping[str, int] = GLUE_T
 
 def grid_samples(specs: Sequence[Any]) -> int:
     """Training samples of every fine-tuning spec in a grid (what the time budget is a share of)."""
-    return sum(training_samples(s) for s in specs if isinstance(s, FinetuneSpec))
+    return sum(training_samples(s) for s in calibrated(specs))
 
 
 # ---------------------------------------------------------------------- one burst: the worker
@@ -1090,8 +1091,8 @@ class Packing:
     reason: str = ""
 
     def options(self, spec: Any) -> dict[str, Any]:
-        """The run option every fine-tuning run gets: the calibration it runs under."""
-        if self.calibration is None or not isinstance(spec, FinetuneSpec):
+        """The run option every calibrated run (fine-tuning) gets: the calibration it runs under."""
+        if self.calibration is None or not kind_of(spec).calibrated:
             return {}
         return {"calibration": self.calibration.ref()}
 
@@ -1124,9 +1125,10 @@ def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: i
     fixed_n = None if runs_per_gpu == AUTO else int(runs_per_gpu)
     if not calibrate_runs:
         return Packing(fixed_n or 1, None, "calibration off")
-    if not any(isinstance(s, FinetuneSpec) for s in specs) and (first is None or not specs):
+    measured = calibrated(specs)
+    if not measured and (first is None or not specs):
         return Packing(fixed_n or 1, None, "no fine-tuning run to calibrate for")
-    first = first or next(s for s in specs if isinstance(s, FinetuneSpec))  # (an array task of bias runs: the grid's)
+    first = first or measured[0]  # (an array task of bias runs: the grid's)
     if fixed_n is not None and (not gpu_present(gpus) or (first.precision != AUTO and first.compile != AUTO)):
         return Packing(fixed_n, None, "fixed (nothing left to measure)")
     cal = ensure_calibration(first, output, data_root=data_root,
@@ -1146,8 +1148,7 @@ def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, run
     plan = resolve_packing(pending, exp.output, runs_per_gpu=per_gpu, calibrate_runs=exp.local.calibrate and calibrate_runs,
                            data_root=data_root, gpus=exp.local.gpus,
                            limits=Limits(budget_cap_s=exp.local.calibration_budget_s),
-                           first=next((s for s in specs if isinstance(s, FinetuneSpec)), None)
-                           if any(isinstance(s, FinetuneSpec) for s in pending) else None)
+                           first=next(iter(calibrated(specs)), None) if calibrated(pending) else None)
     if plan.calibration is None and per_gpu == AUTO:
         plan = replace(plan, reason=f"{plan.reason}; precision auto follows the rule")
     kwargs: dict[str, Any] = {}

@@ -19,11 +19,15 @@ import logging
 import sys
 from pathlib import Path
 
+from harness.flags import add_flags, flag, names, values
+from harness.grid.settings import SlurmSettings
+from harness.kinds import KINDS
+
 log = logging.getLogger("harness.grid")
 
 ONLY_HELP = (
-    "run only the specs matching this glob: a run id, model, task or bias dataset, model/task, or the kind "
-    "(finetune, bias); repeat or comma-separate for several (e.g. --only 'tiny:bert/*' --only rte)"
+    "only the runs matching this glob: a run id, model, task or bias dataset, model/task, or the kind "
+    f"({', '.join(KINDS)}); repeat or comma-separate for several (e.g. --only 'tiny:bert/*' --only rte)"
 )
 
 
@@ -67,23 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="no calibration bursts: runs_per_gpu auto is 1 and precision auto follows the rule "
                      "(bf16, else fp16, on a GPU; fp32 on CPU)")
     slurm = run.add_argument_group("SLURM (override the config's slurm: section; checked like it)")
-    slurm.add_argument("--partition", default=None, help="partition (or comma-separated partitions) to submit to")
-    slurm.add_argument("--time", default=None, help="time limit per task: minutes or [D-]HH:MM:SS; seconds round "
-                       "up to the next minute, as sbatch does (0:00:30 is --time=1)")
-    slurm.add_argument("--gpus", default=None, metavar="N", help="GPUs per task (0 on a CPU cluster)")
-    slurm.add_argument("--cpus", default=None, metavar="N", help="CPUs per task")
-    slurm.add_argument("--mem-gb", default=None, metavar="GB", help="memory per task in GB (at least 0.001: 1 MB)")
-    slurm.add_argument("--array-parallelism", default=None, metavar="N", help="array tasks running at once")
-    slurm.add_argument("--account", default=None, help="account to charge (sbatch --account)")
-    slurm.add_argument("--qos", default=None, help="quality of service (sbatch --qos)")
-    slurm.add_argument("--constraint", default=None, help="node features, e.g. 'a100|h100' (sbatch --constraint)")
-    slurm.add_argument("--job-name", default=None, help="job name (default: vnr-<config name>)")
-    slurm.add_argument("--setup", action="append", default=None, metavar="LINE",
-                       help="shell line run before each task, after the config's setup: lines (repeatable), "
-                       "e.g. --setup 'module load cuda/12.4'")
-    slurm.add_argument("--sbatch-opt", action="append", default=None, metavar="KEY=VALUE",
-                       help="extra #SBATCH long option (repeatable; a known sbatch option, one word), e.g. "
-                       "--sbatch-opt mail-type=END --sbatch-opt exclusive")
+    add_flags(slurm, SlurmSettings, only=SLURM_FIELDS, defaults=False)  # from their declarations, as the config's
     slurm.add_argument("--wait", action="store_true",
                        help="after submitting, show a live status line (done/running/queued/failed) until the "
                        "array has left the queue; exit 1 if a run failed")
@@ -143,21 +131,18 @@ def slurm_settings(exp, args: argparse.Namespace):
     from harness.schema import validate
     from ranking.errors import UserError
 
-    flags = {"partition": "--partition", "time_min": "--time", "gpus": "--gpus", "cpus": "--cpus",
-             "mem_gb": "--mem-gb", "array_parallelism": "--array-parallelism", "account": "--account",
-             "qos": "--qos", "constraint": "--constraint", "job_name": "--job-name", "setup": "--setup",
-             "additional": "--sbatch-opt", "runs_per_gpu": "--runs-per-gpu"}
-    given = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in flags.items()}
-    given = {key: value for key, value in given.items() if value is not None}
-    if args.sbatch_opt:
+    given = values(args, SlurmSettings, only=SLURM_FIELDS)
+    if args.runs_per_gpu is not None:
+        given["runs_per_gpu"] = args.runs_per_gpu
+    if args.additional:
         extra = {}
-        for item in args.sbatch_opt:
+        for item in args.additional:
             key, sep, value = str(item).partition("=")
             if sep and not value:
                 raise UserError(f"--sbatch-opt {item!r}: give KEY=VALUE, or KEY alone for a flag")
             extra[key] = value if sep else True
         given["additional"] = extra
-    checked = validate(SlurmSettings, given, names=flags.get)
+    checked = validate(SlurmSettings, given, names=names(SlurmSettings))
     changes = {key: getattr(checked, key) for key in given}
     if "setup" in changes:
         changes["setup"] = (*exp.slurm.setup, *changes["setup"])
@@ -167,18 +152,15 @@ def slurm_settings(exp, args: argparse.Namespace):
 
 
 def runs_per_gpu_flag(args: argparse.Namespace) -> int | str | None:
-    """``--runs-per-gpu``: N (1 to 64) or auto, checked by :class:`~harness.grid.config.LocalSettings`."""
-    from harness.grid.config import LocalSettings
-    from harness.schema import validate
+    """``--runs-per-gpu``: N (1 to 64) or auto, checked as the config's ``runs_per_gpu``."""
+    from harness.grid.settings import runs_per_gpu
 
-    if args.runs_per_gpu is None:
-        return None
-    return validate(LocalSettings, {"runs_per_gpu": args.runs_per_gpu}, names=lambda _: "--runs-per-gpu").runs_per_gpu
+    return runs_per_gpu(args.runs_per_gpu, "--runs-per-gpu")
 
 
 # the SLURM flags besides --wait: they size or configure a SLURM array (--executor slurm or --sbatch-args)
-SLURM_FLAGS = ("--partition", "--time", "--gpus", "--cpus", "--mem-gb", "--array-parallelism", "--account", "--qos",
-               "--constraint", "--job-name", "--setup", "--sbatch-opt")
+SLURM_FIELDS = ("partition", "time_min", "gpus", "cpus", "mem_gb", "array_parallelism", "account", "qos", "constraint",
+                "job_name", "setup", "additional")
 
 
 def check_flag_combinations(args: argparse.Namespace) -> None:
@@ -187,7 +169,7 @@ def check_flag_combinations(args: argparse.Namespace) -> None:
     from ranking.errors import UserError
 
     slurm = args.executor == "slurm" or args.sbatch_args
-    given = next((flag for flag in SLURM_FLAGS if getattr(args, flag[2:].replace("-", "_"), None) is not None), None)
+    given = next((flag(SlurmSettings, name) for name in SLURM_FIELDS if getattr(args, name, None) is not None), None)
     if given and not slurm:
         raise UserError(f"{given} applies to --executor slurm (or --sbatch-args): add --executor slurm, or leave "
                         f"{given} out for a local run")

@@ -63,10 +63,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.bias.data import get_dataset
 from harness.energy import basis
 from harness.finetune.tasks import get_task
 from harness.grid.config import Experiment
+from harness.kinds import kinds
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import STATUS_FAILED, RunStore, record_problem
 from ranking.errors import UserError
@@ -281,6 +281,28 @@ def efficiency_metrics(extra_criteria: Sequence[str] = ()) -> list[tuple[str, st
     return out
 
 
+@dataclass
+class Table:
+    """The matrix as the kinds' collectors build it (:attr:`harness.kinds.RunKind.collect`): each adds its
+    columns to ``rows`` (model label → criterion → value), their sidecar entries to ``meta`` and their names, in
+    order, to ``columns``; a seed-dependent column also to ``seeded`` with its per-seed values in ``long_rows``
+    and ``stat_rows``. :func:`collect` writes what they built."""
+
+    exp: Experiment
+    usable: dict[str, dict[str, Any]]  # run id -> usable record
+    epoch: str
+    rows: dict[str, dict[str, float]]
+    eff_metrics: list[tuple[str, str, str, str, str, str]]
+    allow_mixed_packing: bool = False
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)
+    seeded: list[str] = field(default_factory=list)
+    stat_rows: list[dict[str, Any]] = field(default_factory=list)  # wide: seed_<s> ..., mean, std, n
+    long_rows: list[dict[str, Any]] = field(default_factory=list)  # model, criterion, seed, value (the bootstrap's)
+    packing_by_task: dict[str, list[int]] = field(default_factory=dict)
+    basis_by_task: dict[str, str] = field(default_factory=dict)
+
+
 def collect(
     exp: Experiment, *, epoch: str = "final", allow_missing: bool = False, allow_mixed_packing: bool = False,
     extra_criteria: Sequence[str] = (),
@@ -305,186 +327,12 @@ def collect(
     if unusable:
         log.warning("left out %d runs with unusable records: %s", len(unusable), _some(list(unusable)))
 
-    rows: dict[str, dict[str, float]] = {exp.label(m): {} for m in exp.models}
-    meta: dict[str, dict[str, Any]] = {}
-    stat_rows: list[dict[str, Any]] = []  # wide: seed_<s> ..., mean, std, n
-    long_rows: list[dict[str, Any]] = []  # model, criterion, seed, value (what the seed bootstrap reads)
-    seeded: dict[tuple[str, str], dict[int, float]] = {}  # (model, criterion) -> seed -> value
-    packing: dict[tuple[str, str, int], tuple[int, str]] = {}  # (model, task, seed) -> (level, run id)
-    bases: dict[tuple[str, str, int], tuple[str, float | None, float | None]] = {}  # -> (basis, kWh, modelled kWh)
-    by_target: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (kind, task | dataset) -> usable records
+    table = Table(exp, usable, epoch, {exp.label(m): {} for m in exp.models}, eff_metrics, allow_mixed_packing)
+    for kind in kinds():  # each kind adds its columns (harness.kinds: its record's ``collect``)
+        kind.collector()(table, [s for s in exp.specs if s.kind == kind.name])
+    rows, meta, columns = table.rows, table.meta, table.columns
+    packing_by_task, basis_by_task = table.packing_by_task, table.basis_by_task
 
-    for spec in exp.specs:
-        if not isinstance(spec, FinetuneSpec):
-            continue
-        rid = spec.run_id()
-        rec = usable.get(rid)
-        if rec is None:
-            continue
-        by_target.setdefault(("finetune", spec.task), []).append(rec)
-        metrics = _metrics_of(rec, epoch, rid)
-        for crit in get_task(spec.task).criteria:
-            value = _num(metrics.get(crit.record_key))
-            if value is not None:
-                seeded.setdefault((spec.model, crit.name), {})[spec.seed] = value
-        efficiency = rec.get("efficiency") or {}
-        measured = False
-        for key, suffix, _unit, _note, section, _direction in eff_metrics:
-            part = rec.get(section)
-            value = _num(part.get(key)) if isinstance(part, dict) else None
-            if value is not None:
-                seeded.setdefault((spec.model, f"{spec.task}_{suffix}"), {})[spec.seed] = value
-                measured = True
-        if measured:
-            packing[(spec.model, spec.task, spec.seed)] = (int(efficiency.get("packing", 1)), rid)
-            found = efficiency.get("energy_basis")
-            bases[(spec.model, spec.task, spec.seed)] = (
-                found if found in basis.BASES else basis.UNKNOWN,
-                _num(efficiency.get("energy_kwh")), _num(efficiency.get("modelled_kwh")))
-
-    for task in exp.tasks:  # a task with usable runs must yield a column: else its record and its runs disagree
-        recs = by_target.get(("finetune", task), [])
-        crits = get_task(task).criteria
-        if recs and not any((m, c.name) in seeded for m in exp.models for c in crits):
-            raise UserError(
-                f"GLUE task {task}: {len(recs)} usable runs but none of the metrics its task record names "
-                f"({', '.join(c.record_key for c in crits)}) is in their records (they hold: "
-                f"{_keys(recs, 'metrics')}); fix the task record in harness/finetune/tasks.py or the runs"
-            )
-
-    perf_names = [c.name for t in exp.tasks for c in get_task(t).criteria]
-    eff_names = [f"{t}_{m[1]}" for t in exp.tasks for m in eff_metrics]
-    seeds_all = list(exp.seeds)
-    seeds_text = ",".join(map(str, seeds_all))
-    for task in exp.tasks:
-        shared = len(get_task(task).metrics) > 1
-        for crit in get_task(task).criteria:
-            meta[crit.name] = {
-                "direction": "higher",
-                "weight": 1.0,
-                "group": "performance",
-                "unit": crit.unit,
-                "source": crit.source(epoch, seeds_text) + _share_text(task),
-                # a task's metrics share its one vote (ranking.votes); MNLI's two dev sets are two GLUE columns
-                **({"benchmark": f"glue/{task}"} if shared else {}),
-                "task": task,
-                "metric": crit.record_key,
-            }
-        for _key, suffix, unit, note, _section, direction in eff_metrics:
-            meta[f"{task}_{suffix}"] = {
-                "direction": direction,
-                "weight": 1.0,
-                "group": "efficiency",
-                "unit": unit,
-                "source": f"fine-tuning on {task}: {note}; mean over seeds {seeds_text}",
-            }
-    complete: set[tuple[str, str]] = set()  # (model, criterion) cells with every seed
-    for model in exp.models:
-        label = exp.label(model)
-        for name in [*perf_names, *eff_names]:
-            by_seed = seeded.get((model, name), {})
-            values = [by_seed[s] for s in seeds_all if s in by_seed]
-            if values and len(values) == len(seeds_all):
-                rows[label][name] = _mean(values)
-                complete.add((model, name))
-                long_rows.extend({"model": label, "criterion": name, "seed": s, "value": by_seed[s]}
-                                 for s in seeds_all)
-            stat_rows.append(
-                {
-                    "model": label,
-                    "criterion": name,
-                    "group": meta[name]["group"],
-                    **{f"seed_{s}": by_seed.get(s, math.nan) for s in seeds_all},
-                    "mean": _mean(values),
-                    "std": _std(values),
-                    "n": len(values),
-                }
-            )
-
-    basis_by_task: dict[str, str] = {}
-    for task in exp.tasks:
-        for key, suffix, _unit, _note in EFFICIENCY_METRICS:
-            if key not in ENERGY_BASED:
-                continue
-            name = f"{task}_{suffix}"
-            runs = [bases[(m, task, s)] for m in exp.models for s in seeds_all
-                    if (m, name) in complete and (m, task, s) in bases]
-            if not runs:
-                continue
-            method = basis.column_basis(b for b, _, _ in runs)
-            source = meta[name].pop("source")  # method beside the unit, source last
-            meta[name]["method"] = method
-            meta[name]["source"] = f"{source}; {_basis_text(method, runs)}"
-            if key == "energy_kwh":
-                basis_by_task[task] = method
-
-    packing_by_task: dict[str, list[int]] = {}
-    for task in exp.tasks:
-        cells = {(m, task) for m in exp.models
-                 if any((m, f"{task}_{metric[1]}") in complete for metric in eff_metrics)}
-        levels = _packing_levels(packing, task, cells)
-        if not levels:
-            continue
-        packing_by_task[task] = sorted(levels)
-        if len(levels) > 1 and not allow_mixed_packing:
-            shown = "; ".join(f"{level} run(s) per GPU: {_some(rids)}" for level, rids in sorted(levels.items()))
-            raise UserError(
-                f"the efficiency criteria of {task} would mix runs measured at different packing levels ({shown}); "
-                "re-run them at one level, or pass --allow-mixed-packing to collect them anyway"
-            )
-        text = (f"measured with {sorted(levels)[0]} run(s) per GPU (packing {sorted(levels)[0]})" if len(levels) == 1
-                else f"MIXED packing levels {', '.join(map(str, sorted(levels)))} runs per GPU (--allow-mixed-packing)")
-        for metric in eff_metrics:
-            meta[f"{task}_{metric[1]}"]["source"] += f"; {text}"
-
-    fair_names: list[str] = []
-    scoring_modes: dict[str, dict[str, list[str]]] = {}  # dataset -> scoring mode -> run ids
-    for spec in exp.specs:
-        if not isinstance(spec, BiasSpec):
-            continue
-        record = get_dataset(spec.dataset)
-        for crit in record.fairness:
-            if crit.name not in meta:
-                fair_names.append(crit.name)
-                meta[crit.name] = {
-                    "direction": crit.direction,
-                    "weight": 1.0,
-                    "group": "fairness",
-                    "unit": crit.unit,
-                    "source": crit.source,
-                }
-        rec = usable.get(spec.run_id())
-        if rec is None:
-            continue
-        by_target.setdefault(("bias", spec.dataset), []).append(rec)
-        mode = str((rec.get("scoring") or {}).get("mode", "default"))
-        scoring_modes.setdefault(spec.dataset, {}).setdefault(mode, []).append(spec.run_id())
-        metrics = rec.get("metrics") or {}
-        for crit in record.fairness:
-            value = _num(metrics.get(crit.metric))
-            if value is not None:
-                rows[exp.label(spec.model)][crit.name] = crit.apply(value)
-    for dataset, modes in scoring_modes.items():  # one criterion, one definition: never mix scoring modes
-        if len(modes) > 1:
-            shown = "; ".join(f"{mode}: {_some(rids)}" for mode, rids in sorted(modes.items()))
-            raise UserError(f"bias set {dataset}: its runs were scored with different definitions ({shown}); "
-                            "re-run them with one bias.options.scoring (default | reference | votenrank)")
-        (mode,) = modes
-        for crit in get_dataset(dataset).fairness:
-            meta[crit.name]["source"] += "; " + SCORING_SOURCES.get(mode, f"scored with scoring: {mode}")
-            if mode in crit.mode_notes:
-                meta[crit.name]["source"] += f" — {crit.mode_notes[mode]}"
-    for dataset in exp.bias_datasets:
-        recs = by_target.get(("bias", dataset), [])
-        crits = get_dataset(dataset).fairness
-        if recs and not any(c.name in row for row in rows.values() for c in crits):
-            raise UserError(
-                f"bias set {dataset}: {len(recs)} usable runs but none of the metrics its dataset record's fairness "
-                f"criteria read ({', '.join(c.metric for c in crits) or 'none'}) is in their records (they hold: "
-                f"{_keys(recs, 'metrics')}); fix the record in harness/bias/data.py or the runs"
-            )
-
-    columns = [*perf_names, *eff_names, *fair_names]
     frame = pd.DataFrame.from_dict(rows, orient="index").reindex(index=list(rows), columns=columns)
     frame = frame.astype(float)
     empty_cols = [c for c in frame.columns if frame[c].isna().all()]
@@ -530,9 +378,9 @@ def collect(
            if exp.preset != "default" else "")
     )
     criteria_bytes = (header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)).encode()
-    kept = set(frame.columns) & set(perf_names + eff_names)
+    kept = set(frame.columns) & set(table.seeded)
     side_bytes = []
-    for table_rows, side_columns in ((long_rows, ["model", "criterion", "seed", "value"]), (stat_rows, None)):
+    for table_rows, side_columns in ((table.long_rows, ["model", "criterion", "seed", "value"]), (table.stat_rows, None)):
         side = pd.DataFrame(table_rows, columns=side_columns)
         if len(side):
             side = side[side["criterion"].isin(kept) & side["model"].isin(frame.index)]

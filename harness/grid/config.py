@@ -74,6 +74,7 @@ from harness.grid.settings import (  # noqa: F401
     sbatch_option,
     slurm_value,
 )
+from harness.kinds import kind_of
 from harness.specs import BiasSpec, FinetuneSpec
 from ranking.errors import UserError
 from ranking.yaml_io import read_yaml
@@ -368,7 +369,7 @@ def _settings(cls: type, section: Any, rename: Mapping[str, str]) -> Any:
 # ---------------------------------------------------------------------------- selection
 def spec_labels(spec: Spec) -> dict[str, str]:
     """The strings ``--only`` patterns match: run id, kind, model, task/dataset, model/task."""
-    target = spec.task if isinstance(spec, FinetuneSpec) else spec.dataset
+    target = kind_of(spec).target_of(spec)
     return {
         "run_id": spec.run_id(),
         "kind": spec.kind,

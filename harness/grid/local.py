@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.kinds import get_kind, kind_of
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import STATUS_OK, RunFailed, RunStore
 from ranking.errors import UserError
@@ -75,22 +76,14 @@ class Outcome:
 
 
 def run_function(spec: Spec) -> Runner:
-    """The real run function of ``spec`` (imported here: running needs torch)."""
-    if isinstance(spec, FinetuneSpec):
-        from harness.finetune import run_finetune
-
-        return run_finetune
-    if isinstance(spec, BiasSpec):
-        from harness.bias import run_bias
-
-        return run_bias
-    raise TypeError(f"not a run spec: {spec!r}")
+    """The real run function of ``spec``'s kind (imported here: running needs torch)."""
+    return kind_of(spec).run_function()
 
 
 def default_runner(
     spec: Spec, output: Path, *, data_root: Path | None = None, progress: bool = True, **options: Any
 ) -> dict[str, Any]:
-    """Dispatch to :func:`harness.finetune.run_finetune` or :func:`harness.bias.run_bias`."""
+    """Run ``spec`` with its kind's run function (:mod:`harness.kinds`)."""
     return run_function(spec)(spec, output, data_root=data_root, progress=progress, **options)
 
 
@@ -164,7 +157,7 @@ def isolated_runner(
 def spec_from_payload(text: str) -> tuple[Spec, dict[str, Any]]:
     """The spec and run options of :func:`isolated_runner`'s JSON payload."""
     data = json.loads(text)
-    cls = {"finetune": FinetuneSpec, "bias": BiasSpec}[data["kind"]]
+    cls = get_kind(data["kind"]).spec
     return cls.from_mapping(data["fields"], where="--spec"), dict(data.get("options") or {})
 
 

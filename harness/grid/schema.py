@@ -21,7 +21,14 @@ from harness.bias.data import DATASETS
 from harness.finetune.tasks import TASKS
 from harness.grid.settings import LocalSettings, SlurmSettings, slurm_name
 from harness.schema import Check, Name, OneLine, Seed, Text, adapter, fields_model
-from harness.specs import BiasRunOptions, BiasSpec, FinetuneRunOptions, FinetuneSpec
+from harness.specs import (
+    BiasRunOptions,
+    BiasSpec,
+    FinetuneRunOptions,
+    FinetuneSpec,
+    _bias_dataset,
+    _glue_task,
+)
 from ranking.settings import PRESETS
 
 PresetName = Literal[tuple(PRESETS)]  # type: ignore[valid-type]
@@ -55,9 +62,12 @@ def _distinct(values: list[Any]) -> list[Any]:
     return values
 
 
-def _known(allowed: tuple[str, ...], what: str, kind: str) -> Any:
+def _known(allowed: tuple[str, ...], what: str, kind: str, spec_check: Any) -> Any:
+    """A registry key as the grid names it. A name the spec refuses is refused in the spec's words (the API's
+    and the CLI's); a spelling the spec reads but the grid does not (``sst-2``: ``sst2``) is refused here."""
     def check(name: str) -> str:
         if name not in allowed:
+            spec_check(name)
             raise ValueError(f"unknown {what} {name!r} ({kind}: {', '.join(allowed)})")
         return name
 
@@ -72,9 +82,9 @@ def _selector(patterns: list[str]) -> list[str]:
 
 # globs (fnmatch: *, ?, [...]); each must match something in the grid (harness.grid.config checks it)
 Patterns = Annotated[list[OneLine], BeforeValidator(_listed), AfterValidator(_selector)]
-Task = Annotated[str, Text(), Check(_known(GLUE_TASKS, "task", "GLUE tasks")),
+Task = Annotated[str, Text(), Check(_known(GLUE_TASKS, "task", "GLUE tasks", _glue_task)),
                  WithJsonSchema({"type": "string", "enum": list(GLUE_TASKS)})]
-Dataset = Annotated[str, Text(), Check(_known(BIAS_DATASETS, "dataset", "known")),
+Dataset = Annotated[str, Text(), Check(_known(BIAS_DATASETS, "dataset", "known", _bias_dataset)),
                     WithJsonSchema({"type": "string", "enum": list(BIAS_DATASETS)})]
 
 

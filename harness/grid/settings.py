@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
+from harness.flags import Cli
 from harness.schema import (
     Before,
     Check,
@@ -242,6 +243,16 @@ def runs_per_gpu_value(value: Any) -> int | str:
 RunsPerGpu = Annotated[int | str, Before(runs_per_gpu_value)]  # N (1 to 64) or "auto"
 
 
+def runs_per_gpu(value: Any, name: str) -> int | str | None:
+    """A ``runs_per_gpu`` given outside a config (``vnr run --runs-per-gpu``, ``harness.run_grid(runs_per_gpu=)``),
+    checked as the config's ``local.runs_per_gpu`` is, the error naming ``name``; None stays None (the default)."""
+    from harness.schema import validate
+
+    if value is None:
+        return None
+    return validate(LocalSettings, {"runs_per_gpu": value}, names=lambda _: name).runs_per_gpu
+
+
 def _runs_per_gpu_shown(description: str) -> Shown:
     return Shown({"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_RUNS_PER_GPU},
                             {"const": "auto"}], "description": description})
@@ -264,7 +275,7 @@ class SlurmSettings:
     """Resources of one array task, and how the array behaves (a config's ``slurm:``; ``vnr run``'s flags)."""
 
     partition: Annotated[SlurmName, Check(slurm_name("partition")), Help("partition, or a comma-separated list")] | None = None
-    time_min: Annotated[int, Before(minutes), Shown({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string"}],
+    time_min: Annotated[int, Before(minutes), Cli("--time"), Shown({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string"}],
                         "description": "time limit per task: minutes or [D-]HH:MM:SS (seconds round up to the "
                                        "next minute, as sbatch does)"})] = 240
     gpus: Annotated[int, Number(ge=0), Help("GPUs per task (0 on a CPU cluster)")] = 1
@@ -279,8 +290,9 @@ class SlurmSettings:
                                                     "(preemptions are always requeued)")] = 3
     signal_delay_s: Annotated[Count, Help("SIGUSR2 this long before the time limit: checkpoint and "
                                           "requeue")] = 120
-    setup: Annotated[tuple[Annotated[str, Text(), Check(setup_line)], ...], Before(_lines), _SHELL_LINES] = ()
-    additional: Annotated[Mapping[str, Any], Check(sbatch_options),
+    setup: Annotated[tuple[Annotated[str, Text(), Check(setup_line)], ...], Before(_lines), _SHELL_LINES,
+                     Cli(repeat=True, metavar="LINE")] = ()
+    additional: Annotated[Mapping[str, Any], Check(sbatch_options), Cli("--sbatch-opt", repeat=True, metavar="KEY=VALUE"),
                           Help("more #SBATCH long options (known ones only), e.g. {mail-type: END}; "
                                "true for a flag")] = field(default_factory=dict)
     runs_per_gpu: Annotated[RunsPerGpu, _runs_per_gpu_shown(

@@ -29,7 +29,7 @@ from typing import Any
 from harness.grid.config import Experiment
 from harness.grid.local import Spec
 from harness.grid.slurm import read_manifests, squeue_states
-from harness.specs import FinetuneSpec
+from harness.kinds import kind_of
 from harness.store import STATUS_FAILED, RunStore, record_problem
 
 STATES = ("done", "running", "queued", "failed", "missing")
@@ -46,9 +46,9 @@ class SpecStatus:
 
     def row(self) -> dict[str, Any]:
         s = self.spec
-        target = s.task if isinstance(s, FinetuneSpec) else s.dataset
-        seed = s.seed if isinstance(s, FinetuneSpec) else ""
-        return {"state": self.state, "kind": s.kind, "model": s.model, "target": target, "seed": seed,
+        kind = kind_of(s)
+        return {"state": self.state, "kind": s.kind, "model": s.model, "target": kind.target_of(s),
+                "seed": kind.seed_of(s),
                 "run_id": self.run_id, "detail": self.detail}
 
 

@@ -1,0 +1,17 @@
+"""The bias-scoring run kind's record (:mod:`harness.kinds`): a spec per (model, bias set)."""
+
+from __future__ import annotations
+
+from harness.kinds import RunKind
+from harness.specs import BiasRunOptions, BiasSpec
+
+KIND = RunKind(
+    name="bias",
+    spec=BiasSpec,
+    options=BiasRunOptions,
+    run="harness.bias.run:run_bias",
+    target="dataset",
+    collect="harness.bias.collect:collect_bias",
+    summary="harness.bias.cli:summary_line",
+    prefetch="bias_datasets",
+)

@@ -1,0 +1,19 @@
+"""The fine-tuning run kind's record (:mod:`harness.kinds`): a spec per (model, GLUE task, seed)."""
+
+from __future__ import annotations
+
+from harness.kinds import RunKind
+from harness.specs import FinetuneRunOptions, FinetuneSpec
+
+KIND = RunKind(
+    name="finetune",
+    spec=FinetuneSpec,
+    options=FinetuneRunOptions,
+    run="harness.finetune.train:run_finetune",
+    target="task",
+    collect="harness.finetune.collect:collect_finetune",
+    summary="harness.finetune.cli:summary_line",
+    prefetch="tasks",
+    seed="seed",
+    calibrated=True,  # its runs are what the grid's calibration bursts train and pack
+)

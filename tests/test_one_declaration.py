@@ -1,0 +1,104 @@
+"""One declaration, every surface: each field of each run kind's spec and run options is reachable from the
+CLI (``vnr finetune`` / ``vnr bias``), the grid config and the Python API, and a bad value gets the same
+one-line refusal from all three (only the prefix naming where differs: the flag, the config key, the
+argument). Fields are read from the declarations, so a field added there is tested here without an edit."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from harness import flags
+from harness.cli import build_parser, main
+from harness.grid.config import parse_experiment
+from harness.kinds import get_kind, kinds
+from harness.schema import validate
+from ranking.errors import UserError
+
+# how each kind's identifying fields are given: CLI flags, config section, API call
+BASE = {
+    "finetune": {"model": "tiny:bert", "task": "rte", "seed": 0},
+    "bias": {"model": "tiny:bert", "dataset": "winobias"},
+}
+API = {"finetune": "finetune", "bias": "score_bias"}
+# where a field is written in a grid config: spec fields / run options of each kind's section
+CONFIG_KEYS = {"finetune": "hyperparameters", "bias": "options"}
+LISTED = {"task": "tasks", "seed": "seeds", "dataset": "datasets"}  # one config key per value of these
+# fields with flags of their own (every command that loads a model; LoRA's two flags)
+OWN = {"model": "--model", "model_args": "--model-args", "peft": "--peft-args"}
+CANDIDATES = ("-5", "nope", "1e400", "x" * 2000)  # the first the declaration refuses is the bad value
+
+
+def _bad_value(kind, name):
+    """A value the field's declaration refuses (checked alone, on top of a valid spec), or None."""
+    spec_fields = {f.name for f in fields(kind.spec)}
+    for value in CANDIDATES:
+        data = {**BASE[kind.name], name: value}
+        try:
+            if name in spec_fields:
+                validate(kind.spec, data)
+            else:
+                validate(kind.options, {name: value})
+        except UserError:
+            return value
+    return None
+
+
+def _cases():
+    for kind in kinds():
+        for cls in (kind.spec, kind.options):
+            for field in fields(cls):
+                if field.name not in ("model",):
+                    yield pytest.param(kind.name, field.name, id=f"{kind.name}.{field.name}")
+
+
+def _after(message: str, key: str) -> str:
+    """What a refusal says about the value: the text after the key or flag it names."""
+    assert key in message, (key, message)
+    return message.split(f"{key}: ", 1)[1] if f"{key}: " in message else message.split(key, 1)[1]
+
+
+@pytest.mark.parametrize(("kind_name", "name"), list(_cases()))
+def test_every_field_is_reachable_with_one_validation(kind_name, name, tmp_path, capsys, monkeypatch):
+    import harness
+
+    kind = get_kind(kind_name)
+    is_option = name in {f.name for f in fields(kind.options)}
+    flag = OWN.get(name) or flags.flag(kind.options if is_option else kind.spec, name)
+    # the CLI has the flag
+    parser = build_parser(kind_name)
+    sub = parser._subparsers._group_actions[0].choices[kind_name]
+    assert flag in sub._option_string_actions, flag
+    # the config has the key
+    section = CONFIG_KEYS[kind_name] if not is_option else "run_options"
+    config = {"name": "x", "output": str(tmp_path / "out")}
+    base_section = {"models": [BASE[kind_name]["model"]], **({"tasks": ["rte"], "seeds": [0]} if kind_name == "finetune"
+                                                             else {"datasets": ["winobias"]})}
+
+    bad = _bad_value(kind, name)
+    if bad is None or name in ("model_args", "peft"):  # free text (or read by its own parser): reachable is the point
+        return
+    # the API refuses it
+    call = {**BASE[kind_name], name: bad}
+    with pytest.raises(UserError) as api:
+        getattr(harness, API[kind_name])(**call, output=tmp_path / "api")
+    api_text = _after(str(api.value), name)
+    # the config refuses it
+    section_doc = {**base_section, **({LISTED[name]: [bad]} if name in LISTED else {section: {name: bad}})}
+    with pytest.raises(UserError) as conf:
+        parse_experiment({**config, kind_name: section_doc})
+    conf_text = _after(str(conf.value), f"{LISTED[name]}[0]" if name in LISTED else name)
+    # the CLI refuses it
+    argv = [kind_name, *(a for k, v in BASE[kind_name].items() if k != name
+                         for a in (OWN.get(k) or flags.flag(kind.spec, k), str(v)))]
+    argv += [flag, bad, "--output", str(tmp_path / "cli")]
+    capsys.readouterr()
+    if isinstance(sub._option_string_actions[flag].default, bool) or sub._option_string_actions[flag].nargs == 0:
+        return  # a switch takes no value: true or false is all it can say
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    cli_text = _after(err, flag)
+    assert api_text == conf_text == cli_text, (api_text, conf_text, cli_text)
+    assert not (tmp_path / "api").exists() and not (tmp_path / "cli").exists()

@@ -1,0 +1,160 @@
+"""Run kinds are records (harness.kinds): one table, asked by everything that handles runs.
+
+A third kind is one module with its record and one line in the table: the toy kind below goes through the
+local executor, ``vnr status``'s rows, ``--only``'s labels, prefetch, the calibration's packing and ``collect``
+without a change to any of them.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+
+from harness import kinds as kinds_module
+from harness.kinds import KINDS, RunKind, get_kind, kind_of, kinds, spec_kind
+from harness.schema import Count, Help, Name, check_fields
+from harness.specs import BiasSpec, FinetuneSpec
+from harness.store import RunStore, run_id
+from ranking.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_kind_is_one_record_named_as_its_spec_says():
+    assert list(KINDS) == ["finetune", "bias"]
+    for kind in kinds():
+        assert isinstance(kind, RunKind)
+        assert kind.spec.kind == kind.options.kind == kind.name
+        assert callable(kind.run_function()) and callable(kind.collector())
+        assert kind.target in {f.name for f in fields(kind.spec)}
+        assert kind.seed is None or kind.seed in {f.name for f in fields(kind.spec)}
+    assert get_kind("finetune").calibrated and not get_kind("bias").calibrated
+    with pytest.raises(UserError, match=r"^unknown run kind 'nope' \(kinds: finetune, bias\)$"):
+        get_kind("nope")
+
+
+def test_kind_of_a_spec_and_of_anything_else():
+    ft, bias = FinetuneSpec("tiny:bert", "rte", 1), BiasSpec("tiny:bert", "crows_pairs")
+    assert kind_of(ft).target_of(ft) == "rte" and kind_of(ft).seed_of(ft) == 1
+    assert kind_of(bias).target_of(bias) == "crows_pairs" and kind_of(bias).seed_of(bias) == ""
+    assert spec_kind(ft) is get_kind("finetune") and spec_kind("tiny:bert") is None
+    with pytest.raises(TypeError, match="not a run spec"):
+        kind_of("tiny:bert")
+
+
+def test_no_code_dispatches_on_the_spec_class():
+    pattern = re.compile(r"isinstance\([a-z_]*, *\(?(FinetuneSpec|BiasSpec)")
+    sites = [f"{p.relative_to(ROOT)}:{n}" for folder in ("harness", "scripts") for p in (ROOT / folder).rglob("*.py")
+             for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert sites == []
+
+
+# ---------------------------------------------------------------------------- a third kind
+@dataclass(frozen=True)
+class ToySpec:
+    """A run kind the harness does not have: count a model's name's letters for an item."""
+
+    model: Annotated[Name, Help("any name")]
+    item: Annotated[Name, Help("what to count for")]
+    repeat: Annotated[Count, Help("how often")] = 1
+
+    kind = "toy"
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": self.kind, "model": self.model, "item": self.item, "repeat": self.repeat}
+
+    def run_id(self) -> str:
+        return run_id(self.identity())
+
+    def metric_keys(self) -> list[str]:
+        return ["letters"]
+
+
+@dataclass(frozen=True)
+class ToyOptions:
+    loud: Annotated[bool | None, Help("shout")] = None
+
+    kind = "toy"
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+    def given(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+def run_toy(spec: ToySpec, output: Path, *, data_root: Any = None, progress: bool = True, **options: Any) -> dict:
+    with RunStore(output).run(spec) as run:
+        return run.finish({"metrics": {"letters": float(len(spec.model) * spec.repeat)}})
+
+
+def collect_toy(table: Any, specs: list[ToySpec]) -> None:
+    for spec in specs:
+        rec = table.usable.get(spec.run_id())
+        if rec is not None:
+            table.rows[table.exp.label(spec.model)][f"{spec.item}_letters"] = rec["metrics"]["letters"]
+            table.meta[f"{spec.item}_letters"] = {"direction": "higher", "weight": 1.0, "group": "performance",
+                                                  "unit": "letters", "source": "the toy kind"}
+            if f"{spec.item}_letters" not in table.columns:
+                table.columns.append(f"{spec.item}_letters")
+
+
+TOY = RunKind(name="toy", spec=ToySpec, options=ToyOptions, run="toy_kind:run_toy", target="item",
+              collect="toy_kind:collect_toy", summary="toy_kind:summary", prefetch=None)
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """The toy kind's package (a module) and its one line in the table."""
+    module = types.ModuleType("toy_kind")
+    module.KIND, module.run_toy, module.collect_toy = TOY, run_toy, collect_toy
+    module.summary = lambda record: f"{record['model']}: {record['metrics']['letters']} letters"
+    monkeypatch.setitem(sys.modules, "toy_kind", module)
+    monkeypatch.setitem(KINDS, "toy", ("toy_kind:KIND", "count letters"))
+    monkeypatch.setattr(kinds_module, "_LOADED", {})
+    return TOY
+
+
+def test_a_third_kind_runs_through_the_grid_scaffolding(toy, tmp_path):
+    from harness.grid.calibrate import Packing
+    from harness.grid.config import Experiment, spec_labels
+    from harness.grid.local import execute
+    from harness.grid.status import grid_status
+    from harness.prefetch import needs
+
+    spec = ToySpec("tiny:bert", "apples", repeat=2)
+    assert kind_of(spec) is toy and toy.fields() == ("model", "item", "repeat", "loud")
+    assert spec_labels(spec)["target"] == "apples"
+    assert needs([spec]).tasks == () and needs([spec]).bias_datasets == ()
+    assert Packing(1).options(spec) == {}  # not a calibrated kind
+
+    outcomes = execute([spec, spec], tmp_path, progress=False, echo=False)  # the toy's own run function
+    assert [o.status for o in outcomes] == ["ran", "skipped"]
+    assert toy.summary_line(RunStore(tmp_path).get(spec.run_id())) == "tiny:bert: 18.0 letters"
+
+    exp = Experiment(name="toy", source="toy.yaml", output=tmp_path, specs=(spec,), models=("tiny:bert",))
+    (row,) = [s.row() for s in grid_status(exp)]
+    assert (row["state"], row["kind"], row["target"], row["seed"]) == ("done", "toy", "apples", "")
+
+    from harness.grid.collect import collect
+
+    result = collect(exp)
+    assert result.criteria == ["apples_letters"] and result.models == ["tiny:bert"]
+
+
+def test_a_third_kind_options_are_checked_by_its_declaration(toy):
+    spec, options = toy.prepare(None, {"model": "m", "item": "pears", "loud": True}, where="toy")
+    assert spec.item == "pears" and options.given() == {"loud": True}
+    with pytest.raises(UserError, match=r"^toy: repeat: 0 is below 1$"):
+        toy.prepare(None, {"model": "m", "item": "pears", "repeat": 0}, where="toy")
+    with pytest.raises(UserError, match=r"^toy: unknown key 'colour'"):
+        toy.prepare(None, {"model": "m", "item": "pears", "colour": "red"}, where="toy")
