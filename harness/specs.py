@@ -132,9 +132,11 @@ class FinetuneSpec:
     # how a batch's examples become tensors (harness.finetune.batching). In the run id only when not auto: the
     # layouts compute the same function, but dropout draws its masks per computed token, so a different width is
     # a different dropout draw (statistically alike, numerically not)
-    padding: Annotated[Padding, Help("batch layout: auto (bucketed: padded to a multiple of 8), flatten (the "
-                                     "examples packed into rows; decoders only: gpt2, llama, mistral, qwen2), bucket or "
-                                     "pad (to the longest)")] = "auto"
+    padding: Annotated[Padding, Help("batch layout: auto (the layout the grid's calibration measured fastest on "
+                                     "the device among those exact for the family, else bucket), flatten (the "
+                                     "examples packed into rows: gpt2, llama, mistral, qwen2, bert, roberta, albert, "
+                                     "distilbert, electra; not deberta), bucket (padded to a multiple of 8) or pad (to "
+                                     "the longest)")] = "auto"
     # torch.compile of the training step (harness.finetune.compilation). In the run id only when not auto, as
     # padding: compiled kernels reorder float operations (the same run, rounded differently)
     compile: Annotated[Compile, Help("compile the training step with torch.compile: auto (where the grid's "
