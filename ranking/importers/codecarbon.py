@@ -42,7 +42,16 @@ from pathlib import Path
 from typing import Any
 
 from ranking.errors import UserError
-from ranking.importers.common import Options, assemble, describe_paths, existing, in_range, score, shown
+from ranking.importers.common import (
+    Options,
+    assemble,
+    describe_paths,
+    existing,
+    in_range,
+    read_csv,
+    score,
+    shown,
+)
 
 #: codecarbon column → (criterion name, unit); every one lower is better, group efficiency, range >= 0.
 CRITERIA: dict[str, tuple[str, str]] = {
@@ -102,31 +111,8 @@ class Run:
 def _rows(path: Path, options: Options, bad: list[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """(header, [(line, row)]) of an emissions.csv; a row with another field count than the header is refused, or
     skipped and recorded in ``bad`` with ``options.skip_bad_rows``."""
-    import csv
-
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if header is None:
-                raise UserError(f"cannot read codecarbon emissions {path}: the file is empty (no header row)")
-            rows: list[tuple[int, dict[str, str]]] = []
-            end = reader.line_num
-            for row in reader:
-                line, end = end + 1, reader.line_num
-                if not row:
-                    continue
-                if len(row) != len(header):
-                    if options.skip_bad_rows:
-                        bad.append(f"{path} line {line} ({len(row)} fields)")
-                        continue
-                    raise UserError(f"{path}: line {line} has {len(row)} field(s), the header {len(header)}: give "
-                                    "every row one value per column (an empty value for a missing one), or pass "
-                                    "--skip-bad-rows to skip codecarbon's corrupt rows")
-                rows.append((line, dict(zip(header, row))))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UserError(f"cannot read codecarbon emissions {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    return header, rows
+    return read_csv(path, "codecarbon emissions", bad=bad if options.skip_bad_rows else None,
+                    hint=", or pass --skip-bad-rows to skip codecarbon's corrupt rows")
 
 
 def _file_labels(files: Sequence[Path]) -> dict[Path, str]:

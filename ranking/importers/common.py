@@ -217,9 +217,11 @@ def files_in(paths: Sequence[Path], what: str, pattern: str, empty: str, *, recu
     return out
 
 
-def read_csv(path: Path, what: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+def read_csv(path: Path, what: str, *, bad: list[str] | None = None,
+             hint: str = "") -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """(header, [(line number, row as a dict)]) of a CSV file, blank lines skipped; a row with fewer or more fields
-    than the header is a one-line :class:`UserError` naming its line (it would read as empty or shifted cells)."""
+    than the header is a one-line :class:`UserError` naming its line (it would read as empty or shifted cells),
+    ending with ``hint``; with a list ``bad``, such a row is skipped and recorded there instead."""
     import csv
 
     try:
@@ -235,8 +237,11 @@ def read_csv(path: Path, what: str) -> tuple[list[str], list[tuple[int, dict[str
                 if not row:
                     continue
                 if len(row) != len(header):
+                    if bad is not None:
+                        bad.append(f"{path} line {line} ({len(row)} fields)")
+                        continue
                     raise UserError(f"{path}: line {line} has {len(row)} field(s), the header {len(header)}: "
-                                    "give every row one value per column (an empty value for a missing one)")
+                                    f"give every row one value per column (an empty value for a missing one){hint}")
                 rows.append((line, dict(zip(header, row))))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise UserError(f"cannot read {what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
