@@ -47,6 +47,7 @@ from typing import Any
 from ranking.cli_types import (
     TABLE_HELP,
     add_table_options,
+    add_uncertainty_flags,
     column_list,
     finite_positive_float,
     non_negative_int,
@@ -106,16 +107,10 @@ def register(subparsers: Any) -> None:
                    "them, else from the seeds)")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="random seed of the draws (--intervals) or of the bootstrap (scenario mode); default 0")
-    p.add_argument("--intervals", action="store_true",
-                   help="rank intervals that hold for all models at once, and tiers of models the data cannot "
-                   "separate, from the table's standard errors (stderr.csv) or its seeds (seeds.csv beside it)")
-    p.add_argument("--level", type=float, default=0.95, metavar="P", help="--intervals: simultaneous level (default 0.95)")
-    p.add_argument("--draws", type=non_negative_int, default=None, metavar="N",
-                   help="--intervals: tables drawn from the uncertainty (default 1000)")
-    p.add_argument("--robustness", action="store_true",
-                   help="per rule and model: the fewest scores that must change for it to win, and which")
-    p.add_argument("--max-cells", type=non_negative_int, default=3, metavar="K",
-                   help="--robustness: search up to K changed scores (default 3; the means are exact at any K)")
+    add_uncertainty_flags(
+        p, intervals="rank intervals that hold for all models at once, and tiers of models the data cannot separate, "
+        "from the table's standard errors (stderr.csv) or its seeds (seeds.csv beside it)",
+        robustness="per rule and model: the fewest scores that must change for it to win, and which")
     p.set_defaults(func=run_rank)
 
     q = subparsers.add_parser(

@@ -149,3 +149,16 @@ def int_in_range(minimum: int, maximum: int):
 
     parse.__name__ = f"int in [{minimum}, {maximum}]"
     return parse
+
+
+def add_uncertainty_flags(parser: argparse.ArgumentParser, *, intervals: str, robustness: str) -> None:
+    """``--intervals [--level --draws]`` and ``--robustness [--max-cells]``, one declaration for ``vnr rank`` and
+    ``vnr report`` (``intervals`` / ``robustness``: each command's help sentence of the flag)."""
+    parser.add_argument("--intervals", action="store_true", help=intervals)
+    parser.add_argument("--level", type=float, default=0.95, metavar="P",
+                        help="--intervals: simultaneous level (default 0.95)")
+    parser.add_argument("--draws", type=non_negative_int, default=None, metavar="N",
+                        help="--intervals: tables drawn from the uncertainty (default 1000)")
+    parser.add_argument("--robustness", action="store_true", help=robustness)
+    parser.add_argument("--max-cells", type=non_negative_int, default=3, metavar="K",
+                        help="--robustness: search up to K changed scores (default 3; the means are exact at any K)")

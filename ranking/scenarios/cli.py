@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ranking.cli_types import int_in_range, non_negative_int, rule_help
+from ranking.cli_types import add_uncertainty_flags, int_in_range, non_negative_int, rule_help
 from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -233,15 +233,9 @@ def register(subparsers: Any) -> None:
                    help="replicates for rank probabilities: draws from the scores' standard errors where the table "
                    "has them (stderr.csv), else seed resamples (needs seeds.csv)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and of --intervals' draws")
-    p.add_argument("--intervals", action="store_true",
-                   help="rank intervals (for all models at once) and tiers per column, drawn as bars and bands")
-    p.add_argument("--level", type=float, default=0.95, metavar="P", help="--intervals: simultaneous level (default 0.95)")
-    p.add_argument("--draws", type=non_negative_int, default=None, metavar="N",
-                   help="--intervals: tables drawn from the uncertainty (default 1000)")
-    p.add_argument("--robustness", action="store_true",
-                   help="per column: the fewest scores that must change for another model to win, in words")
-    p.add_argument("--max-cells", type=non_negative_int, default=3, metavar="K",
-                   help="--robustness: search up to K changed scores (default 3)")
+    add_uncertainty_flags(
+        p, intervals="rank intervals (for all models at once) and tiers per column, drawn as bars and bands",
+        robustness="per column: the fewest scores that must change for another model to win, in words")
     p.add_argument("--resolution", type=int_in_range(1, MAX_RESOLUTION), default=None, metavar="R",
                    help=f"grid steps per side of the weight simplex, 1 to {MAX_RESOLUTION} "
                    "(default: the scenario's, else 30)")
