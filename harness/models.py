@@ -8,7 +8,7 @@ A model is named three ways and every name resolves through :func:`resolve_model
   **local checkpoint directory** (``./my_checkpoint``, ``/abs/path``; anything with a path separator
   that exists, or starting with ``./``, ``../``, ``/`` or ``~``): its family and LM kind come from its
   own config (``AutoConfig``: ``model_type``, ``is_decoder``, ``is_encoder_decoder``, ``architectures``);
-* ``tiny:<family>`` (bert, roberta, albert, deberta, distilbert, gpt2): a small randomly initialised
+* ``tiny:<family>`` (bert, roberta, albert, deberta, distilbert, electra, gpt2): a small randomly initialised
   model of that family built from its config, with a tokenizer trained on the caller's text (WordPiece
   for the BERT-like families, byte-level BPE for RoBERTa and GPT-2); after that it goes through exactly
   the same code as a hub model. Nothing here touches the network unless a hub id is given.
@@ -102,7 +102,7 @@ ALIASES = {"deberta-base": "microsoft/deberta-base", "bert-base": "bert-base-unc
            **{k.hub_id: alias for alias, k in REGISTRY.items() if k.hub_id != alias}}
 TINY_PREFIX = "tiny:"
 _FAMILY_KIND = {"bert": "masked", "roberta": "masked", "albert": "masked", "deberta": "masked",
-                "distilbert": "masked", "gpt2": "causal"}
+                "distilbert": "masked", "electra": "masked", "gpt2": "causal"}
 
 # Family quirks keyed by the config's model_type.
 QUIRKS: dict[str, dict[str, Any]] = {
@@ -763,7 +763,7 @@ def train_tiny_tokenizer(family: str, texts: Iterable[str], vocab_size: int = 20
             pad_token="<pad>",
             mask_token="<mask>",
         )
-    # WordPiece for bert, albert, deberta, distilbert (uncased, like the hub models).
+    # WordPiece for bert, albert, deberta, distilbert, electra (uncased, like the hub models).
     # The vocabulary is built here rather than by tokenizers' WordPieceTrainer, whose result changes from
     # one call to the next (ties between "##" merges are broken by hash order): same texts, same vocabulary.
     normalizer = normalizers.BertNormalizer(lowercase=True)
@@ -835,6 +835,10 @@ def tiny_config(family: str, tokenizer: Any) -> Any:
                                 num_attention_heads=d["heads"], intermediate_size=d["intermediate"],
                                 max_position_embeddings=d["positions"], relative_attention=True,
                                 pos_att_type=["c2p", "p2c"], max_relative_positions=-1, **common)
+    if family == "electra":
+        return tf.ElectraConfig(embedding_size=32, hidden_size=d["hidden"], num_hidden_layers=d["layers"],
+                                num_attention_heads=d["heads"], intermediate_size=d["intermediate"],
+                                max_position_embeddings=d["positions"], **common)
     if family == "distilbert":
         return tf.DistilBertConfig(dim=d["hidden"], n_layers=d["layers"], n_heads=d["heads"],
                                    hidden_dim=d["intermediate"], max_position_embeddings=d["positions"], **common)

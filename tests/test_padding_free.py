@@ -583,3 +583,21 @@ def test_auto_takes_the_calibrated_layout_and_a_stored_run_is_not_redone(tmp_pat
                          calibration={**calibration, "padding": "bucket"})
     assert again == rec  # done: not redone, not relabelled
     assert FinetuneSpec("tiny:bert", "sst2", 0, epochs=1, batch_size=2, padding="flatten").run_id() != spec.run_id()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["bert", "roberta", "albert", "distilbert", "electra"])
+def test_vnr_finetune_flattens_each_encoder_family_on_sst2_to_at_most_15_percent_padding(family, tmp_path, capsys,
+                                                                                      data_root):
+    """The issue's bar, through the command a user runs: each encoder family flattened on SST-2's real text."""
+    import json
+
+    from harness.cli import main
+
+    assert main(["finetune", "--model", f"tiny:{family}", "--task", "sst2", "--seed", "0", "--padding", "flatten",
+                 "--max-steps", "8", "--max-eval-samples", "16", "--no-track-efficiency", "--output",
+                 str(tmp_path / "out"), "--data-root", str(data_root)]) == 0
+    (path,) = (tmp_path / "out" / "runs").glob("*.json")
+    rec = json.loads(path.read_text())
+    assert rec["settings"]["batching"]["mode"] == "flattened"
+    assert 0 < rec["tokens"]["padding_share"] <= 0.15
