@@ -92,10 +92,6 @@ def register(subparsers: Any) -> None:
     _add_incomplete_options(p, drop="rank only the models with every score (default: the preset's; votenrank: yes, "
                             "as the paper)",
                             keep="rank every model; a missing score is skipped (the default preset's way)")
-    p.add_argument("--vote", default=None, choices=("benchmark", "column"),
-                   help="benchmark (default): each benchmark casts one vote, whatever number of subtasks or metrics "
-                   "its columns report (detail columns do not vote); column: every column votes (an aggregate "
-                   "gives way to its parts). The output states which is in force")
     p.add_argument("--board", action="store_true",
                    help="also rank by the leaderboard's own aggregate (HELM mean win rate, the Open LLM "
                    "Leaderboard's average, MTEB's mean, lm-eval's group means) for an imported table")
@@ -168,7 +164,7 @@ def run_rank(args: argparse.Namespace) -> int:
     if getattr(args, "scenario", None):
         from ranking.scenarios.cli import run_rank_scenario
 
-        for option, key in (("--preset", "preset"), ("--og-gamma", "og_gamma"), ("--ties", "ties")):
+        for option, key in (("--preset", "preset"), ("--og-gamma", "og_gamma"), ("--ties", "ties"), ("--vote", "vote")):
             if getattr(args, key, None) is not None:
                 raise UserError(f"{option} does not apply with --scenario: set '{key}:' in the scenario file")
 
@@ -468,7 +464,7 @@ def format_uncertainty(settings: dict[str, Any], robustness: dict[str, Any] | No
 def run_prospective(args: argparse.Namespace) -> int:
     from ranking.prospective import prospective
 
-    table = table_from_args(args)
+    table = table_from_args(args, voted="prospective")
     found = prospective(table, strict=args.strict, preset=args.preset, drop_incomplete=args.drop_incomplete)
     left_out = [m for m in table.models if m not in found]
     if left_out:

@@ -90,18 +90,37 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
                         "columns of a CSV without criteria.yaml)")
     parser.add_argument("--higher", type=column_list, action="extend", default=[], metavar="COL,...",
                         help="these columns are higher-is-better (overrides the sidecar)")
+    parser.add_argument("--vote", default=None, choices=("benchmark", "column"),
+                        help="benchmark (default): each benchmark casts one vote, whatever number of subtasks or "
+                        "metrics its columns report (detail columns do not vote); column: every column votes (an "
+                        "aggregate gives way to its parts). The output states which is in force")
 
 
-def table_from_args(args: argparse.Namespace, source: str | None = None):
-    """The score table named by ``args.table`` (or ``source``) with the TABLE options, via :func:`ranking.load_table`."""
+def table_from_args(args: argparse.Namespace, source: str | None = None, *, voted: str | None = None):
+    """The score table named by ``args.table`` (or ``source``) with the TABLE options, via :func:`ranking.load_table`.
+
+    ``voted`` (a command's name): the table under ``--vote``'s weights (:mod:`ranking.votes`), the vote stated in a
+    note on stderr where it changes them — for the commands that rank without :func:`ranking.api.rank` (which
+    applies the vote itself).
+    """
     from ranking.loading import load_table
 
-    return load_table(
+    table = load_table(
         args.table if source is None else source,
         data_root=args.data_root,
         lower=getattr(args, "lower", None) or (),
         higher=getattr(args, "higher", None) or (),
     )
+    if voted is None:
+        return table
+    import sys
+
+    from ranking.votes import apply_votes, describe
+
+    table, info = apply_votes(table, getattr(args, "vote", None))
+    if info["benchmarks"] != info["columns"] or info["not_voting"]:
+        print(f"vnr {voted}: note: {describe(info)}", file=sys.stderr)
+    return table
 
 
 def finite_float(minimum: float, *, strict: bool):

@@ -281,3 +281,25 @@ def test_a_scenario_shows_the_boards_order_beside_the_users(tmp_path):
     with pytest.raises(UserError, match=r"columns\[0\].rule: rule 'board' is the leaderboard's own order: it takes "
                        "no setting, group or params"):
         load_scenario(tmp_path / "s.yaml")
+
+
+def test_prospective_and_analyze_rank_under_the_vote_too(tmp_path, capsys):
+    """Commands that rank without `vnr rank` read the same votes: a benchmark's subtasks do not vote by default."""
+    import json
+
+    t = ScoreTable(("A", "B"), (Criterion("mmlu", benchmark="mmlu", aggregate=True),
+                               *(Criterion(f"mmlu_{k}", benchmark="mmlu", detail=True) for k in range(3))),
+                   np.array([[0.7, 0.1, 0.1, 0.1], [0.6, 0.9, 0.9, 0.9]]))
+    t.to_csv(tmp_path / "matrix.csv")
+    assert main(["prospective", str(tmp_path), "--format", "json"]) == 0
+    out = capsys.readouterr()
+    found = json.loads(out.out)
+    assert found["A"]["prospective"] and not found["B"]["prospective"]  # only the group score votes: A is ahead
+    assert "vnr prospective: note: votes: one per benchmark (1 benchmarks from 4 columns" in out.err
+    assert main(["prospective", str(tmp_path), "--format", "json", "--vote", "column"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["B"]["prospective"] and not found["A"]["prospective"]  # the subtasks vote: B wins all three
+    assert main(["analyze", "agreement", str(tmp_path), "--rules", "borda,copeland"]) == 0
+    assert "vnr analyze: note: votes: one per benchmark" in capsys.readouterr().err
+    assert main(["rank", "--scenario", str(tmp_path / "s.yaml"), "--vote", "column"]) == 2
+    assert "--vote does not apply with --scenario: set 'vote:' in the scenario file" in capsys.readouterr().err

@@ -143,7 +143,7 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def _load(args: argparse.Namespace):
-    return table_from_args(args)
+    return table_from_args(args, voted="analyze")
 
 
 def _ranker(args: argparse.Namespace, rule: str):
