@@ -224,7 +224,7 @@ def rank(
     gamma = None
     if "optimality_gap" in names:
         gamma = og_gamma if og_gamma is not None else params.get("gamma", conv.og_gamma)
-    from ranking.votes import apply_votes
+    from ranking.votes import apply_votes, changes_weights
 
     dropped: list[str] | None = None
     if conv.drop_incomplete if drop_incomplete is None else drop_incomplete:
@@ -233,7 +233,7 @@ def rank(
     table, votes = apply_votes(table, vote)
     # input errors once, before any rule runs
     settings = used_settings(table, setting, ties, group_weights, preset=conv.name, og_gamma=gamma)
-    if votes["benchmarks"] != votes["columns"] or votes["not_voting"]:
+    if changes_weights(votes):
         settings["votes"] = votes  # stated where the vote mode changes the weights
     if dropped is not None:
         settings["dropped_incomplete"] = dropped

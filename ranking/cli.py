@@ -255,8 +255,7 @@ def format_settings(settings: dict[str, Any], width: int = 120) -> str:
     if settings.get("group_weights"):
         head += " · group weights: " + listing([f"{g}={w:g}" for g, w in settings["group_weights"].items()], width - len(head) - 17)
     lines = [head]
-    if settings.get("votes") and (settings["votes"]["vote"] != "benchmark"
-                                  or settings["votes"]["benchmarks"] != settings["votes"]["columns"]):
+    if settings.get("votes"):  # (present where the vote changed a weight: ranking.api.rank)
         from ranking.votes import describe
 
         lines.append(describe(settings["votes"]))

@@ -115,10 +115,10 @@ def table_from_args(args: argparse.Namespace, source: str | None = None, *, vote
         return table
     import sys
 
-    from ranking.votes import apply_votes, describe
+    from ranking.votes import apply_votes, changes_weights, describe
 
     table, info = apply_votes(table, getattr(args, "vote", None))
-    if info["benchmarks"] != info["columns"] or info["not_voting"]:
+    if changes_weights(info):
         print(f"vnr {voted}: note: {describe(info)}", file=sys.stderr)
     return table
 

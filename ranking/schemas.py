@@ -45,11 +45,13 @@ from pydantic import (
 from ranking.errors import UserError
 
 # The allowed values, spelled here so that printing a schema imports no numpy; tests/test_schema_ranking.py
-# checks they equal ranking.table.DIRECTIONS, ranking.rules.TIES, ranking.settings.SETTINGS and PRESETS.
+# checks they equal ranking.table.DIRECTIONS, ranking.rules.TIES, ranking.settings.SETTINGS and PRESETS,
+# and BOARD_NAMES ranking.boards.BOARDS.
 DIRECTIONS = ("higher", "lower", "target")
 TIES = ("default", "votenrank")
 SETTINGS = ("basic", "weighted", "two-step")
 PRESETS = ("default", "votenrank")
+BOARD_NAMES = ("helm", "open-llm-leaderboard", "mteb", "lm-eval")  # = ranking.boards.BOARDS
 
 
 # ---------------------------------------------------------------------- value types
@@ -226,8 +228,9 @@ class Sidecar(_Strict):
         "column names), e.g. stderr.csv")
     standard_errors_sha256: Annotated[str, BeforeValidator(_sha256)] | None = Field(
         None, description="sha256 of the standard errors CSV's bytes (written by vnr import/collect)")
-    board: Name | None = Field(None, description="the leaderboard the table was imported from (helm, "
-                               "open-llm-leaderboard, mteb, lm-eval): vnr rank --board shows its own order")
+    board: Literal[BOARD_NAMES] | None = Field(  # type: ignore[valid-type]
+        None, description="the leaderboard the table was imported from (helm, open-llm-leaderboard, mteb, lm-eval): "
+        "vnr rank --board shows its own order")
     criteria: Annotated[dict[str, SidecarCriterion], BeforeValidator(_entries)] = Field(
         default_factory=dict, description="column name → {direction, weight, group, unit, source, method}; "
         "every column of the table but the model column")

@@ -122,6 +122,19 @@ class Criterion:
         return out
 
 
+def _finite_number(c: Criterion, what: str, value: Any) -> float:
+    """``value`` (the criterion's ``what``: weight, target) as a finite float, or a one-line :class:`UserError`."""
+    if isinstance(value, bool):
+        raise UserError(f"criterion {c.name!r}: {what} {value!r} is not a number")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"criterion {c.name!r}: {what} {value!r} is not a number") from None
+    if not math.isfinite(x):
+        raise UserError(f"criterion {c.name!r}: {what} {value!r} is not finite")
+    return x
+
+
 def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criterion:
     """The criterion with its weight as a float, or a :class:`UserError` saying what is wrong with it.
 
@@ -147,12 +160,7 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
         if c.target is None or isinstance(c.target, bool):
             raise UserError(f"criterion {c.name!r}: direction target needs a target value (the best score, "
                             "e.g. target: 0)")
-        try:
-            target = float(c.target)
-        except (TypeError, ValueError):
-            raise UserError(f"criterion {c.name!r}: target {c.target!r} is not a number") from None
-        if not math.isfinite(target):
-            raise UserError(f"criterion {c.name!r}: target {c.target!r} is not finite")
+        _finite_number(c, "target", c.target)
     elif c.target is not None:
         raise UserError(f"criterion {c.name!r}: a target ({c.target!r}) is given but the direction is "
                         f"{c.direction}: write direction: target, or remove the target")
@@ -167,14 +175,7 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
     if c.detail and c.aggregate:
         raise UserError(f"criterion {c.name!r} is both a detail and an aggregate: an aggregate votes for its "
                         "benchmark's detail columns")
-    if isinstance(c.weight, bool):
-        raise UserError(f"criterion {c.name!r}: weight {c.weight!r} is not a number")
-    try:
-        weight = float(c.weight)
-    except (TypeError, ValueError):
-        raise UserError(f"criterion {c.name!r}: weight {c.weight!r} is not a number") from None
-    if not math.isfinite(weight):
-        raise UserError(f"criterion {c.name!r}: weight {c.weight!r} is not finite")
+    weight = _finite_number(c, "weight", c.weight)
     if weight < 0:
         raise UserError(f"criterion {c.name!r}: weight {weight:g} is negative; weights must be >= 0")
     if c.method is not None and (not isinstance(c.method, str) or not c.method.strip()):
@@ -683,6 +684,17 @@ def _no_duplicates(names: Sequence[str], what: str, where: str) -> None:
         seen.add(n)
 
 
+def control_character_at(name: str) -> int | None:
+    """Where the first control character (Unicode category Cc: NUL, tab, CR, ESC, DEL, ...) of ``name`` is, or None.
+
+    >>> control_character_at("a\\rb"), control_character_at("ab")
+    (1, None)
+    """
+    import unicodedata
+
+    return next((i for i, c in enumerate(name) if unicodedata.category(c) == "Cc"), None)
+
+
 def _no_control_characters(names: Sequence[str], what: str, where: str) -> None:
     """A :class:`UserError` for a name holding a control character (NUL, tab, newline, escape, DEL, ...): it
     would print as a space or not at all, and two names that look alike would be two models.
@@ -692,10 +704,8 @@ def _no_control_characters(names: Sequence[str], what: str, where: str) -> None:
     ...
     ranking.errors.UserError: model 'b\\x1bc' in t.csv has a control character ('\\x1b' at position 2): remove it (a name is printable text)
     """
-    import unicodedata
-
     for name in names:
-        at = next((i for i, c in enumerate(name) if unicodedata.category(c) == "Cc"), None)
+        at = control_character_at(name)
         if at is not None:
             shown = repr(name if len(name) <= 60 else name[:57] + "...")
             raise UserError(f"{what} {shown}{where} has a control character ({name[at]!r} at position {at + 1}): "

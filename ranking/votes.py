@@ -58,19 +58,18 @@ def vote_weights(criteria: Sequence[Any], vote: str | None = None) -> Any:
         has_parts = {c.vote_unit for c in criteria if not c.aggregate}
         return np.array([0.0 if c.aggregate and c.vote_unit in has_parts else w for c, w in zip(criteria, own)])
     voting: dict[str, int] = {}
+    columns: dict[str, int] = {}
     for c in criteria:
+        columns[c.vote_unit] = columns.get(c.vote_unit, 0) + 1
         if not c.detail:
             voting[c.vote_unit] = voting.get(c.vote_unit, 0) + 1
-    out = np.array([0.0 if c.detail or c.vote_unit not in voting else w / voting[c.vote_unit]
-                    for c, w in zip(criteria, own)])
-    orphans = sorted({c.vote_unit for c in criteria if c.detail and c.vote_unit not in voting})
-    if orphans:
-        # a benchmark made of detail columns only would have no vote at all: its details share it instead
-        for j, c in enumerate(criteria):
-            if c.vote_unit in orphans:
-                n = sum(1 for d in criteria if d.vote_unit == c.vote_unit)
-                out[j] = own[j] / n
-    return out
+
+    def share(c: Any, w: float) -> float:
+        if c.vote_unit not in voting:  # a benchmark of detail columns only: they share its vote instead
+            return w / columns[c.vote_unit]
+        return 0.0 if c.detail else w / voting[c.vote_unit]
+
+    return np.array([share(c, w) for c, w in zip(criteria, own)])
 
 
 def structured(criteria: Sequence[Any]) -> bool:
@@ -103,6 +102,11 @@ def apply_votes(table: Any, vote: str | None = None) -> tuple[Any, dict[str, Any
     info.update(benchmarks=len(units), voting_columns=int((w > 0).sum()),
                 not_voting=[c.name for c, x in zip(crits, w) if x == 0 and c.weight > 0])
     return voted, info
+
+
+def changes_weights(info: dict[str, Any]) -> bool:
+    """Whether the vote (an :func:`apply_votes` statement) changed any weight: then the output states it."""
+    return info["benchmarks"] != info["columns"] or bool(info["not_voting"])
 
 
 def describe(info: dict[str, Any]) -> str:

@@ -472,6 +472,9 @@ def test_the_schemas_allow_the_values_the_engine_knows():
 
     assert schemas.DIRECTIONS == table.DIRECTIONS and schemas.TIES == rules.TIES
     assert schemas.SETTINGS == settings.SETTINGS and schemas.PRESETS == tuple(settings.PRESETS)
+    from ranking import boards
+
+    assert set(schemas.BOARD_NAMES) == set(boards.BOARDS)
     assert json_schema("scenario")["$defs"]["ColumnModel"]["properties"]["setting"]["enum"] == list(settings.SETTINGS)
 
 

@@ -303,3 +303,16 @@ def test_prospective_and_analyze_rank_under_the_vote_too(tmp_path, capsys):
     assert "vnr analyze: note: votes: one per benchmark" in capsys.readouterr().err
     assert main(["rank", "--scenario", str(tmp_path / "s.yaml"), "--vote", "column"]) == 2
     assert "--vote does not apply with --scenario: set 'vote:' in the scenario file" in capsys.readouterr().err
+
+
+def test_an_unknown_board_or_vote_in_a_file_is_one_line(tmp_path, capsys):
+    folder = _structured_folder(tmp_path)
+    sidecar = folder / "criteria.yaml"
+    sidecar.write_text(sidecar.read_text() + "board: helmm\n")
+    assert main(["rank", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "board: 'helmm' is not allowed" in err
+    (tmp_path / "s.yaml").write_text("vote: task\ncolumns:\n  - {name: b, rule: borda}\n")
+    assert main(["rank", "--scenario", str(tmp_path / "s.yaml"), "--results", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "vote: 'task' is not allowed" in err

@@ -432,7 +432,9 @@ def check_name(name: str, what: str, source: str) -> str:
     """
     if not isinstance(name, str) or not name.strip():
         raise UserError(f"{source}: a {what} name is empty: name every {what} in the source")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+    from ranking.table import control_character_at
+
+    if control_character_at(name) is not None:
         raise UserError(f"{source}: {what} name {name!r} holds a control character: fix the name in the source")
     if name != name.strip():
         raise UserError(f"{source}: {what} name {name!r} has spaces at its edges: strip them in the source")

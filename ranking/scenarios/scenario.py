@@ -356,10 +356,10 @@ class Scenario:
             if partial:
                 log.warning("%s: preset %s ranks only models with every score; leaving out: %s", self.name,
                             self.preset, ", ".join(partial))
-        from ranking.votes import apply_votes, describe
+        from ranking.votes import apply_votes, changes_weights, describe
 
         out, votes = apply_votes(out, self.vote)
-        if votes["benchmarks"] != votes["columns"] or votes["not_voting"]:
+        if changes_weights(votes):
             log.warning("%s: %s", self.name, describe(votes))
         if not any(c.weight > 0 for c in out.criteria):
             raise UserError(f"{self.where}: every criterion has weight 0")
