@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 #: kind name → (its :class:`RunKind` record as ``"module:attr"``, what a run of it does).
 KINDS: dict[str, tuple[str, str]] = {

@@ -29,7 +29,7 @@ Family quirks are keyed by ``model_type`` (:data:`QUIRKS`), never by a model's n
   it trained (:func:`load_next_sentence_model` checks the loading info), never a random one.
 
 Errors (a typo'd id, a gated or private repo, weights missing offline, a directory without
-``config.json``, corrupted weights) are :class:`ModelError`, a :class:`~ranking.errors.UserError`: one
+``config.json``, corrupted weights) are :class:`ModelError`, a :class:`~harness.floor.errors.UserError`: one
 line naming the model and what to do.
 """
 
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.floor.errors import UserError
 from harness.store import RunNotStarted
-from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ def _check_subfolder(text: str, where: str) -> str:
     >>> _check_subfolder("../other", "x")
     Traceback (most recent call last):
     ...
-    ranking.errors.UserError: x: subfolder '../other' leaves the model folder: give a folder inside it (e.g. encoder)
+    harness.floor.errors.UserError: x: subfolder '../other' leaves the model folder: give a folder inside it (e.g. encoder)
     """
     from pathlib import PurePosixPath, PureWindowsPath
 

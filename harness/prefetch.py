@@ -14,7 +14,7 @@ checkpoint directories need nothing.
 
 :func:`check_available` is the up-front check ``vnr run`` / ``vnr status`` make: when the hub cannot be
 reached (``HF_HUB_OFFLINE``, or a 3 s connection probe fails), anything the grid needs that is not on
-disk is named in one :class:`~ranking.errors.UserError` with the prefetch command, before any work,
+disk is named in one :class:`~harness.floor.errors.UserError` with the prefetch command, before any work,
 with no download attempts and no retries.
 """
 
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.floor.errors import UserError
 from harness.kinds import kind_of
-from ranking.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +269,7 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from huggingface_hub import constants
 
-    from ranking.paths import resolve_data_root
+    from harness.floor.paths import resolve_data_root
 
     root = resolve_data_root(args.data_root)
     prefetch(args.config, data_root=root, only=args.only)

@@ -1,5 +1,5 @@
 """The harness's input schemas: the field markers its declared types use, and one way to turn a refusal
-into the one-line :class:`~ranking.errors.UserError` a person reads.
+into the one-line :class:`~harness.floor.errors.UserError` a person reads.
 
 Every input kind (a grid config, a run spec's values from the CLI or the Python API, SLURM and local
 settings) is a declared, typed schema, validated once by pydantic where it enters. Run specs and settings
@@ -16,11 +16,11 @@ Example(lr=3e-05)
 >>> validate(Example, {"lr": float("nan")}, where="x.yaml")
 Traceback (most recent call last):
 ...
-ranking.errors.UserError: x.yaml: lr: nan is not a finite number
+harness.floor.errors.UserError: x.yaml: lr: nan is not a finite number
 >>> validate(Example, {"lr": 0}, names={"lr": "--lr"}.get)
 Traceback (most recent call last):
 ...
-ranking.errors.UserError: --lr: 0 must be above 0
+harness.floor.errors.UserError: --lr: 0 must be above 0
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 SEED_MAX = 2**32 - 1  # numpy's and torch's seed range
 # The numeric precisions a run can be asked for (every run kind: harness.specs, harness.finetune.train,

@@ -19,7 +19,7 @@ import json
 import sys
 from typing import Any
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 KINDS = ("config", "criteria", "leaderboard", "scenario")
 

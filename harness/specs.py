@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Annotated, Any, Literal
 
 from harness.flags import Cli
+from harness.floor.errors import UserError
 from harness.schema import (
     PRECISIONS,
     Before,
@@ -33,7 +34,6 @@ from harness.schema import (
     validate,
 )
 from harness.store import run_id
-from ranking.errors import UserError
 
 # Bump when a code change makes earlier results of that kind incomparable.
 FINETUNE_CODE_VERSION = 1

@@ -53,7 +53,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"

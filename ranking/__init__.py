@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 __all__ = ["Criterion", "RankResult", "ScoreTable", "UserError", "load_table", "rank"]
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 from ranking.result import RuleResult
 from ranking.rules import rule_names
 from ranking.settings import get_preset, resolve_group_weights, weighted_table

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 #: board name → "module:function" (imported when used).
 BOARDS: dict[str, str] = {

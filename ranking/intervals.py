@@ -80,7 +80,7 @@ from typing import Any
 
 import numpy as np
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 from ranking.table import ScoreTable
 
 #: Draws per interval by default (``--draws``).

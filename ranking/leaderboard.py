@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
+from harness.floor.yaml_io import read_yaml
 from ranking.table import Criterion, ScoreTable, _csv_header
-from ranking.yaml_io import read_yaml
 
 _SLASH = re.compile(r"^\s*[^/]+/[^/]+\s*$")
 

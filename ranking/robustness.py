@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 from ranking.table import ScoreTable
 
 MEANS = ("arithmetic_mean", "geometric_mean", "optimality_gap")

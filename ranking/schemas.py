@@ -8,7 +8,7 @@ for an editor to check files as they are typed. A file that does not fit gives O
     criteria.yaml: criteria.acc.direction: 'up' is not allowed — write 'higher', 'lower' or 'target'
 
 (``file: key.path: what is wrong — what to write instead``), raised as
-:class:`~ranking.errors.UserError` (exit 2 on the command line). What needs the table or the rules to
+:class:`~harness.floor.errors.UserError` (exit 2 on the command line). What needs the table or the rules to
 judge (a column the CSV lacks, a pattern matching nothing, an unknown group) is checked by the reader
 that has them, in the same one-line form.
 
@@ -18,7 +18,7 @@ and ``vnr --help`` stay light.
 >>> validate(SIDECAR, {"criteria": {"acc": {"direction": "up"}}}, "criteria.yaml")
 Traceback (most recent call last):
 ...
-ranking.errors.UserError: criteria.yaml: criteria.acc.direction: 'up' is not allowed — write 'higher', 'lower' or 'target'
+harness.floor.errors.UserError: criteria.yaml: criteria.acc.direction: 'up' is not allowed — write 'higher', 'lower' or 'target'
 >>> validate(SIDECAR, {"criteria": {"kwh": {"direction": "lower", "weight": "1/2"}}}, "c.yaml").criteria["kwh"].weight
 0.5
 """
@@ -42,7 +42,7 @@ from pydantic import (
     model_validator,
 )
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 # The allowed values, spelled here so that printing a schema imports no numpy; tests/test_schema_ranking.py
 # checks they equal ranking.table.DIRECTIONS, ranking.rules.TIES, ranking.settings.SETTINGS and PRESETS,

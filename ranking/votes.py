@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 VOTES = ("benchmark", "column")
 DEFAULT_VOTE = "benchmark"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.floor.errors import UserError
 from ranking.analysis.data import (
     BENCHBENCH,
     benchbench_kind,
@@ -13,7 +14,6 @@ from ranking.analysis.data import (
     load_instance_table,
     load_ranking_nlp,
 )
-from ranking.errors import UserError
 from ranking.loading import load_table
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.floor.errors import UserError
 from ranking.analysis._common import kendall_tau, make_ranker, rank_distance, spearman_rho
 from ranking.analysis.votenrank import (
     agreement_at_k,
@@ -14,7 +15,6 @@ from ranking.analysis.votenrank import (
     iia_experiment,
     missing_experiment,
 )
-from ranking.errors import UserError
 from ranking.table import ScoreTable
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.floor.errors import UserError
 from harness.grid.config import load_experiment, parse_experiment, parse_time_min, select_specs
 from harness.specs import BiasSpec, FinetuneSpec
-from ranking.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = REPO / "configs" / "experiments" / "paper.yaml"

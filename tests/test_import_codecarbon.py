@@ -17,7 +17,7 @@ import pytest
 
 import ranking
 from harness.cli import main
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 from ranking.importers import codecarbon
 from ranking.importers.common import Options
 

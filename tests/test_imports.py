@@ -1,4 +1,5 @@
-"""Import structure: ranking never imports torch or ``harness``; no import cycles; a fast, lazy ``vnr``."""
+"""Import structure: ranking never imports torch or ``harness`` (but the floor, :mod:`harness.floor`); the floor
+imports nothing of the project; no import cycles; a fast, lazy ``vnr``."""
 
 from __future__ import annotations
 
@@ -20,18 +21,33 @@ def python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
 
 
-def test_ranking_does_not_import_torch_or_harness():
+def test_ranking_does_not_import_torch_or_harness_beyond_its_floor():
     code = (
         "import sys, ranking, ranking.rules, ranking.settings, ranking.prospective, ranking.leaderboard\n"
         "import ranking.loading, ranking.api, ranking.cli, ranking.scenarios.cli, ranking.analysis.cli\n"
         "import ranking.importers.cli, ranking.importers.lm_eval, ranking.importers.open_llm, ranking.importers.helm\n"
         "import ranking.importers.mteb, ranking.importers.codecarbon\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'harness'))\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'harness')\n"
+        "             and m != 'harness' and not m.startswith('harness.floor'))\n"
         "print(','.join(bad))\n"
     )
     out = python(code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+def test_the_floor_imports_nothing_of_the_project_and_nothing_heavy():
+    modules = sorted(p.stem for p in (ROOT / "harness" / "floor").glob("*.py") if p.stem != "__init__")
+    code = (
+        "import sys\n"
+        + "".join(f"import harness.floor.{m}\n" for m in modules)
+        + "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('ranking', 'torch', 'transformers', 'numpy',\n"
+        "             'pandas') or (m.startswith('harness.') and not m.startswith('harness.floor')))\n"
+        "print(','.join(bad))\n"
+    )
+    out = python(code)
+    assert out.returncode == 0, out.stderr
+    assert modules and out.stdout.strip() == ""
 
 
 @pytest.mark.parametrize("command", [None, "rank", "prospective", "analyze", "report", "criteria", "schema", "import"])

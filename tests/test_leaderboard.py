@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 from ranking.leaderboard import dedupe, load_leaderboard
 from ranking.loading import load_table
 

@@ -7,6 +7,7 @@ import pytest
 
 import ranking.pairwise as pairwise_mod
 import ranking.rules as rules_mod
+from harness.floor.errors import UserError
 from ranking.analysis.kemeny import (
     EXACT_LIMIT,
     blocked_ranking_cost,
@@ -14,7 +15,6 @@ from ranking.analysis.kemeny import (
     kemeny,
     ranking_cost,
 )
-from ranking.errors import UserError
 from ranking.settings import rank
 from ranking.table import Criterion, ScoreTable
 

@@ -17,11 +17,11 @@ from typing import Annotated, Any
 import pytest
 
 from harness import kinds as kinds_module
+from harness.floor.errors import UserError
 from harness.kinds import KINDS, RunKind, get_kind, kind_of, kinds, spec_kind
 from harness.schema import Count, Help, Name, check_fields
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import RunStore, run_id
-from ranking.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 from ranking.prospective import prospective
 from ranking.scenarios.compare import compare
 from ranking.scenarios.scenario import Scenario

@@ -16,10 +16,10 @@ from typing import Any
 from harness import flags
 from harness.bias.data import REGISTRY
 from harness.flags import add_flags
+from harness.floor.errors import UserError
 from harness.models import add_model_arguments
 from harness.specs import BiasRunOptions, BiasSpec
 from ranking.cli_types import folder
-from ranking.errors import UserError
 
 
 def register(subparsers: Any) -> None:

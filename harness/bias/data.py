@@ -40,7 +40,7 @@ from typing import Any
 
 from harness.bias import evaluators
 from harness.bias.evaluators import STEREOSET_LABELS
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 log = logging.getLogger(__name__)
 

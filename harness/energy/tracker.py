@@ -61,7 +61,7 @@ from harness.energy.intensity import (
 )
 from harness.energy.ledger import SLOT_ENV, START, STOP, TICK, GpuLedger, attribute, ledger_name
 from harness.energy.nvml import MJ_PER_KWH, NvmlEnergyMeter
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 log = logging.getLogger(__name__)
 

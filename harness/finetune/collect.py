@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.energy import basis
 from harness.finetune.tasks import get_task
+from harness.floor.errors import UserError
 from harness.grid.collect import (
     EFFICIENCY_METRICS,
     ENERGY_BASED,
@@ -25,7 +26,6 @@ from harness.grid.collect import (
     _some,
     _std,
 )
-from ranking.errors import UserError
 
 
 def collect_finetune(table: Table, specs: Sequence[Any]) -> None:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.floor.errors import UserError
 from harness.grid.local import Spec
 from harness.grid.settings import SlurmSettings
 from harness.kinds import calibrated
-from ranking.errors import UserError
 
 
 def task_specs(specs: Sequence[Spec], index: int, runs_per_gpu: int = 1) -> list[Spec]:

@@ -14,7 +14,7 @@ key, and says what to do: move it aside (or delete it) and the grid calibrates a
 >>> read_calibration_file(folder / "cpu-x-2.json")
 Traceback (most recent call last):
 ...
-ranking.errors.UserError: calibration file ...cpu-x-2.json: entries.k.chosen.runs_per_gpu: 1000000000 is above 64; move it aside (or delete it) and the grid calibrates again on this device
+harness.floor.errors.UserError: calibration file ...cpu-x-2.json: entries.k.chosen.runs_per_gpu: 1000000000 is above 64; move it aside (or delete it) and the grid calibrates again on this device
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from harness.floor.errors import UserError
 from harness.grid.settings import MAX_RUNS_PER_GPU
 from harness.schema import PRECISIONS, Name, Number, validate
-from ranking.errors import UserError
 
 __all__ = ["CalibrationFile", "read_calibration_file"]
 

@@ -65,11 +65,11 @@ from typing import Any
 
 from harness.energy import basis
 from harness.finetune.tasks import get_task
+from harness.floor.errors import UserError
 from harness.grid.config import Experiment
 from harness.kinds import kinds
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import STATUS_FAILED, RunStore, record_problem
-from ranking.errors import UserError
 
 log = logging.getLogger("harness.grid")
 

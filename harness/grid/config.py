@@ -65,6 +65,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.floor.errors import UserError
+from harness.floor.yaml_io import read_yaml
+
 # the settings and SLURM checks live in harness.grid.settings; they are named here for the grid's users
 from harness.grid.settings import (  # noqa: F401
     MAX_RUNS_PER_GPU,
@@ -76,8 +79,6 @@ from harness.grid.settings import (  # noqa: F401
 )
 from harness.kinds import kind_of
 from harness.specs import BiasSpec, FinetuneSpec
-from ranking.errors import UserError
-from ranking.yaml_io import read_yaml
 
 Spec = FinetuneSpec | BiasSpec
 
@@ -388,7 +389,7 @@ def only_patterns(patterns: Sequence[str] | None) -> list[str]:
     >>> only_patterns(["bias,"])
     Traceback (most recent call last):
     ...
-    ranking.errors.UserError: --only 'bias,': an empty pattern is no selection (an unset shell variable?): give a run id, model, task or model/task glob, or leave --only out for every run
+    harness.floor.errors.UserError: --only 'bias,': an empty pattern is no selection (an unset shell variable?): give a run id, model, task or model/task glob, or leave --only out for every run
     """
     out = []
     for pattern in patterns or ():

@@ -7,7 +7,7 @@ otherwise reaches the sbatch script.
 >>> LocalSettings(runs_per_gpu=10**11)
 Traceback (most recent call last):
 ...
-ranking.errors.UserError: local.runs_per_gpu: 100000000000 is above 64
+harness.floor.errors.UserError: local.runs_per_gpu: 100000000000 is above 64
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from harness.flags import Cli
+from harness.floor.errors import UserError
 from harness.schema import (
     Before,
     Check,
@@ -35,7 +36,6 @@ from harness.schema import (
     one_line,
     show,
 )
-from ranking.errors import UserError
 
 # Runs side by side on one GPU, each its own process with its own CUDA context (0.3-0.5 GB each before any
 # model): 64 already spends 20-30 GB of GPU memory on contexts, and the executor starts a worker slot per run,
@@ -337,7 +337,7 @@ def slurm_value(key: str, value: Any, where: str) -> Any:
     >>> slurm_value("partition", "gpu\\ntouch /tmp/x", "--partition")
     Traceback (most recent call last):
     ...
-    ranking.errors.UserError: --partition: 'gpu\\ntouch /tmp/x' contains a control character ('\\n'); give it on one line
+    harness.floor.errors.UserError: --partition: 'gpu\\ntouch /tmp/x' contains a control character ('\\n'); give it on one line
     """
     from harness.schema import validate
 

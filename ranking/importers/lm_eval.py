@@ -75,7 +75,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 from ranking.importers.common import (
     Options,
     assemble,

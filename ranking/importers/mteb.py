@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 from ranking.importers.common import (
     Options,
     assemble,

@@ -45,7 +45,7 @@ leaderboard's own order for a table imported from one (:mod:`ranking.boards`).
 
 Criteria that belong to no group are left out when the scenario has groups (a warning names them).
 Every mistake (unknown key, unknown group, a weight that does not parse, a
-pattern matching nothing, ...) is a :class:`~ranking.errors.UserError` naming
+pattern matching nothing, ...) is a :class:`~harness.floor.errors.UserError` naming
 the file and the entry.
 
 >>> sc = Scenario.from_mapping({"groups": {"g": {"criteria": ["a*"]}},
@@ -67,9 +67,9 @@ from typing import Any
 
 import numpy as np
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
+from harness.floor.yaml_io import read_yaml
 from ranking.table import ScoreTable
-from ranking.yaml_io import read_yaml
 
 log = logging.getLogger(__name__)
 

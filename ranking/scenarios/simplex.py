@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 from ranking.result import RuleResult, positions_from_scores
 from ranking.rules import get_rule
 from ranking.scenarios.scenario import Column

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 from ranking.scenarios.compare import Comparison, run_column
 
 

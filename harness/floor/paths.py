@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ranking.errors import UserError
+from harness.floor.errors import UserError
 
 DATA_ROOT_ENV = "VNR_DATA_ROOT"
 
@@ -39,7 +39,7 @@ def check_output_dir(path: str | Path, option: str = "--out") -> Path:
     >>> check_output_dir(f)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ranking.errors.UserError: --out .../report.html is a file: give a folder (it is created if missing)
+    harness.floor.errors.UserError: --out .../report.html is a file: give a folder (it is created if missing)
     """
     out = Path(path).expanduser()
     if out.exists() and not out.is_dir():
