@@ -527,6 +527,12 @@ class ModelDimensions:
 
     hidden_size: int | None
     positions: int | None
+    attention_dropout: float | None = None  # the attention probabilities' dropout in training (None: unknown)
+
+
+#: A config's dropout on attention probabilities, by the names the families give it (BERT family, DistilBERT and
+#: Llama-style, GPT-2).
+ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attention_dropout", "attn_pdrop")
 
 
 def dimensions_from_config(config: Any, family: str) -> ModelDimensions:
@@ -535,9 +541,9 @@ def dimensions_from_config(config: Any, family: str) -> ModelDimensions:
 
     >>> import transformers as tf
     >>> dimensions_from_config(tf.GPT2Config(), "gpt2")
-    ModelDimensions(hidden_size=768, positions=1024)
+    ModelDimensions(hidden_size=768, positions=1024, attention_dropout=0.1)
     >>> dimensions_from_config(tf.RobertaConfig(max_position_embeddings=514), "roberta")
-    ModelDimensions(hidden_size=768, positions=512)
+    ModelDimensions(hidden_size=768, positions=512, attention_dropout=0.1)
     """
     def number(*names: str) -> int | None:
         for name in names:
@@ -553,7 +559,21 @@ def dimensions_from_config(config: Any, family: str) -> ModelDimensions:
     if positions is not None and QUIRKS.get(family, {}).get("positions_after_padding_idx"):
         pad = getattr(config, "pad_token_id", None)
         positions -= (pad if isinstance(pad, int) and pad >= 0 else 1) + 1
-    return ModelDimensions(hidden, positions)
+    dropout = next((float(v) for name in ATTENTION_DROPOUT_KEYS
+                    if isinstance(v := getattr(config, name, None), (int, float)) and not isinstance(v, bool)), None)
+    return ModelDimensions(hidden, positions, dropout)
+
+
+def _tiny_dimensions(family: str) -> ModelDimensions:
+    """A tiny model's: :data:`TINY_DIMS`, and its family's default attention dropout (:func:`tiny_config` keeps
+    the family's defaults: 0.1, ALBERT's 0)."""
+    from transformers import AutoConfig
+
+    try:
+        dropout = dimensions_from_config(AutoConfig.for_model(family), family).attention_dropout
+    except ValueError:  # not a model_type transformers knows: nothing to read
+        dropout = None
+    return ModelDimensions(TINY_DIMS["hidden"], TINY_DIMS["positions"], dropout)
 
 
 def model_dimensions(info: ModelInfo) -> ModelDimensions | None:
@@ -561,7 +581,7 @@ def model_dimensions(info: ModelInfo) -> ModelDimensions | None:
     model's from :data:`TINY_DIMS`, a local folder's or a cached hub model's from its ``config.json``.
     ``None`` when the config cannot be read now (a hub model not cached offline: its load says why)."""
     if info.is_tiny:
-        return ModelDimensions(TINY_DIMS["hidden"], TINY_DIMS["positions"])
+        return _tiny_dimensions(info.family)
     try:
         config = load_config(info.hub_id or info.name, info.model_args)
     except (ModelError, UserError, OSError, ValueError):
@@ -579,7 +599,7 @@ def dimensions_on_disk(name: str, model_args: Any = None) -> ModelDimensions | N
     name = canonical_model(name)
     args = dict(parse_model_args(model_args))
     if name.startswith(TINY_PREFIX):
-        return ModelDimensions(TINY_DIMS["hidden"], TINY_DIMS["positions"])
+        return _tiny_dimensions(name[len(TINY_PREFIX):])
     sub = f"{args['subfolder'].strip('/')}/" if args.get("subfolder") else ""
     if is_local(name):
         path: Any = Path(name) / sub / "config.json"

@@ -68,6 +68,36 @@ def test_dimensions_come_from_the_config_of_a_local_checkpoint(tmp_path):
     assert dimensions_from_config(tf.DebertaConfig(position_biased_input=False), "deberta").positions is None
 
 
+@pytest.mark.parametrize("dropout_key", ["attention_probs_dropout_prob", "attn_pdrop"])
+def test_flex_attention_on_a_model_with_attention_dropout_is_refused_at_entry(dropout_key, tmp_path, capsys,
+                                                                            data_root):
+    """transformers' flex attention raises at the first training step when attention dropout is on (seen on an
+    H100, scripts/bench_attention.py): vnr finetune says so before anything loads, and dropout 0 passes."""
+    import transformers as tf
+
+    from harness.finetune.fit_checks import check_fits_dimensions
+    from harness.models import dimensions_on_disk
+    from harness.specs import FinetuneSpec
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    config = tf.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64) \
+        if dropout_key.startswith("attention") else tf.GPT2Config(n_embd=32, n_layer=1, n_head=2)
+    config.save_pretrained(folder)
+    dims = dimensions_on_disk(str(folder))
+    assert dims.attention_dropout == 0.1
+    flex = FinetuneSpec(str(folder), "rte", 0, model_args={"attn_implementation": "flex_attention"})
+    with pytest.raises(UserError, match=r"^attn_implementation flex_attention cannot train .*ckpt: the model drops "
+                                        r"attention probabilities \(0.1\) .* use sdpa \(the default\) or eager"):
+        check_fits_dimensions(flex, str(folder), dims)
+    check_fits_dimensions(FinetuneSpec(str(folder), "rte", 0, model_args={"attn_implementation": "sdpa"}),
+                          str(folder), dims)
+    check_fits_dimensions(flex, str(folder), type(dims)(dims.hidden_size, dims.positions, 0.0))
+    err = _finetune(capsys, tmp_path, data_root, "--model-args", "attn_implementation=flex_attention",
+                    model="tiny:bert" if dropout_key.startswith("attention") else "tiny:gpt2")
+    assert "attn_implementation flex_attention cannot train tiny:" in err and "(0.1)" in err
+
+
 def test_grid_load_refuses_max_length_and_rank_a_tiny_model_cannot_hold(tmp_path):
     config = tmp_path / "grid.yaml"
     config.write_text("finetune: {models: [tiny:bert], tasks: [rte], hyperparameters: {max_length: 1024}}\n")

@@ -209,3 +209,28 @@ def test_bench_gpu_grid_calibrates_on_cpu_and_projects(data_root: Path, tmp_path
     m = _gpu_grid_module()
     assert proj["real_tokens"] == pytest.approx(m.grid_real_tokens(proj["tokens_per_sample"]))
     assert proj["floor_gpu_hours"] == pytest.approx(6 * report["parameters"] * proj["real_tokens"] / 1e12 / 3600)
+
+
+def test_bench_attention_json_compares_each_backend_with_the_padded_batch(data_root: Path):
+    """scripts/bench_attention.py on the CPU (the tiny BERT, RTE pairs, one timed step): each flattened backend's
+    first-batch loss and logits are the padded batch's up to rounding, it computes fewer padding tokens than the
+    padded and bucketed batches, its speed-up is its rate over the padded one's, and a backend this installation
+    cannot run is listed as skipped, not timed."""
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_attention.py"), "--cpu", "--json",
+                          "--task", "rte", "--steps", "1", "--warmup", "0", "--rounds", "1",
+                          "--backends", "sdpa,eager,flash_attention_3", "--data-root", str(data_root)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert report["device"] == "cpu" and report["precision"] == "fp32" and report["shape"] == "small"
+    assert "flash_attention_3" in report["skipped"]
+    (task,) = report["tasks"]
+    rows = {r["variant"]: r for r in task["variants"]}
+    assert list(rows) == ["padded", "bucketed", "flattened (sdpa)", "flattened (eager)"]
+    assert rows["padded"]["speedup"] == 1.0 and rows["padded"]["loss_rel_diff"] == 0.0
+    for name in ("flattened (sdpa)", "flattened (eager)"):
+        row = rows[name]
+        assert row["loss_rel_diff"] <= 1e-5 and row["logits_max_abs_diff"] <= 1e-5
+        assert row["padding_share"] < rows["padded"]["padding_share"] <= rows["bucketed"]["padding_share"]
+        assert row["speedup"] == pytest.approx(row["samples_s"] / rows["padded"]["samples_s"])
+        assert _positive(row["samples_s"]) and _positive(row["real_tokens_s"])

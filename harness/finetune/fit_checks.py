@@ -6,7 +6,10 @@ setting the model cannot hold is one line at a run's entry instead of a failure 
 * ``max_length`` beyond the model's position embeddings (``max_position_embeddings``, GPT-2's
   ``n_positions``) would index past the table (an ``IndexError`` in the first batch that long);
 * a LoRA rank ``r`` above the model's hidden size adds nothing a full-rank update does not have, and a
-  huge one (``r=10**9``) asks for terabytes when the adapters are allocated.
+  huge one (``r=10**9``) asks for terabytes when the adapters are allocated;
+* ``model_args: {attn_implementation: flex_attention}`` on a model with attention dropout: transformers'
+  flex path refuses dropout in training (a ``ValueError`` at the first step; seen on an H100 with
+  ``scripts/bench_attention.py``), so it is refused here, with the backends that train.
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ def check_fits_dimensions(spec: Any, name: str, dims: Any) -> None:
         raise UserError(f"max_length {spec.max_length} is beyond {name}'s positions: its position embeddings "
                         f"hold {dims.positions} tokens (max_position_embeddings); give max_length {dims.positions} "
                         "or less")
+    args = dict(spec.model_args or ())
+    dropout = args.get("attention_probs_dropout_prob", dims.attention_dropout)
+    if args.get("attn_implementation") == "flex_attention" and dropout:
+        raise UserError(f"attn_implementation flex_attention cannot train {name}: the model drops attention "
+                        f"probabilities ({dropout:g}) and transformers' flex attention refuses dropout in "
+                        "training; use sdpa (the default) or eager, whose flattened batches give the same loss")
     rank = dict(spec.peft or ()).get("r")
     if rank is not None and dims.hidden_size is not None and int(rank) > dims.hidden_size:
         raise UserError(f"peft: r {rank} is above {name}'s hidden size {dims.hidden_size}: a LoRA rank is at "
