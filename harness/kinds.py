@@ -3,8 +3,9 @@
 A run kind (fine-tuning, bias scoring) is declared once, in its own package (``harness/finetune/kind.py``,
 ``harness/bias/kind.py``): its spec (what a run computes, the run id's content), its run options (what the
 run function takes besides the spec), its run function, the spec field it runs on (a GLUE task, a bias set),
-its half of ``vnr collect``, whether the grid's calibration measures its runs, what ``vnr prefetch``
-downloads for it and the one-line summary of a record. Code that needs to know a kind asks this table
+its half of ``vnr collect``, its section of the grid config (``harness/<kind>/grid.py``: which keys list
+the runs, :mod:`harness.grid.sections`), whether the grid's calibration measures its runs, what
+``vnr prefetch`` downloads for it and the one-line summary of a record. Code that needs to know a kind asks this table
 (:func:`get_kind`, :func:`kind_of`); nothing dispatches on the spec's class. A new kind is one package with
 its record and one line here.
 
@@ -61,12 +62,20 @@ class RunKind:
     prefetch: str | None  # the field of harness.prefetch.Needs listing this kind's targets (None: only the model)
     seed: str | None = None  # the spec field holding the seed, if runs of this kind are seeded
     calibrated: bool = False  # the grid's calibration measures runs of this kind and packs them as measured
+    grid: str | None = None  # "module:attr": its section of the experiment config (harness.grid.sections.GridSection)
 
     def run_function(self) -> Callable[..., dict[str, Any]]:
         return load(self.run)
 
     def collector(self) -> Callable[..., None]:
         return load(self.collect)
+
+    def grid_section(self) -> Any:
+        """How a grid config writes runs of this kind (:class:`harness.grid.sections.GridSection`); a kind
+        without one cannot be in a grid config."""
+        if self.grid is None:
+            raise UserError(f"run kind {self.name!r} has no grid section")
+        return load(self.grid)
 
     def summary_line(self, record: dict[str, Any]) -> str:
         return load(self.summary)(record)

@@ -13,5 +13,6 @@ KIND = RunKind(
     target="dataset",
     collect="harness.bias.collect:collect_bias",
     summary="harness.bias.cli:summary_line",
+    grid="harness.bias.grid:GRID",  # its section of the experiment config
     prefetch="bias_datasets",
 )

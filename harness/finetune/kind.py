@@ -13,6 +13,7 @@ KIND = RunKind(
     target="task",
     collect="harness.finetune.collect:collect_finetune",
     summary="harness.finetune.cli:summary_line",
+    grid="harness.finetune.grid:GRID",  # its section of the experiment config
     prefetch="tasks",
     seed="seed",
     calibrated=True,  # its runs are what the grid's calibration bursts train and pack
