@@ -346,13 +346,15 @@ def spec_counts(specs, *, indent: str) -> str:
     """
     from collections import Counter
 
+    from harness.kinds import kind_of
+
     def line(label: str, counts: Counter) -> str:
         return f"{indent}{label}: " + (", ".join(f"{k} {n}" for k, n in counts.items()) or "none")
 
     return "\n".join([
         line("kinds", Counter(s.kind for s in specs)),
         line("models", Counter(s.model for s in specs)),
-        line("tasks and bias sets", Counter(getattr(s, "task", None) or s.dataset for s in specs)),
+        line("tasks and bias sets", Counter(kind_of(s).target_of(s) for s in specs)),  # each kind's target
     ])
 
 
