@@ -76,14 +76,17 @@ def run_grid(
     check: bool = True,
     runs_per_gpu: int | str | None = None,
     calibrate: bool | None = None,
+    calibration_budget_s: float | None = None,
+    gpus: Any = None,
 ) -> list[Any]:
     """Run an experiment config's grid locally (finished runs skipped) and return one outcome per spec.
 
-    ``runs_per_gpu`` (N or ``"auto"``; default: the config's ``local:``, else auto where a GPU is used)
-    and ``calibrate`` (False: no calibration bursts; default: the config's ``local:``) as ``vnr run``'s
-    ``--runs-per-gpu`` and ``--calibrate`` / ``--no-calibrate``: the fields of
-    :class:`~harness.grid.settings.LocalSettings`, checked by their declaration over the config's ``local:``
-    (:func:`harness.grid.calibrate.local_packing`).
+    ``runs_per_gpu`` (N or ``"auto"``; default: the config's ``local:``, else auto where a GPU is used),
+    ``calibrate`` (False: no calibration bursts), ``calibration_budget_s`` and ``gpus`` (GPU indices or a
+    count) as ``vnr run``'s ``--runs-per-gpu``, ``--calibrate`` / ``--no-calibrate``,
+    ``--calibration-budget-s`` and ``--local-gpus``: the fields of :class:`~harness.grid.settings.LocalSettings`,
+    checked by their declaration, over the config's ``local:`` (None: the config's;
+    :func:`harness.grid.calibrate.local_packing`).
 
     Each outcome has ``run_id``, ``status`` and ``error``; read the results with
     :class:`harness.store.RunStore` on the experiment's output. ``check`` first makes sure, when the hub
@@ -98,7 +101,8 @@ def run_grid(
     from harness.grid.settings import LocalSettings
     from harness.schema import validate
 
-    given = {key: value for key, value in (("runs_per_gpu", runs_per_gpu), ("calibrate", calibrate))
+    given = {key: value for key, value in (("runs_per_gpu", runs_per_gpu), ("calibrate", calibrate),
+                                           ("calibration_budget_s", calibration_budget_s), ("gpus", gpus))
              if value is not None}
     flags = validate(LocalSettings, given, names=lambda name: name)  # as the config's local: keys
     exp = load_experiment(config, output=output)

@@ -63,8 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--isolate", action="store_true",
                      help="local executor: run each spec in a fresh Python process, so a crash (segfault, lost CUDA "
                      "context, OOM kill) fails only that run (recommended for long grids on a GPU)")
-    # --runs-per-gpu, --calibrate / --no-calibrate: both executors' packing settings, from their declarations
+    # --runs-per-gpu, --calibrate / --no-calibrate, --calibration-budget-s: both executors' packing settings,
+    # from their declarations (the same for local: and slurm:)
     add_flags(run, LocalSettings, only=PACKING_FIELDS, defaults=False)
+    local = run.add_argument_group("local executor (override the config's local: section; checked like it)")
+    add_flags(local, LocalSettings, only=LOCAL_FIELDS, defaults=False)
     slurm = run.add_argument_group("SLURM (override the config's slurm: section; checked like it)")
     add_flags(slurm, SlurmSettings, only=SLURM_FIELDS, defaults=False)  # from their declarations, as the config's
     slurm.add_argument("--wait", action="store_true",
@@ -152,14 +155,16 @@ def local_settings(exp, args: argparse.Namespace):
 
     from harness.schema import validate
 
-    given = values(args, LocalSettings, only=PACKING_FIELDS)
+    given = values(args, LocalSettings, only=(*PACKING_FIELDS, *LOCAL_FIELDS))
     checked = validate(LocalSettings, given, names=names(LocalSettings))
     return replace(exp.local, **{key: getattr(checked, key) for key in given})
 
 
 # the SLURM flags besides --wait: they size or configure a SLURM array (--executor slurm or --sbatch-args)
 SLURM_FIELDS = ("partition", "time_min", "gpus", "cpus", "mem_gb", "array_parallelism", "account", "qos", "constraint",
-                "job_name", "setup", "additional")
+                "job_name", "max_timeouts", "signal_delay_s", "setup", "additional")
+# the local executor's flags besides the packing ones (--local-gpus)
+LOCAL_FIELDS = ("gpus",)
 
 
 def check_flag_combinations(args: argparse.Namespace) -> None:
@@ -180,6 +185,11 @@ def check_flag_combinations(args: argparse.Namespace) -> None:
                             "waits), or leave --wait out")
         if mode:
             raise UserError(f"--wait follows a submitted array, and {mode} submits nothing: leave one of them out")
+    local = next((flag(LocalSettings, name) for name in LOCAL_FIELDS
+                  if values(args, LocalSettings, only=(name,))), None)
+    if local and slurm:
+        raise UserError(f"{local} applies to the local executor: leave it out with "
+                        f"{'--executor slurm' if args.executor == 'slurm' else '--sbatch-args'}")
     if args.isolate and slurm:
         raise UserError(f"--isolate applies to the local executor (each SLURM array task is already its own "
                         f"process): leave it out with {'--executor slurm' if args.executor == 'slurm' else '--sbatch-args'}")

@@ -197,7 +197,9 @@ def _main(argv: Sequence[str] | None) -> int:
     from harness.floor.paths import resolve_data_root
     from harness.grid import arrays
     from harness.grid.config import load_experiment, only_patterns, select_specs
-    from harness.grid.settings import PACKING_FIELDS, SlurmSettings
+    from harness.grid.settings import SlurmSettings
+
+    sizing = ("runs_per_gpu", "calibrate")  # what sizes the array (the budget: the config's, as submitted)
     from harness.schema import validate
 
     parser = _Parser(prog=f"python -m {PROG}", description=main.__doc__)
@@ -206,7 +208,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--index", type=_index, default=None, help="array task index (default: $SLURM_ARRAY_TASK_ID)")
     # --runs-per-gpu, --calibrate / --no-calibrate: the slurm: settings' declarations (as vnr run's); the
     # config's slurm: section is the default. Give --count the same choice.
-    add_flags(parser, SlurmSettings, only=PACKING_FIELDS, defaults=False)
+    add_flags(parser, SlurmSettings, only=sizing, defaults=False)
     parser.add_argument("--output", default=None, help="results directory (default: the config's output)")
     parser.add_argument("--data-root", default=None, help="data root (default: $VNR_DATA_ROOT, else the public source)")
     parser.add_argument("--only", action="append", default=None,
@@ -228,7 +230,7 @@ def _main(argv: Sequence[str] | None) -> int:
                                  args.progress)
     if args.config is None:
         raise UserError("give CONFIG (or --spec)")
-    given = values(args, SlurmSettings, only=PACKING_FIELDS)
+    given = values(args, SlurmSettings, only=sizing)
     flags = validate(SlurmSettings, given, names=names(SlurmSettings))  # checked before the config is read
     exp = load_experiment(args.config, output=args.output)
     settings = exp.slurm.updated(**{key: getattr(flags, key) for key in given})

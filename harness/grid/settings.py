@@ -249,7 +249,7 @@ def _runs_per_gpu_shown(description: str) -> Shown:
 
 
 # The packing settings: fields of both settings below, given to both executors by the same flags.
-PACKING_FIELDS = ("runs_per_gpu", "calibrate")
+PACKING_FIELDS = ("runs_per_gpu", "calibrate", "calibration_budget_s")
 # One declaration each for both executors (a config's ``local:`` and ``slurm:``, the
 # flags of ``vnr run`` and of ``python -m harness.grid.entry``): one help text, one bound.
 RunsPerGpuField = Annotated[RunsPerGpu, Cli(metavar="N|auto"), _runs_per_gpu_shown(
@@ -312,7 +312,8 @@ class LocalSettings:
     """How the local executor uses this machine's GPUs (a config's ``local:``; ``vnr run --runs-per-gpu``)."""
 
     runs_per_gpu: RunsPerGpuField = None
-    gpus: Annotated[tuple[Annotated[int, Number(ge=0)], ...], Before(gpu_list),
+    gpus: Annotated[tuple[Annotated[int, Number(ge=0)], ...], Before(gpu_list), Cli("--local-gpus", metavar="IDS|N",
+                                                                                   dest="local_gpus"),
                     Shown({"anyOf": [{"type": "array", "items": {"type": "integer", "minimum": 0}},
                                      {"type": "string"}, {"type": "integer", "minimum": 1}],
                            "description": "GPU indices to use ([0, 2] or \"0,2\"), or a count; default: what "
