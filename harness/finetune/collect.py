@@ -22,10 +22,36 @@ from harness.grid.collect import (
     _metrics_of,
     _num,
     _packing_levels,
-    _share_text,
     _some,
     _std,
 )
+
+
+def criterion_name(task: str, metric: str) -> str:
+    """The matrix column of ``task``'s recorded ``metric`` (its task record's criterion).
+
+    >>> criterion_name("mnli", "accuracy_mm"), criterion_name("cola", "matthews_correlation")
+    ('mnli_mm_acc', 'cola_mcc')
+    """
+    for crit in get_task(task).criteria:
+        if crit.record_key == metric:
+            return crit.name
+    raise UserError(f"GLUE task {task} records no metric {metric!r} (its metrics: "
+                    f"{', '.join(c.record_key for c in get_task(task).criteria)})")
+
+
+def _share_text(task: str) -> str:
+    """A task with several metrics (STS-B Pearson and Spearman, MRPC and QQP accuracy and F1) counts once, as on the
+    GLUE leaderboard and in Vote'n'Rank: its columns name one benchmark, whose vote they share (1/n each under
+    ``vnr rank``'s default ``--vote benchmark``). MNLI's matched and mismatched dev sets are two GLUE columns of one
+    metric each: a vote each, as there.
+
+    >>> _share_text("stsb"), _share_text("rte")
+    ("; one of stsb's 2 metrics: they share the task's one vote (1/2 each)", '')
+    """
+    n = len(get_task(task).metrics)
+    return f"; one of {task}'s {n} metrics: they share the task's one vote (1/{n} each)" if n > 1 else ""
+
 
 
 def collect_finetune(table: Table, specs: Sequence[Any]) -> None:
