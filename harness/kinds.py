@@ -45,6 +45,24 @@ def load(ref: str) -> Any:
 
 
 @dataclass(frozen=True)
+class Data:
+    """What a kind's targets need on disk (:mod:`harness.prefetch`: ``vnr prefetch`` and the offline check).
+
+    ``available`` and ``fetch`` are ``"module:attr"`` references: ``available(target, data_root) -> bool``
+    reads the disk only; ``fetch(target, data_root) -> str`` downloads what is missing and says where it is."""
+
+    label: str  # how a line names a target: "GLUE task" ("GLUE task rte: in the data root ...")
+    available: str
+    fetch: str
+
+    def is_available(self, target: str, data_root: Any) -> bool:
+        return bool(load(self.available)(target, data_root))
+
+    def download(self, target: str, data_root: Any) -> str:
+        return str(load(self.fetch)(target, data_root))
+
+
+@dataclass(frozen=True)
 class RunKind:
     """One kind of run, as everything that handles runs needs to know it.
 
@@ -59,7 +77,7 @@ class RunKind:
     target: str  # the spec field a run is on: a GLUE task, a bias set (status rows, --only, prefetch)
     collect: str  # "module:attr": collect(exp, specs, usable, table, epoch=...) adds this kind's columns
     summary: str  # "module:attr": summary(record) -> one line (what ``vnr finetune`` / ``vnr bias`` print)
-    prefetch: str | None  # the field of harness.prefetch.Needs listing this kind's targets (None: only the model)
+    prefetch: Data | None  # how vnr prefetch gets a target of this kind on disk (None: only the model is fetched)
     seed: str | None = None  # the spec field holding the seed, if runs of this kind are seeded
     calibrated: bool = False  # the grid's calibration measures runs of this kind and packs them as measured
     grid: str | None = None  # "module:attr": its section of the experiment config (harness.grid.sections.GridSection)

@@ -143,7 +143,7 @@ def test_a_third_kind_runs_through_the_grid_scaffolding(toy, tmp_path):
     spec = ToySpec("tiny:bert", "apples", repeat=2)
     assert kind_of(spec) is toy and toy.fields() == ("model", "item", "repeat", "loud")
     assert spec_labels(spec)["target"] == "apples"
-    assert needs([spec]).tasks == () and needs([spec]).bias_datasets == ()
+    assert needs([spec]).targets == {}  # a kind without data to fetch
     assert Packing(1).options(spec) == {}  # not a calibrated kind
 
     outcomes = execute([spec, spec], tmp_path, progress=False, echo=False)  # the toy's own run function

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.kinds import RunKind
+from harness.kinds import Data, RunKind
 from harness.specs import BiasRunOptions, BiasSpec
 
 KIND = RunKind(
@@ -14,5 +14,6 @@ KIND = RunKind(
     collect="harness.bias.collect:collect_bias",
     summary="harness.bias.cli:summary_line",
     grid="harness.bias.grid:GRID",  # its section of the experiment config
-    prefetch="bias_datasets",
+    prefetch=Data("bias set", available="harness.bias.prefetch:bias_available",
+                  fetch="harness.bias.prefetch:prefetch_bias"),
 )

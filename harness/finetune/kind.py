@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.kinds import RunKind
+from harness.kinds import Data, RunKind
 from harness.specs import FinetuneRunOptions, FinetuneSpec
 
 KIND = RunKind(
@@ -14,7 +14,8 @@ KIND = RunKind(
     collect="harness.finetune.collect:collect_finetune",
     summary="harness.finetune.cli:summary_line",
     grid="harness.finetune.grid:GRID",  # its section of the experiment config
-    prefetch="tasks",
+    prefetch=Data("GLUE task", available="harness.finetune.prefetch:glue_available",
+                  fetch="harness.finetune.prefetch:prefetch_glue"),
     seed="seed",
     calibrated=True,  # its runs are what the grid's calibration bursts train and pack
 )
