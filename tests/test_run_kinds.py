@@ -242,3 +242,28 @@ def test_the_config_without_the_third_kind_has_no_section_for_it(tmp_path):
     assert "toy" not in config_json_schema()["properties"]
     with pytest.raises(UserError, match=r"^c: unknown key 'toy' \(allowed: .*finetune, bias, slurm, local\)"):
         parse_experiment({"name": "toys", "toy": {"models": ["tiny:bert"], "items": ["apples"]}}, where="c")
+
+
+def test_the_grid_and_prefetch_name_no_kind():
+    """The grid (config, sections, executors, status, collect, CLI) and prefetch ask the table: no kind's name,
+    spec class or package is written in their code. The calibration is the exception by design: it measures
+    fine-tuning training (the kinds marked ``calibrated``), so it calls the fine-tuning code itself."""
+    import ast
+
+    allowed = {"harness/grid/calibrate.py"}
+    files = [*(ROOT / "harness" / "grid").glob("*.py"), ROOT / "harness" / "prefetch.py"]
+    found = []
+    for path in sorted(files):
+        rel = str(path.relative_to(ROOT))
+        if rel in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in KINDS:
+                found.append(f"{rel}:{node.lineno}: {node.value!r}")
+            elif isinstance(node, ast.Name) and node.id in ("FinetuneSpec", "BiasSpec"):
+                found.append(f"{rel}:{node.lineno}: {node.id}")
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                found += [f"{rel}:{node.lineno}: import {m}" for m in modules
+                          if any(m == f"harness.{k}" or m.startswith(f"harness.{k}.") for k in KINDS)]
+    assert found == []
