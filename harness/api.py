@@ -75,24 +75,38 @@ def run_grid(
     isolate: bool = False,
     check: bool = True,
     runs_per_gpu: int | str | None = None,
-    calibrate: bool = True,
+    calibrate: bool | None = None,
+    calibration_budget_s: float | None = None,
+    gpus: Any = None,
 ) -> list[Any]:
     """Run an experiment config's grid locally (finished runs skipped) and return one outcome per spec.
 
-    ``runs_per_gpu`` (N or ``"auto"``; default: the config's ``local:``, else auto where a GPU is used)
-    and ``calibrate`` (False: no calibration bursts) as ``vnr run``'s ``--runs-per-gpu`` and
-    ``--no-calibrate`` (:func:`harness.grid.calibrate.local_packing`).
+    ``runs_per_gpu`` (N or ``"auto"``; default: the config's ``local:``, else auto where a GPU is used),
+    ``calibrate`` (False: no calibration bursts), ``calibration_budget_s`` and ``gpus`` (GPU indices or a
+    count) as ``vnr run``'s ``--runs-per-gpu``, ``--calibrate`` / ``--no-calibrate``,
+    ``--calibration-budget-s`` and ``--local-gpus``: the fields of :class:`~harness.grid.settings.LocalSettings`,
+    checked by their declaration, over the config's ``local:`` (None: the config's;
+    :func:`harness.grid.calibrate.local_packing`).
 
     Each outcome has ``run_id``, ``status`` and ``error``; read the results with
     :class:`harness.store.RunStore` on the experiment's output. ``check`` first makes sure, when the hub
     cannot be reached, that every model and dataset the grid needs is on disk
     (:func:`harness.prefetch.check_available`).
     """
+    from dataclasses import replace
+
     from harness.floor.paths import resolve_data_root
     from harness.grid.config import load_experiment, select_specs
     from harness.grid.local import execute
+    from harness.grid.settings import LocalSettings
+    from harness.schema import validate
 
+    given = {key: value for key, value in (("runs_per_gpu", runs_per_gpu), ("calibrate", calibrate),
+                                           ("calibration_budget_s", calibration_budget_s), ("gpus", gpus))
+             if value is not None}
+    flags = validate(LocalSettings, given, names=lambda name: name)  # as the config's local: keys
     exp = load_experiment(config, output=output)
+    exp = replace(exp, local=replace(exp.local, **{key: getattr(flags, key) for key in given}))
     specs = select_specs(exp.specs, list(only) if only else None)
     root = resolve_data_root(data_root)
     if check:
@@ -100,12 +114,10 @@ def run_grid(
 
         check_available(exp, specs=specs, data_root=root, config=str(config))
     from harness.grid.calibrate import local_packing
-    from harness.grid.settings import runs_per_gpu as checked_runs_per_gpu
     from harness.store import RunStore
 
     store = RunStore(exp.output)
     pending = [s for s in specs if not store.is_done(s)]
-    per_gpu = checked_runs_per_gpu(runs_per_gpu, "runs_per_gpu")
-    plan, packing = local_packing(exp, specs, pending, runs_per_gpu=per_gpu, calibrate_runs=calibrate, data_root=root)
+    plan, packing = local_packing(exp, specs, pending, data_root=root)
     return execute(specs, exp.output, data_root=root, progress=progress, isolate=isolate,
                    options=lambda s: {**exp.options_for(s), **plan.options(s)}, **packing)

@@ -30,10 +30,13 @@ from typing import Any
 class Cli:
     """How a field is given on the command line where it is not ``--field-name VALUE``: its flag
     (``Cli("--lr")`` for ``learning_rate``); ``repeat``: the flag is given once per item (``--setup LINE``
-    twice: two lines), its values a list; ``metavar``: what the help calls the value."""
+    twice: two lines), its values a list; ``metavar``: what the help calls the value; ``dest``: the parsed
+    arguments' attribute where two declarations on one command share a field name (``vnr run``'s
+    ``--local-gpus`` beside SLURM's ``--gpus``)."""
 
-    def __init__(self, flag: str | None = None, *, repeat: bool = False, metavar: str | None = None) -> None:
-        self.flag, self.repeat, self.metavar = flag, repeat, metavar
+    def __init__(self, flag: str | None = None, *, repeat: bool = False, metavar: str | None = None,
+                 dest: str | None = None) -> None:
+        self.flag, self.repeat, self.metavar, self.dest = flag, repeat, metavar, dest
 
 
 def _cli(hint: Any) -> Cli:
@@ -97,10 +100,11 @@ def add_flags(parser: Any, cls: type, *, skip: Sequence[str] = (), only: Sequenc
         hint = hints[field.name]
         required = field.default is MISSING and field.default_factory is MISSING
         name, cli, text = flag(cls, field.name), _cli(hint), _help(field, hint, required, defaults)
+        dest = cli.dest or field.name
         if _is_switch(hint):
-            parser.add_argument(name, dest=field.name, action=argparse.BooleanOptionalAction, default=None, help=text)
+            parser.add_argument(name, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            parser.add_argument(name, dest=field.name, default=None, required=required,
+            parser.add_argument(name, dest=dest, default=None, required=required,
                                 action="append" if cli.repeat else "store",
                                 metavar=cli.metavar or _metavar(name, hint), help=text)
 
@@ -108,7 +112,8 @@ def add_flags(parser: Any, cls: type, *, skip: Sequence[str] = (), only: Sequenc
 def values(args: argparse.Namespace, cls: type, *, skip: Sequence[str] = (), only: Sequence[str] | None = None
            ) -> dict[str, Any]:
     """The fields of ``cls`` given as flags (those left out: the declaration's default)."""
-    given = {f.name: getattr(args, f.name, None) for f in fields(cls)
+    hints = _hints(cls)
+    given = {f.name: getattr(args, _cli(hints[f.name]).dest or f.name, None) for f in fields(cls)
              if f.name not in skip and (only is None or f.name in only)}
     return {name: value for name, value in given.items() if value is not None}
 

@@ -3,8 +3,9 @@
 A run kind (fine-tuning, bias scoring) is declared once, in its own package (``harness/finetune/kind.py``,
 ``harness/bias/kind.py``): its spec (what a run computes, the run id's content), its run options (what the
 run function takes besides the spec), its run function, the spec field it runs on (a GLUE task, a bias set),
-its half of ``vnr collect``, whether the grid's calibration measures its runs, what ``vnr prefetch``
-downloads for it and the one-line summary of a record. Code that needs to know a kind asks this table
+its half of ``vnr collect``, its section of the grid config (``harness/<kind>/grid.py``: which keys list
+the runs, :mod:`harness.grid.sections`), whether the grid's calibration measures its runs, what
+``vnr prefetch`` downloads for it and the one-line summary of a record. Code that needs to know a kind asks this table
 (:func:`get_kind`, :func:`kind_of`); nothing dispatches on the spec's class. A new kind is one package with
 its record and one line here.
 
@@ -44,6 +45,24 @@ def load(ref: str) -> Any:
 
 
 @dataclass(frozen=True)
+class Data:
+    """What a kind's targets need on disk (:mod:`harness.prefetch`: ``vnr prefetch`` and the offline check).
+
+    ``available`` and ``fetch`` are ``"module:attr"`` references: ``available(target, data_root) -> bool``
+    reads the disk only; ``fetch(target, data_root) -> str`` downloads what is missing and says where it is."""
+
+    label: str  # how a line names a target: "GLUE task" ("GLUE task rte: in the data root ...")
+    available: str
+    fetch: str
+
+    def is_available(self, target: str, data_root: Any) -> bool:
+        return bool(load(self.available)(target, data_root))
+
+    def download(self, target: str, data_root: Any) -> str:
+        return str(load(self.fetch)(target, data_root))
+
+
+@dataclass(frozen=True)
 class RunKind:
     """One kind of run, as everything that handles runs needs to know it.
 
@@ -58,15 +77,23 @@ class RunKind:
     target: str  # the spec field a run is on: a GLUE task, a bias set (status rows, --only, prefetch)
     collect: str  # "module:attr": collect(exp, specs, usable, table, epoch=...) adds this kind's columns
     summary: str  # "module:attr": summary(record) -> one line (what ``vnr finetune`` / ``vnr bias`` print)
-    prefetch: str | None  # the field of harness.prefetch.Needs listing this kind's targets (None: only the model)
+    prefetch: Data | None  # how vnr prefetch gets a target of this kind on disk (None: only the model is fetched)
     seed: str | None = None  # the spec field holding the seed, if runs of this kind are seeded
     calibrated: bool = False  # the grid's calibration measures runs of this kind and packs them as measured
+    grid: str | None = None  # "module:attr": its section of the experiment config (harness.grid.sections.GridSection)
 
     def run_function(self) -> Callable[..., dict[str, Any]]:
         return load(self.run)
 
     def collector(self) -> Callable[..., None]:
         return load(self.collect)
+
+    def grid_section(self) -> Any:
+        """How a grid config writes runs of this kind (:class:`harness.grid.sections.GridSection`); a kind
+        without one cannot be in a grid config."""
+        if self.grid is None:
+            raise UserError(f"run kind {self.name!r} has no grid section")
+        return load(self.grid)
 
     def summary_line(self, record: dict[str, Any]) -> str:
         return load(self.summary)(record)

@@ -7,10 +7,11 @@
 
 Models (with their ``model_args``: revision, subfolder, ...) go to the Hugging Face cache
 (``$HF_HUB_CACHE``, default ``~/.cache/huggingface/hub``): the config, tokenizer files and one set of
-weights (safetensors where the repo has them, else the PyTorch ``.bin``). GLUE tasks that the data root
-does not hold go to the ``datasets`` cache; bias benchmarks that it does not hold go to the download
-cache of :mod:`harness.bias.data` (``$VNR_CACHE_DIR``, default ``~/.cache/vnr``). Tiny models and local
-checkpoint directories need nothing.
+weights (safetensors where the repo has them, else the PyTorch ``.bin``). Each run kind's targets go
+where the kind's :class:`~harness.kinds.Data` puts them: GLUE tasks that the data root does not hold to
+the ``datasets`` cache (:mod:`harness.finetune.prefetch`); bias benchmarks that it does not hold to the
+download cache of :mod:`harness.bias.data` (``$VNR_CACHE_DIR``, default ``~/.cache/vnr``;
+:mod:`harness.bias.prefetch`). Tiny models and local checkpoint directories need nothing.
 
 :func:`check_available` is the up-front check ``vnr run`` / ``vnr status`` make: when the hub cannot be
 reached (``HF_HUB_OFFLINE``, or a 3 s connection probe fails), anything the grid needs that is not on
@@ -22,13 +23,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.floor.errors import UserError
-from harness.kinds import kind_of
+from harness.kinds import get_kind, kind_of, kinds
 
 log = logging.getLogger(__name__)
 
@@ -42,28 +43,28 @@ WEIGHT_FILES = {
 
 @dataclass(frozen=True)
 class Needs:
-    """What a grid reads: hub models (name, model_args), GLUE tasks and bias datasets."""
+    """What a grid reads: hub models (name, model_args), and per run kind the targets it downloads (GLUE tasks,
+    bias sets: the kind's :class:`~harness.kinds.Data`)."""
 
     models: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
-    tasks: tuple[str, ...]
-    bias_datasets: tuple[str, ...]
+    targets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind → its targets, in order
 
 
 def needs(specs: Iterable[Any]) -> Needs:
-    """The hub models, GLUE tasks and bias datasets ``specs`` read (tiny and local models need no download)."""
+    """The hub models and the kinds' targets ``specs`` read (tiny and local models need no download)."""
     from harness.models import TINY_PREFIX, is_local
 
     models: dict[tuple[str, tuple], None] = {}
-    tasks: dict[str, None] = {}
-    datasets: dict[str, None] = {}
+    targets: dict[str, dict[str, None]] = {}
     for spec in specs:
         model_args = tuple(getattr(spec, "model_args", ()) or ())
         if not spec.model.startswith(TINY_PREFIX) and not is_local(spec.model):
             models[(spec.model, model_args)] = None
         kind = kind_of(spec)
         if kind.prefetch is not None:  # a kind's targets to download (a GLUE task, a bias set)
-            {"tasks": tasks, "bias_datasets": datasets}[kind.prefetch][kind.target_of(spec)] = None
-    return Needs(tuple(models), tuple(tasks), tuple(datasets))
+            targets.setdefault(kind.name, {})[kind.target_of(spec)] = None
+    ordered = {k.name: tuple(targets[k.name]) for k in kinds() if k.name in targets}  # the table's order
+    return Needs(tuple(models), ordered)
 
 
 # ---------------------------------------------------------------------- models
@@ -135,69 +136,15 @@ def model_cached(name: str, model_args: Sequence[tuple[str, Any]] = ()) -> bool:
     return False
 
 
-# ---------------------------------------------------------------------- datasets
-def _glue_in_root(task: str, data_root: Path | None) -> bool:
-    """Every file of ``task`` is under the data root (the same test the task loader makes)."""
-    from harness.finetune.tasks import get_task, local_folder
-
-    return local_folder(get_task(task), data_root) is not None
-
-
-def _glue_cache_dir(task: str) -> Path:
-    import datasets
-
-    from harness.finetune.tasks import HUB_DATASET
-
-    return Path(datasets.config.HF_DATASETS_CACHE) / HUB_DATASET.replace("/", "___") / task
-
-
-def glue_available(task: str, data_root: Path | None) -> bool:
-    """True when ``task`` is in the data root or already in the ``datasets`` cache."""
-    if _glue_in_root(task, data_root):
-        return True
-    folder = _glue_cache_dir(task)
-    return folder.is_dir() and any(folder.rglob("*.arrow"))
-
-
-def bias_available(dataset: str, data_root: Path | None) -> bool:
-    """True when every file of ``dataset`` is in the data root or in the download cache (a data root is per
-    set: one that lacks the set reads it from the cache, like :func:`harness.bias.data.resolve_files`)."""
-    from harness.bias.data import cache_dir, get_dataset
-
-    files = list(get_dataset(dataset).sources)
-    roots = [Path(data_root)] if data_root is not None else []
-    return any(all((root / rel).is_file() for rel in files) for root in [*roots, cache_dir()])
-
-
-def prefetch_glue(task: str, data_root: Path | None) -> str:
-    """Make ``task`` available offline; returns where it is."""
-    if _glue_in_root(task, data_root):
-        return f"in the data root {data_root}"
-    import datasets
-
-    from harness.finetune.tasks import HUB_DATASET
-
-    try:
-        datasets.load_dataset(HUB_DATASET, task)
-    except Exception as exc:  # noqa: BLE001 - one line for any hub failure
-        raise UserError(f"cannot download {HUB_DATASET}/{task} ({type(exc).__name__}: {exc})") from None
-    return str(_glue_cache_dir(task))
-
-
-def prefetch_bias(dataset: str, data_root: Path | None) -> str:
-    from harness.bias.data import resolve_files
-
-    return str(resolve_files(dataset, data_root) / "bias" / dataset)
-
-
 # ---------------------------------------------------------------------- the check
 def missing(specs: Iterable[Any], data_root: Path | None) -> list[str]:
     """What ``specs`` need that is not on disk (read from disk only, no network)."""
     need = needs(specs)
     out = [f"model {m}" + (f" ({', '.join(f'{k}={v}' for k, v in a)})" if a else "")
            for m, a in need.models if not model_cached(m, a)]
-    out += [f"GLUE task {t}" for t in need.tasks if not glue_available(t, data_root)]
-    out += [f"bias set {d}" for d in need.bias_datasets if not bias_available(d, data_root)]
+    for name, targets in need.targets.items():
+        data = get_kind(name).prefetch
+        out += [f"{data.label} {t}" for t in targets if not data.is_available(t, data_root)]
     return out
 
 
@@ -239,10 +186,10 @@ def prefetch(config: str | Path, *, data_root: Path | None = None, only: Sequenc
         folder = prefetch_model(model, model_args)
         suffix = f" ({', '.join(f'{k}={v}' for k, v in model_args)})" if model_args else ""
         echo(f"model {model}{suffix}: {folder}")
-    for task in need.tasks:
-        echo(f"GLUE task {task}: {prefetch_glue(task, data_root)}")
-    for dataset in need.bias_datasets:
-        echo(f"bias set {dataset}: {prefetch_bias(dataset, data_root)}")
+    for name, targets in need.targets.items():
+        data = get_kind(name).prefetch
+        for target in targets:
+            echo(f"{data.label} {target}: {data.download(target, data_root)}")
     skipped = sorted({s.model for s in specs} - {m for m, _ in need.models})
     if skipped:
         echo(f"nothing to fetch for {', '.join(skipped)} (tiny or local)")

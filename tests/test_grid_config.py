@@ -27,8 +27,8 @@ def test_paper_grid_is_seven_models_by_glue_by_five_seeds_plus_bias():
     ft = [s for s in exp.specs if isinstance(s, FinetuneSpec)]
     bias = [s for s in exp.specs if isinstance(s, BiasSpec)]
     assert exp.models == PAPER_MODELS
-    assert exp.tasks == ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
-    assert exp.seeds == (0, 1, 2, 3, 4)
+    assert exp.axis("finetune", "tasks") == ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
+    assert exp.axis("finetune", "seeds") == (0, 1, 2, 3, 4)
     assert len(ft) == 7 * 9 * 5 == 315
     assert len(bias) == 7 * 3 == 21
     # MNLI is one run per (model, seed), scored on matched and mismatched by the run itself
@@ -46,7 +46,7 @@ def test_smoke_grid_is_small_and_tiny():
     exp = load_experiment(SMOKE)
     assert all(s.model.startswith("tiny:") for s in exp.specs)
     assert len(exp.specs) == 2 * 2 * 2 + 2 * 3
-    assert exp.seeds == (0, 1)
+    assert exp.axis("finetune", "seeds") == (0, 1)
     assert all(s.limit == 20 for s in exp.specs if isinstance(s, BiasSpec))
     assert exp.output == Path("results/smoke")
     assert load_experiment(SMOKE, output="/tmp/x").output == Path("/tmp/x")

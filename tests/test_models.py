@@ -478,7 +478,7 @@ def test_a_bias_set_missing_from_the_data_root_counts_as_available_from_the_cach
     import shutil
 
     from harness.bias.data import CACHE_ENV
-    from harness.prefetch import bias_available
+    from harness.bias.prefetch import bias_available
 
     root, cache = tmp_path / "root", tmp_path / "cache"
     shutil.copytree(data_root / "bias" / "crows_pairs", root / "bias" / "crows_pairs")

@@ -63,8 +63,10 @@ def test_cli_config_and_api_build_the_same_spec():
 
 
 def test_the_config_sections_are_derived_from_the_declarations():
-    from harness.grid.schema import BiasOptions, Hyperparameters, LocalSection, SlurmSection
+    from harness.grid.schema import LocalSection, SlurmSection
+    from harness.kinds import get_kind
 
+    Hyperparameters, BiasOptions = (get_kind(k).grid_section().options_model(get_kind(k)) for k in ("finetune", "bias"))
     naming = {"model", "task", "seed", "model_args"}
     assert set(Hyperparameters.model_fields) == {f.name for f in fields(FinetuneSpec)} - naming
     assert set(BiasOptions.model_fields) == {f.name for f in fields(BiasSpec)} - {"model", "dataset", "model_args"}

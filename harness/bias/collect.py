@@ -51,7 +51,7 @@ def collect_bias(table: Table, specs: Sequence[Any]) -> None:
             meta[crit.name]["source"] += "; " + SCORING_SOURCES.get(mode, f"scored with scoring: {mode}")
             if mode in crit.mode_notes:
                 meta[crit.name]["source"] += f" — {crit.mode_notes[mode]}"
-    for dataset in exp.bias_datasets:
+    for dataset in exp.axis("bias", "datasets"):
         recs = by_target.get(("bias", dataset), [])
         crits = get_dataset(dataset).fairness
         if recs and not any(c.name in row for row in rows.values() for c in crits):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.kinds import RunKind
+from harness.kinds import Data, RunKind
 from harness.specs import BiasRunOptions, BiasSpec
 
 KIND = RunKind(
@@ -13,5 +13,7 @@ KIND = RunKind(
     target="dataset",
     collect="harness.bias.collect:collect_bias",
     summary="harness.bias.cli:summary_line",
-    prefetch="bias_datasets",
+    grid="harness.bias.grid:GRID",  # its section of the experiment config
+    prefetch=Data("bias set", available="harness.bias.prefetch:bias_available",
+                  fetch="harness.bias.prefetch:prefetch_bias"),
 )

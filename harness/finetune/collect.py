@@ -22,10 +22,36 @@ from harness.grid.collect import (
     _metrics_of,
     _num,
     _packing_levels,
-    _share_text,
     _some,
     _std,
 )
+
+
+def criterion_name(task: str, metric: str) -> str:
+    """The matrix column of ``task``'s recorded ``metric`` (its task record's criterion).
+
+    >>> criterion_name("mnli", "accuracy_mm"), criterion_name("cola", "matthews_correlation")
+    ('mnli_mm_acc', 'cola_mcc')
+    """
+    for crit in get_task(task).criteria:
+        if crit.record_key == metric:
+            return crit.name
+    raise UserError(f"GLUE task {task} records no metric {metric!r} (its metrics: "
+                    f"{', '.join(c.record_key for c in get_task(task).criteria)})")
+
+
+def _share_text(task: str) -> str:
+    """A task with several metrics (STS-B Pearson and Spearman, MRPC and QQP accuracy and F1) counts once, as on the
+    GLUE leaderboard and in Vote'n'Rank: its columns name one benchmark, whose vote they share (1/n each under
+    ``vnr rank``'s default ``--vote benchmark``). MNLI's matched and mismatched dev sets are two GLUE columns of one
+    metric each: a vote each, as there.
+
+    >>> _share_text("stsb"), _share_text("rte")
+    ("; one of stsb's 2 metrics: they share the task's one vote (1/2 each)", '')
+    """
+    n = len(get_task(task).metrics)
+    return f"; one of {task}'s {n} metrics: they share the task's one vote (1/{n} each)" if n > 1 else ""
+
 
 
 def collect_finetune(table: Table, specs: Sequence[Any]) -> None:
@@ -35,6 +61,7 @@ def collect_finetune(table: Table, specs: Sequence[Any]) -> None:
     exp, usable, epoch, eff_metrics = table.exp, table.usable, table.epoch, table.eff_metrics
     rows, meta, stat_rows, long_rows = table.rows, table.meta, table.stat_rows, table.long_rows
     packing_by_task, basis_by_task = table.packing_by_task, table.basis_by_task
+    tasks = exp.axis("finetune", "tasks")  # the grid's finetune.tasks, in order
     seeded: dict[tuple[str, str], dict[int, float]] = {}  # (model, criterion) -> seed -> value
     packing: dict[tuple[str, str, int], tuple[int, str]] = {}  # (model, task, seed) -> (level, run id)
     bases: dict[tuple[str, str, int], tuple[str, float | None, float | None]] = {}  # -> (basis, kWh, modelled kWh)
@@ -66,7 +93,7 @@ def collect_finetune(table: Table, specs: Sequence[Any]) -> None:
                 found if found in basis.BASES else basis.UNKNOWN,
                 _num(efficiency.get("energy_kwh")), _num(efficiency.get("modelled_kwh")))
 
-    for task in exp.tasks:  # a task with usable runs must yield a column: else its record and its runs disagree
+    for task in tasks:  # a task with usable runs must yield a column: else its record and its runs disagree
         recs = by_target.get(("finetune", task), [])
         crits = get_task(task).criteria
         if recs and not any((m, c.name) in seeded for m in exp.models for c in crits):
@@ -76,11 +103,11 @@ def collect_finetune(table: Table, specs: Sequence[Any]) -> None:
                 f"{_keys(recs, 'metrics')}); fix the task record in harness/finetune/tasks.py or the runs"
             )
 
-    perf_names = [c.name for t in exp.tasks for c in get_task(t).criteria]
-    eff_names = [f"{t}_{m[1]}" for t in exp.tasks for m in eff_metrics]
-    seeds_all = list(exp.seeds)
+    perf_names = [c.name for t in tasks for c in get_task(t).criteria]
+    eff_names = [f"{t}_{m[1]}" for t in tasks for m in eff_metrics]
+    seeds_all = list(exp.axis("finetune", "seeds"))
     seeds_text = ",".join(map(str, seeds_all))
-    for task in exp.tasks:
+    for task in tasks:
         shared = len(get_task(task).metrics) > 1
         for crit in get_task(task).criteria:
             meta[crit.name] = {
@@ -125,7 +152,7 @@ def collect_finetune(table: Table, specs: Sequence[Any]) -> None:
                 }
             )
 
-    for task in exp.tasks:
+    for task in tasks:
         for key, suffix, _unit, _note in EFFICIENCY_METRICS:
             if key not in ENERGY_BASED:
                 continue
@@ -141,7 +168,7 @@ def collect_finetune(table: Table, specs: Sequence[Any]) -> None:
             if key == "energy_kwh":
                 basis_by_task[task] = method
 
-    for task in exp.tasks:
+    for task in tasks:
         cells = {(m, task) for m in exp.models
                  if any((m, f"{task}_{metric[1]}") in complete for metric in eff_metrics)}
         levels = _packing_levels(packing, task, cells)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.kinds import RunKind
+from harness.kinds import Data, RunKind
 from harness.specs import FinetuneRunOptions, FinetuneSpec
 
 KIND = RunKind(
@@ -13,7 +13,9 @@ KIND = RunKind(
     target="task",
     collect="harness.finetune.collect:collect_finetune",
     summary="harness.finetune.cli:summary_line",
-    prefetch="tasks",
+    grid="harness.finetune.grid:GRID",  # its section of the experiment config
+    prefetch=Data("GLUE task", available="harness.finetune.prefetch:glue_available",
+                  fetch="harness.finetune.prefetch:prefetch_glue"),
     seed="seed",
     calibrated=True,  # its runs are what the grid's calibration bursts train and pack
 )

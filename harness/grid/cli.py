@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from harness.flags import add_flags, flag, names, values
-from harness.grid.settings import SlurmSettings
+from harness.grid.settings import PACKING_FIELDS, LocalSettings, SlurmSettings
 from harness.kinds import KINDS
 
 log = logging.getLogger("harness.grid")
@@ -63,13 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--isolate", action="store_true",
                      help="local executor: run each spec in a fresh Python process, so a crash (segfault, lost CUDA "
                      "context, OOM kill) fails only that run (recommended for long grids on a GPU)")
-    run.add_argument("--runs-per-gpu", default=None, metavar="N|auto",
-                     help="runs side by side on one GPU, each its own process: N, or auto (measured by the grid's "
-                     "calibration; the default where runs get a GPU, else 1; the config's local: or slurm: "
-                     "runs_per_gpu overrides the default)")
-    run.add_argument("--no-calibrate", action="store_true",
-                     help="no calibration bursts: runs_per_gpu auto is 1 and precision auto follows the rule "
-                     "(bf16, else fp16, on a GPU; fp32 on CPU)")
+    # --runs-per-gpu, --calibrate / --no-calibrate, --calibration-budget-s: both executors' packing settings,
+    # from their declarations (the same for local: and slurm:)
+    add_flags(run, LocalSettings, only=PACKING_FIELDS, defaults=False)
+    local = run.add_argument_group("local executor (override the config's local: section; checked like it)")
+    add_flags(local, LocalSettings, only=LOCAL_FIELDS, defaults=False)
     slurm = run.add_argument_group("SLURM (override the config's slurm: section; checked like it)")
     add_flags(slurm, SlurmSettings, only=SLURM_FIELDS, defaults=False)  # from their declarations, as the config's
     slurm.add_argument("--wait", action="store_true",
@@ -131,9 +129,7 @@ def slurm_settings(exp, args: argparse.Namespace):
     from harness.grid.config import SlurmSettings
     from harness.schema import validate
 
-    given = values(args, SlurmSettings, only=SLURM_FIELDS)
-    if args.runs_per_gpu is not None:
-        given["runs_per_gpu"] = args.runs_per_gpu
+    given = values(args, SlurmSettings, only=(*SLURM_FIELDS, *PACKING_FIELDS))
     if args.additional:
         extra = {}
         for item in args.additional:
@@ -151,16 +147,24 @@ def slurm_settings(exp, args: argparse.Namespace):
     return replace(exp.slurm, **changes)
 
 
-def runs_per_gpu_flag(args: argparse.Namespace) -> int | str | None:
-    """``--runs-per-gpu``: N (1 to 64) or auto, checked as the config's ``runs_per_gpu``."""
-    from harness.grid.settings import runs_per_gpu
+def local_settings(exp, args: argparse.Namespace):
+    """The config's ``local:`` section with the packing flags over it (``--runs-per-gpu``, ``--calibrate`` /
+    ``--no-calibrate``), checked by the same declaration (:class:`~harness.grid.config.LocalSettings`) as the
+    config's keys, each refusal naming its flag."""
+    from dataclasses import replace
 
-    return runs_per_gpu(args.runs_per_gpu, "--runs-per-gpu")
+    from harness.schema import validate
+
+    given = values(args, LocalSettings, only=(*PACKING_FIELDS, *LOCAL_FIELDS))
+    checked = validate(LocalSettings, given, names=names(LocalSettings))
+    return replace(exp.local, **{key: getattr(checked, key) for key in given})
 
 
 # the SLURM flags besides --wait: they size or configure a SLURM array (--executor slurm or --sbatch-args)
 SLURM_FIELDS = ("partition", "time_min", "gpus", "cpus", "mem_gb", "array_parallelism", "account", "qos", "constraint",
-                "job_name", "setup", "additional")
+                "job_name", "max_timeouts", "signal_delay_s", "setup", "additional")
+# the local executor's flags besides the packing ones (--local-gpus)
+LOCAL_FIELDS = ("gpus",)
 
 
 def check_flag_combinations(args: argparse.Namespace) -> None:
@@ -181,12 +185,19 @@ def check_flag_combinations(args: argparse.Namespace) -> None:
                             "waits), or leave --wait out")
         if mode:
             raise UserError(f"--wait follows a submitted array, and {mode} submits nothing: leave one of them out")
+    local = next((flag(LocalSettings, name) for name in LOCAL_FIELDS
+                  if values(args, LocalSettings, only=(name,))), None)
+    if local and slurm:
+        raise UserError(f"{local} applies to the local executor: leave it out with "
+                        f"{'--executor slurm' if args.executor == 'slurm' else '--sbatch-args'}")
     if args.isolate and slurm:
         raise UserError(f"--isolate applies to the local executor (each SLURM array task is already its own "
                         f"process): leave it out with {'--executor slurm' if args.executor == 'slurm' else '--sbatch-args'}")
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from harness.floor.paths import resolve_data_root
     from harness.grid.status import grid_status
     from harness.store import RunStore
@@ -195,12 +206,12 @@ def run_command(args: argparse.Namespace) -> int:
     exp, specs = _load(args)
     # every flag is checked before anything is printed or run, whatever the executor
     settings = slurm_settings(exp, args)
-    runs_per_gpu = runs_per_gpu_flag(args)
+    exp = replace(exp, local=local_settings(exp, args))
     if args.count:
         print(len(specs))
         return 0
     if args.sbatch_args:
-        print("\n".join(sbatch_args(settings, exp, specs, only=args.only, calibrate_runs=not args.no_calibrate)))
+        print("\n".join(sbatch_args(settings, exp, specs, only=args.only, calibrate_runs=settings.calibrate)))
         return 0
     if args.list:
         for i, st in enumerate(grid_status(exp, specs)):
@@ -228,11 +239,10 @@ def run_command(args: argparse.Namespace) -> int:
 
         store.ensure_writable()  # a read-only or full output: one line now, not one failure per run
 
-        plan, packing = local_packing(exp, specs, pending, runs_per_gpu=runs_per_gpu,
-                                      calibrate_runs=not args.no_calibrate, data_root=data_root)
+        plan, packing = local_packing(exp, specs, pending, data_root=data_root)  # exp.local: the flags over local:
         if plan.calibration is not None:
             print(format_table(plan.calibration))
-        elif (runs_per_gpu if runs_per_gpu is not None else exp.local.runs_per_gpu) == "auto":
+        elif exp.local.runs_per_gpu == "auto":
             print(f"runs_per_gpu auto: {plan.runs_per_gpu} ({plan.reason})")
         outcomes = execute(
             specs, exp.output, data_root=data_root, progress=not args.no_progress,
@@ -256,7 +266,7 @@ def run_command(args: argparse.Namespace) -> int:
     todo = [s for s in pending if statuses.get(s.run_id()) not in ("running", "queued")]
     if busy:
         log.info("%d runs are already running or queued: not submitted again", len(busy))
-    per_task = arrays.runs_per_task(settings, calibrate_runs=not args.no_calibrate)
+    per_task = arrays.runs_per_task(settings)  # settings: the packing flags over slurm:
     if args.dry_run:
         n_tasks = -(-len(todo) // arrays.group_size(per_task))
         print(f"# {n_tasks} array tasks ({len(done)} done, {len(busy)} running or queued); "
@@ -273,7 +283,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"nothing to submit: {len(done)} done, {len(busy)} running or queued")
         return 0
     packing: dict = {"runs_per_gpu": per_task} if per_task != 1 else {}
-    calibration = arrays.calibration_payload(settings, specs, todo, calibrate_runs=not args.no_calibrate)
+    calibration = arrays.calibration_payload(settings, specs, todo)
     if calibration is not None:
         packing["calibration"] = calibration
     array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root, options=exp.options_for,
@@ -346,13 +356,15 @@ def spec_counts(specs, *, indent: str) -> str:
     """
     from collections import Counter
 
+    from harness.kinds import kind_of
+
     def line(label: str, counts: Counter) -> str:
         return f"{indent}{label}: " + (", ".join(f"{k} {n}" for k, n in counts.items()) or "none")
 
     return "\n".join([
         line("kinds", Counter(s.kind for s in specs)),
         line("models", Counter(s.model for s in specs)),
-        line("tasks and bias sets", Counter(getattr(s, "task", None) or s.dataset for s in specs)),
+        line("tasks and bias sets", Counter(kind_of(s).target_of(s) for s in specs)),  # each kind's target
     ])
 
 

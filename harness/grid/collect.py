@@ -45,9 +45,6 @@ unless ``allow_missing``; then a seed-dependent cell with any seed missing is
 left EMPTY (never an average of the seeds that happen to be there, which would
 put a noisier number beside full means under the same "mean over seeds"), and
 its per-seed values stay in ``seed_stats.csv``.
-
->>> criterion_name("mnli", "accuracy_mm"), criterion_name("cola", "matthews_correlation")
-('mnli_mm_acc', 'cola_mcc')
 """
 
 from __future__ import annotations
@@ -64,26 +61,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.energy import basis
-from harness.finetune.tasks import get_task
 from harness.floor.errors import UserError
 from harness.grid.config import Experiment
 from harness.kinds import kinds
-from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import STATUS_FAILED, RunStore, record_problem
 
 log = logging.getLogger("harness.grid")
 
 GROUPS = ("performance", "efficiency", "fairness")
 SHOWN = 5  # run ids named in an error
-
-
-def criterion_name(task: str, metric: str) -> str:
-    """The matrix column of ``task``'s recorded ``metric`` (its task record's criterion)."""
-    for crit in get_task(task).criteria:
-        if crit.record_key == metric:
-            return crit.name
-    raise UserError(f"GLUE task {task} records no metric {metric!r} (its metrics: "
-                    f"{', '.join(c.record_key for c in get_task(task).criteria)})")
 
 
 # ------------------------------------------------------------------ efficiency
@@ -146,10 +132,11 @@ def _metrics_of(rec: dict[str, Any], epoch: str, rid: str, warn: bool = True) ->
     return rec.get("metrics")
 
 
-def usable_problem(rec: Any, spec: FinetuneSpec | BiasSpec, epoch: str = "final") -> str | None:
+def usable_problem(rec: Any, spec: Any, epoch: str = "final") -> str | None:
     """What makes a record unusable for the matrix, or None: the run store's one predicate
     (:func:`harness.store.record_problem`), which ``vnr run`` and ``vnr status`` ask too.
 
+    >>> from harness.specs import FinetuneSpec
     >>> spec = FinetuneSpec("tiny:bert", "rte", 0)
     >>> usable_problem({"status": "ok", "metrics": {"accuracy": 0.5}}, spec) is None
     True
@@ -399,19 +386,6 @@ def collect(
     return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
                      [*missing, *unusable], dict(unusable), packing_by_task, preset=exp.preset,
                      energy_basis=basis_by_task)
-
-
-def _share_text(task: str) -> str:
-    """A task with several metrics (STS-B Pearson and Spearman, MRPC and QQP accuracy and F1) counts once, as on the
-    GLUE leaderboard and in Vote'n'Rank: its columns name one benchmark, whose vote they share (1/n each under
-    ``vnr rank``'s default ``--vote benchmark``). MNLI's matched and mismatched dev sets are two GLUE columns of one
-    metric each: a vote each, as there.
-
-    >>> _share_text("stsb"), _share_text("rte")
-    ("; one of stsb's 2 metrics: they share the task's one vote (1/2 each)", '')
-    """
-    n = len(get_task(task).metrics)
-    return f"; one of {task}'s {n} metrics: they share the task's one vote (1/{n} each)" if n > 1 else ""
 
 
 def _csv_bytes(frame: Any) -> bytes:

@@ -77,10 +77,9 @@ from harness.grid.settings import (  # noqa: F401
     sbatch_option,
     slurm_value,
 )
-from harness.kinds import kind_of
-from harness.specs import BiasSpec, FinetuneSpec
+from harness.kinds import kind_of, kinds
 
-Spec = FinetuneSpec | BiasSpec
+Spec = Any  # a run spec, of any kind of harness.kinds.KINDS
 
 
 @dataclass(frozen=True)
@@ -91,15 +90,18 @@ class Experiment:
     source: str
     output: Path
     specs: tuple[Spec, ...]
-    tasks: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-    bias_datasets: tuple[str, ...] = ()
+    axes: Mapping[str, Mapping[str, tuple[Any, ...]]] = field(default_factory=dict)  # kind → list key → values
     models: tuple[str, ...] = ()  # all models, in order of first appearance
     labels: Mapping[str, str] = field(default_factory=dict)
     preset: str = "default"  # ranking preset whose conventions the grid follows (bias scoring: its bias_scoring)
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
     run_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # kind -> run function kwargs
     local: LocalSettings = field(default_factory=LocalSettings)
+
+    def axis(self, kind: str, key: str) -> tuple[Any, ...]:
+        """The values of a section's list key (``axis("finetune", "tasks")``; none where the grid has no
+        such section)."""
+        return tuple(self.axes.get(kind, {}).get(key, ()))
 
     def options_for(self, spec: Spec) -> dict[str, Any]:
         """Keyword options for the run function of ``spec`` (they never change its result)."""
@@ -128,9 +130,9 @@ def load_experiment(path: str | Path, *, output: str | Path | None = None) -> Ex
 def config_json_schema() -> dict[str, Any]:
     """The experiment config's JSON Schema (draft 2020-12), with a description on every key: what
     ``vnr schema config`` prints, for an editor (``# yaml-language-server: $schema=<file>``)."""
-    from harness.grid.schema import ExperimentConfig
+    from harness.grid.schema import experiment_config
 
-    schema = ExperimentConfig.model_json_schema()
+    schema = experiment_config().model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
 
@@ -138,73 +140,39 @@ def config_json_schema() -> dict[str, Any]:
 def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "experiment") -> Experiment:
     """Validate a config mapping against :class:`harness.grid.schema.ExperimentConfig` and expand it
     (see the module docstring for the format)."""
-    from harness.grid.schema import ExperimentConfig
+    from harness.grid.schema import experiment_config
+    from harness.grid.sections import expand
     from harness.schema import validate
     from ranking.settings import get_preset
 
     if not isinstance(doc, Mapping):
-        raise UserError(f"{where}: an experiment config must be a mapping with finetune: and/or bias: sections")
-    config = validate(ExperimentConfig, doc, where=where)
+        raise UserError(f"{where}: an experiment config must be a mapping with {_sections()} sections")
+    config = validate(experiment_config(), doc, where=where)
     name = config.name if config.name is not None else slurm_value("name", default_name, f"{where}: name")
     output = Path(config.output or f"results/{name}")
     labels = dict(config.labels or {})
     preset = get_preset(config.preset)
 
     specs: list[Spec] = []
-    tasks: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-    datasets: tuple[str, ...] = ()
     models: list[str] = []
+    entries: dict[str, list[Any]] = {}  # kind → its model entries (a later section's default models)
+    axes: dict[str, dict[str, tuple[Any, ...]]] = {}
     run_options: dict[str, dict[str, Any]] = {}
-
-    ft = config.finetune
-    ft_models: list[Any] = []
-    checked: set[tuple[Any, ...]] = set()  # (model, model_args) whose local files were checked
-    if ft is not None:
-        fwhere = f"{where}: finetune"
-        ft_models = list(ft.models)
-        tasks, seeds = tuple(ft.tasks), tuple(ft.seeds)
-        base = _given(ft.hyperparameters)
-        overrides = [(_selection(ov), _given(ov.set)) for ov in ft.overrides or ()]
-        _check_selections(overrides, {"models": [e.name for e in ft_models], "tasks": tasks,
-                                      "seeds": [str(s) for s in seeds]}, f"{where}: finetune", "fine-tuning")
-        for entry in ft_models:
-            for task in tasks:
-                for seed in seeds:
-                    params = _apply(base, overrides, model=entry.name, task=task, seed=str(seed))
-                    data = {**params, "model": entry.name, "task": task, "seed": seed, **_model_args(entry)}
-                    spec = _spec(FinetuneSpec, data, f"{fwhere} ({entry.name}, {task}, seed {seed})")
-                    _check_model_files(spec, f"{fwhere}.models", checked)
-                    _check_fits_model(spec, f"{fwhere} ({entry.name}, {task}, seed {seed})", checked)
-                    _check_batching(spec, _source("padding", base, overrides, fwhere, model=entry.name, task=task,
-                                                  seed=str(seed)))
-                    specs.append(spec)
-        models.extend(e.name for e in ft_models)
-        run_options["finetune"] = ft.run_options.given() if ft.run_options is not None else {}
-        _check_trackers(run_options["finetune"].get("report_to"), f"{fwhere}.run_options.report_to")
-
-    bias = config.bias
-    if bias is not None:
-        bwhere = f"{where}: bias"
-        if bias.models is None and not models:
-            raise UserError(f"{bwhere}.models is required when there is no finetune: section")
-        b_models = list(bias.models) if bias.models is not None else ft_models
-        datasets = tuple(bias.datasets)
-        base = {"scoring": preset.bias_scoring, **_given(bias.options)}  # the preset's scoring unless given
-        overrides = [(_selection(ov), _given(ov.set)) for ov in bias.overrides or ()]
-        _check_selections(overrides, {"models": [e.name for e in b_models], "datasets": datasets}, bwhere, "bias")
-        for entry in b_models:
-            for ds in datasets:
-                params = _apply(base, overrides, model=entry.name, dataset=ds)
-                data = {**params, "model": entry.name, "dataset": ds, **_model_args(entry)}
-                spec = _spec(BiasSpec, data, f"{bwhere} ({entry.name}, {ds})")
-                _check_model_files(spec, f"{bwhere}.models", checked)
-                specs.append(spec)
-        models.extend(e.name for e in b_models if e.name not in models)
-        run_options["bias"] = bias.run_options.given() if bias.run_options is not None else {}
+    checked: set[tuple[Any, ...]] = set()  # what the load-time checks already looked at
+    for kind in kinds():  # each kind's section, in the table's order (harness.grid.sections)
+        section = getattr(config, kind.name, None) if kind.grid is not None else None
+        if section is None:
+            continue
+        done = expand(kind, section, where=f"{where}: {kind.name}", preset=preset, models_of=entries,
+                      checked=checked)
+        specs += done.specs
+        entries[kind.name] = done.models
+        axes[kind.name] = done.axes
+        run_options[kind.name] = done.run_options
+        models.extend(e.name for e in done.models if e.name not in models)
 
     if not specs:
-        raise UserError(f"{where}: the grid is empty: give a finetune: and/or a bias: section with models")
+        raise UserError(f"{where}: the grid is empty: give a {_sections()} section with models")
     ids = [s.run_id() for s in specs]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -218,9 +186,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         source=where,
         output=output,
         specs=tuple(specs),
-        tasks=tasks,
-        seeds=seeds,
-        bias_datasets=datasets,
+        axes=axes,
         models=tuple(dict.fromkeys(models)),
         labels=labels,
         preset=preset.name,
@@ -244,126 +210,15 @@ def _check_labels(labels: Mapping[str, str], models: Sequence[str], where: str) 
                             f"{named}; matrix.csv would mix up their rows: give {model!r} another label")
 
 
-def _given(section: Any) -> dict[str, Any]:
-    """The keys a validated options section sets (a key left out keeps the spec's default)."""
-    return {} if section is None else {key: getattr(section, key) for key in section.model_fields_set}
-
-
-def _selection(override: Any) -> dict[str, list[str]]:
-    return {key: list(getattr(override, key)) for key in ("models", "tasks", "datasets", "seeds")
-            if getattr(override, key, None) is not None}
-
-
-def _check_selections(overrides: Sequence[tuple[Mapping[str, Sequence[str]], Any]],
-                      values: Mapping[str, Sequence[str]], where: str, runs: str) -> None:
-    """Every glob of every override matches a model, task, seed or dataset of the grid: one that matches
-    nothing (a typo, ``RTE`` for ``rte``) would leave its runs at the defaults without a word."""
-    for i, (selection, _) in enumerate(overrides):
-        for key, patterns in selection.items():
-            for pattern in patterns:
-                if any(fnmatch.fnmatchcase(v, pattern) for v in values[key]):
-                    continue
-                case = any(fnmatch.fnmatchcase(v.lower(), pattern.lower()) for v in values[key])
-                shown = ", ".join(list(values[key])[:8]) + (", ..." if len(values[key]) > 8 else "")
-                raise UserError(f"{where}.overrides[{i}].{key}: {pattern!r} matches no {key[:-1]} of the {runs} runs "
-                                f"({shown}){'; globs are case-sensitive' if case else ''}: fix or remove it")
-
-
-def _apply(base: Mapping[str, Any], overrides: Sequence[tuple[Mapping[str, Sequence[str]], Mapping[str, Any]]],
-           **values: str) -> dict[str, Any]:
-    """The options of one spec: ``base``, then every override whose globs match it, in order."""
-    plural = {"model": "models", "task": "tasks", "dataset": "datasets", "seed": "seeds"}
-    params = dict(base)
-    for selection, changes in overrides:
-        if all(plural[key] not in selection or any(fnmatch.fnmatchcase(value, p) for p in selection[plural[key]])
-               for key, value in values.items()):
-            params.update(changes)
-    return params
-
-
-def _source(key: str, base: Mapping[str, Any], overrides: Sequence[tuple[Mapping[str, Sequence[str]], Mapping[str, Any]]],
-            where: str, **values: str) -> str:
-    """The config key that gave one spec its ``key`` option: the last matching override's ``set``, else the
-    section's options (``where.hyperparameters.padding``)."""
-    for i in reversed(range(len(overrides))):
-        if key in overrides[i][1] and _apply({}, [overrides[i]], **values):
-            return f"{where}.overrides[{i}].set.{key}"
-    return f"{where}.hyperparameters.{key}" if key in base else f"{where}: {key}"
-
-
-def _check_model_files(spec: Spec, where: str, checked: set[tuple[Any, ...]]) -> None:
-    """A local checkpoint folder without weights, with a truncated safetensors file or without tokenizer files:
-    refused at load (:func:`harness.models.check_local_files`, the check each run makes before it starts)."""
-    key = (spec.model, spec.model_args)
-    if key in checked:
-        return
-    checked.add(key)
-    from harness.models import check_local_files, is_local, resolve_model
-
-    if not is_local(spec.model):
-        return
-    try:
-        check_local_files(resolve_model(spec.model, spec.model_args))
-    except UserError as exc:
-        raise UserError(f"{where} ({spec.model}): {exc}") from None
-
-
-def _check_fits_model(spec: FinetuneSpec, where: str, checked: set[tuple[Any, ...]]) -> None:
-    """``max_length`` beyond the model's positions or a LoRA ``r`` above its hidden size: refused at load (so
-    before a calibration burst or a SLURM array starts) for the models whose config is on disk (tiny, local, or
-    in the Hugging Face cache: never the hub), by the check each run makes before it starts
-    (:func:`harness.finetune.fit_checks.check_fits_model`)."""
-    key = ("fits", spec.model, spec.model_args, spec.max_length, dict(spec.peft or ()).get("r"))
-    if key in checked:
-        return
-    checked.add(key)
-    from harness.finetune.fit_checks import check_fits_dimensions
-    from harness.models import dimensions_on_disk
-
-    try:
-        check_fits_dimensions(spec, spec.model, dimensions_on_disk(spec.model, spec.model_args))
-    except UserError as exc:
-        raise UserError(f"{where}: {exc}") from None
-
-
-def _check_trackers(report_to: Any, where: str) -> None:
-    """A tracker in ``run_options.report_to`` whose package is not installed: refused at load (and so at
-    ``--dry-run``), as each run would refuse it before it starts."""
-    from harness.finetune.trackers import check_trackers_installed, parse_report_to
-
-    check_trackers_installed(parse_report_to(report_to, where=where), where=where)
-
-
-def _check_batching(spec: FinetuneSpec, where: str) -> None:
-    """``padding: flatten`` where the model's family cannot be flattened: refused at load, by the check
-    :func:`harness.finetune.run_finetune` makes before it starts (``vnr finetune --padding flatten``), not
-    by every run of the grid once it has started."""
-    if spec.padding != "flatten":
-        return
-    from harness.finetune.batching import choose_batching
-    from harness.models import resolve_model
-
-    try:
-        choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding)
-    except UserError as exc:
-        raise UserError(f"{where} ({spec.model}): {exc}") from None
-
-
-def _model_args(entry: Any) -> dict[str, Any]:
-    """A ``{name, model_args}`` entry's ``from_pretrained`` options, handed to the spec as written (the spec's
-    :func:`harness.models.parse_model_args` checks them)."""
-    return {} if entry.model_args is None else {"model_args": dict(entry.model_args)}
-
-
-def _spec(cls: type, data: dict[str, Any], where: str) -> Spec:
-    """One spec; its values were checked with the config, so a refusal here is about their combination."""
-    from harness.schema import validate
-
-    return validate(cls, data, where=where)
+def _sections() -> str:
+    """The kinds' sections, as a refusal names them: ``finetune: and/or bias:``."""
+    return " and/or ".join(f"{k.name}:" for k in kinds() if k.grid is not None)
 
 
 def _settings(cls: type, section: Any, rename: Mapping[str, str]) -> Any:
-    values = {rename.get(key, key): value for key, value in _given(section).items() if value is not None}
+    from harness.grid.sections import given
+
+    values = {rename.get(key, key): value for key, value in given(section).items() if value is not None}
     return cls(**values)
 
 

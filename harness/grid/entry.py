@@ -10,7 +10,7 @@ Three ways in:
   resumes from its checkpoint under ``<output>/checkpoints/<run_id>`` (finished
   ones are skipped).
 * the plain sbatch template (``slurm/grid-array.sbatch``) runs
-  ``python -m harness.grid.entry CONFIG --index $SLURM_ARRAY_TASK_ID [--runs-per-gpu N|auto] [--no-calibrate]``:
+  ``python -m harness.grid.entry CONFIG --index $SLURM_ARRAY_TASK_ID [--runs-per-gpu N|auto] [--[no-]calibrate]``:
   task i runs group i of the expanded grid (after ``--only``) in the order ``vnr run CONFIG --list``
   prints, groups of :func:`harness.grid.arrays.group_size` specs (N, or 16 for ``auto``), as the
   submitit array does; without the flag the config's ``slurm:`` section decides
@@ -193,20 +193,22 @@ def _index(text: str) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    from harness.flags import add_flags, names, values
     from harness.floor.paths import resolve_data_root
     from harness.grid import arrays
-    from harness.grid.config import load_experiment, only_patterns, select_specs, slurm_value
+    from harness.grid.config import load_experiment, only_patterns, select_specs
+    from harness.grid.settings import SlurmSettings
+
+    sizing = ("runs_per_gpu", "calibrate")  # what sizes the array (the budget: the config's, as submitted)
+    from harness.schema import validate
 
     parser = _Parser(prog=f"python -m {PROG}", description=main.__doc__)
     parser.add_argument("config", nargs="?", help="experiment config YAML")
     parser.add_argument("--spec", default=None, help=argparse.SUPPRESS)  # JSON from local.isolated_runner
     parser.add_argument("--index", type=_index, default=None, help="array task index (default: $SLURM_ARRAY_TASK_ID)")
-    parser.add_argument("--runs-per-gpu", default=None, metavar="N|auto",
-                        help="specs per task run side by side on its GPU: N (1 to 64), or auto (groups of 16, run N "
-                        "at a time after the device kind's calibration); default: the config's slurm: section "
-                        "(auto where tasks get a GPU, else 1). Give --count the same choice.")
-    parser.add_argument("--no-calibrate", action="store_true",
-                        help="no calibration bursts: runs_per_gpu auto is 1 (one spec per task)")
+    # --runs-per-gpu, --calibrate / --no-calibrate: the slurm: settings' declarations (as vnr run's); the
+    # config's slurm: section is the default. Give --count the same choice.
+    add_flags(parser, SlurmSettings, only=sizing, defaults=False)
     parser.add_argument("--output", default=None, help="results directory (default: the config's output)")
     parser.add_argument("--data-root", default=None, help="data root (default: $VNR_DATA_ROOT, else the public source)")
     parser.add_argument("--only", action="append", default=None,
@@ -228,10 +230,11 @@ def _main(argv: Sequence[str] | None) -> int:
                                  args.progress)
     if args.config is None:
         raise UserError("give CONFIG (or --spec)")
-    flag = None if args.runs_per_gpu is None else slurm_value("runs_per_gpu", args.runs_per_gpu, "--runs-per-gpu")
+    given = values(args, SlurmSettings, only=sizing)
+    flags = validate(SlurmSettings, given, names=names(SlurmSettings))  # checked before the config is read
     exp = load_experiment(args.config, output=args.output)
-    settings = exp.slurm.updated(runs_per_gpu=flag)
-    calibrate_runs = not args.no_calibrate
+    settings = exp.slurm.updated(**{key: getattr(flags, key) for key in given})
+    calibrate_runs = True  # the flag, if given, is in settings.calibrate
     per_task = arrays.runs_per_task(settings, calibrate_runs=calibrate_runs)
     if args.array_file:  # the array's own plan decides; a script line that says otherwise is refused
         plan = arrays.read_array_file(args.array_file)
@@ -239,7 +242,7 @@ def _main(argv: Sequence[str] | None) -> int:
             raise UserError(f"this array was sized for --only {','.join(plan.only) or '(none)'} ({args.array_file}); "
                             f"the script line says --only {','.join(only_patterns(args.only))}: give both the "
                             "same, or leave it off the script line")
-        if (flag is not None or args.no_calibrate) and per_task != plan.runs_per_gpu:
+        if (given.get("runs_per_gpu") is not None or given.get("calibrate") is False) and per_task != plan.runs_per_gpu:
             raise UserError(f"this array was sized for {plan.runs_per_gpu} runs per task ({args.array_file}); "
                             f"the script line says {per_task}: give --sbatch-args the flag, not the script line")
         per_task, calibrate_runs = plan.runs_per_gpu, plan.calibrate

@@ -24,6 +24,7 @@ unless ``verbose``.
 
 >>> import tempfile
 >>> out = Path(tempfile.mkdtemp())
+>>> from harness.specs import BiasSpec
 >>> spec = BiasSpec("tiny:bert", "crows_pairs", limit=2)
 >>> def fake(spec, output, **kw):
 ...     with RunStore(output).run(spec) as run:
@@ -52,12 +53,11 @@ from typing import Any, TextIO
 
 from harness.floor.errors import UserError
 from harness.kinds import get_kind, kind_of
-from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import STATUS_OK, RunFailed, RunStore
 
 log = logging.getLogger("harness.grid")
 
-Spec = FinetuneSpec | BiasSpec
+Spec = Any  # a run spec, of any kind of harness.kinds.KINDS
 Runner = Callable[..., dict[str, Any]]
 
 # outcome statuses

@@ -1,14 +1,17 @@
 """The experiment config's schema: one declared pydantic model per section, validated once at load.
 
 The options sections are derived from the declarations they configure, so a field added there is a key
-here: ``finetune.hyperparameters`` and every ``overrides[].set`` are the fields of
-:class:`~harness.specs.FinetuneSpec` (``bias.options``: :class:`~harness.specs.BiasSpec`) other than
-model, task/dataset, seed and model_args; ``run_options`` are :class:`~harness.specs.FinetuneRunOptions` /
-:class:`~harness.specs.BiasRunOptions`; ``slurm:`` and ``local:`` are :class:`~harness.grid.config.SlurmSettings`
-(``time`` for ``time_min``) and :class:`~harness.grid.config.LocalSettings`. A key left out keeps its
-default; a key given must be valid (``null`` included: ``bias.options.scoring: null`` is refused).
+here. Each run kind of :data:`harness.kinds.KINDS` has one section, declared in the kind's package
+(``harness/finetune/grid.py``, ``harness/bias/grid.py``) and built by :mod:`harness.grid.sections`: its
+options (``finetune.hyperparameters``, ``bias.options``) and every ``overrides[].set`` are the fields of the
+kind's spec other than the ones naming a run (model, the section's lists such as task/seed or dataset,
+model_args); its ``run_options`` are the kind's run options. ``slurm:`` and ``local:`` are
+:class:`~harness.grid.config.SlurmSettings` (``time`` for ``time_min``) and
+:class:`~harness.grid.config.LocalSettings`. A key left out keeps its default; a key given must be valid
+(``null`` included: ``bias.options.scoring: null`` is refused).
 
-:func:`harness.grid.config.config_json_schema` gives the JSON Schema of :class:`ExperimentConfig`.
+The shared pieces (model lists, seeds, globs) are here; :func:`experiment_config` builds the whole
+(``ExperimentConfig``) from the kind table. :func:`harness.grid.config.config_json_schema` gives its JSON Schema.
 """
 
 from __future__ import annotations
@@ -17,26 +20,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from harness.bias.data import DATASETS
-from harness.finetune.tasks import TASKS
 from harness.grid.settings import LocalSettings, SlurmSettings, slurm_name
 from harness.schema import Check, Name, OneLine, Seed, Text, adapter, fields_model
-from harness.specs import (
-    BiasRunOptions,
-    BiasSpec,
-    FinetuneRunOptions,
-    FinetuneSpec,
-    _bias_dataset,
-    _glue_task,
-)
 from ranking.settings import PRESETS
 
 PresetName = Literal[tuple(PRESETS)]  # type: ignore[valid-type]
 
 
-# Grids name tasks and datasets canonically (they become matrix column names): the registries' keys.
-GLUE_TASKS = tuple(TASKS)
-BIAS_DATASETS = tuple(DATASETS)
 MAX_SEEDS = 10_000  # seeds per grid (a {from, to} range beyond this is a typo, not a grid)
 
 
@@ -82,10 +72,11 @@ def _selector(patterns: list[str]) -> list[str]:
 
 # globs (fnmatch: *, ?, [...]); each must match something in the grid (harness.grid.config checks it)
 Patterns = Annotated[list[OneLine], BeforeValidator(_listed), AfterValidator(_selector)]
-Task = Annotated[str, Text(), Check(_known(GLUE_TASKS, "task", "GLUE tasks", _glue_task)),
-                 WithJsonSchema({"type": "string", "enum": list(GLUE_TASKS)})]
-Dataset = Annotated[str, Text(), Check(_known(BIAS_DATASETS, "dataset", "known", _bias_dataset)),
-                    WithJsonSchema({"type": "string", "enum": list(BIAS_DATASETS)})]
+
+
+def listed(item: Any) -> Any:
+    """A list key of distinct names, at least one (``tasks:``, ``datasets:``); a single name is a list of one."""
+    return Annotated[list[item], BeforeValidator(_listed), AfterValidator(_distinct), Field(min_length=1)]
 
 
 def _model_entry(value: Any) -> Any:
@@ -150,64 +141,9 @@ Seeds = Annotated[
 ]
 
 
-# ---------------------------------------------------------------------------- options, derived from the specs
-_FINETUNE_NAMING = ("model", "task", "seed", "model_args")
-_BIAS_NAMING = ("model", "dataset", "model_args")
-Hyperparameters = fields_model(FinetuneSpec, exclude=_FINETUNE_NAMING, optional=True)
-BiasOptions = fields_model(BiasSpec, exclude=_BIAS_NAMING, optional=True)
+# ---------------------------------------------------------------------------- options, derived from the declarations
 SlurmSection = fields_model(SlurmSettings, optional=True, rename=(("time_min", "time"),))
 LocalSection = fields_model(LocalSettings, optional=True)
-
-
-def _not_empty(changes: Any) -> Any:
-    if not changes.model_fields_set:
-        raise ValueError("needs a non-empty set: {option: value}")
-    return changes
-
-
-class FinetuneOverride(Section):
-    """Options for the runs whose model, task and seed match the globs given (all runs where none is)."""
-
-    models: Patterns | None = Field(None, description="model globs this override applies to (default: all)")
-    tasks: Patterns | None = Field(None, description="task globs this override applies to (default: all)")
-    seeds: Patterns | None = Field(None, description="seed globs this override applies to (default: all)")
-    set: Annotated[Hyperparameters, AfterValidator(_not_empty)] = Field(
-        description="hyper-parameters for the matching runs (FinetuneSpec fields)")
-
-
-class BiasOverride(Section):
-    """Options for the bias runs whose model and dataset match the globs given."""
-
-    models: Patterns | None = Field(None, description="model globs this override applies to (default: all)")
-    datasets: Patterns | None = Field(None, description="dataset globs this override applies to (default: all)")
-    set: Annotated[BiasOptions, AfterValidator(_not_empty)] = Field(
-        description="options for the matching runs (BiasSpec fields)")
-
-
-class Finetune(Section):
-    """Fine-tuning runs: models × tasks × seeds."""
-
-    models: Annotated[Models, Field(min_length=1, description="models to fine-tune: ids or {name, model_args}")]
-    tasks: Annotated[list[Task], BeforeValidator(_listed), AfterValidator(_distinct), Field(min_length=1)] = Field(
-        description="GLUE tasks (mnli is trained once, scored on matched and mismatched)")
-    seeds: Seeds = Field([0], description="seeds: a list [0, 1, 2], or {from: 0, to: 4}")
-    hyperparameters: Hyperparameters | None = Field(None, description="FinetuneSpec fields for every run")
-    overrides: list[FinetuneOverride] | None = Field(None, description="applied in order; globs allowed")
-    run_options: FinetuneRunOptions | None = Field(
-        None, description="keyword options of run_finetune that do not change results (not in the run id)")
-
-
-class Bias(Section):
-    """Bias-scoring runs: models × datasets."""
-
-    models: Annotated[Models, Field(min_length=1)] | None = Field(
-        None, description="models to score (default: the fine-tuning models)")
-    datasets: Annotated[list[Dataset], BeforeValidator(_listed), AfterValidator(_distinct),
-                        Field(min_length=1)] = Field(list(BIAS_DATASETS), description="bias benchmarks")
-    options: BiasOptions | None = Field(None, description="BiasSpec fields for every run")
-    overrides: list[BiasOverride] | None = Field(None, description="applied in order; globs allowed")
-    run_options: BiasRunOptions | None = Field(
-        None, description="keyword options of run_bias that do not change results")
 
 
 def _label(text: str) -> str:
@@ -233,7 +169,7 @@ def _distinct_labels(labels: dict[str, str]) -> dict[str, str]:
 Label = Annotated[str, Text(), Check(_label)]
 
 
-class ExperimentConfig(Section):
+class _Head(Section):
     """An experiment grid (``configs/experiments/*.yaml``): what to run, where results go, how to run it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="vnr experiment config")
@@ -248,8 +184,32 @@ class ExperimentConfig(Section):
     preset: PresetName = Field(
         "default", description="ranking preset whose conventions the grid follows (votenrank: bias scored as "
         "the Vote'n'Rank authors did)")
-    finetune: Finetune | None = None
-    bias: Bias | None = None
-    slurm: SlurmSection | None = Field(None, description="defaults for --executor slurm (the CLI overrides them)")
-    local: LocalSection | None = Field(None, description="defaults for the local executor")
 
+
+_BUILT: dict[tuple[Any, ...], Any] = {}
+
+
+def experiment_config() -> Any:
+    """The experiment config's model: the head keys, one section per run kind of :data:`harness.kinds.KINDS`
+    (its :class:`~harness.grid.sections.GridSection`, in the table's order; a kind without one has none),
+    then ``slurm:`` and ``local:``. Built once per table."""
+    from pydantic import create_model
+
+    from harness.kinds import kinds
+
+    table = tuple(k for k in kinds() if k.grid is not None)
+    key = tuple((k.name, id(k)) for k in table)
+    if key not in _BUILT:
+        _BUILT[key] = create_model(
+            "ExperimentConfig", __base__=_Head, __doc__=_Head.__doc__,
+            **{k.name: (k.grid_section().model(k) | None, None) for k in table},
+            slurm=(SlurmSection | None, Field(None, description="defaults for --executor slurm (the CLI overrides them)")),
+            local=(LocalSection | None, Field(None, description="defaults for the local executor")),
+        )
+    return _BUILT[key]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ExperimentConfig":  # built from the kind table, when first asked for
+        return experiment_config()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -243,25 +243,25 @@ def runs_per_gpu_value(value: Any) -> int | str:
 RunsPerGpu = Annotated[int | str, Before(runs_per_gpu_value)]  # N (1 to 64) or "auto"
 
 
-def runs_per_gpu(value: Any, name: str) -> int | str | None:
-    """A ``runs_per_gpu`` given outside a config (``vnr run --runs-per-gpu``, ``harness.run_grid(runs_per_gpu=)``),
-    checked as the config's ``local.runs_per_gpu`` is, the error naming ``name``; None stays None (the default)."""
-    from harness.schema import validate
-
-    if value is None:
-        return None
-    return validate(LocalSettings, {"runs_per_gpu": value}, names=lambda _: name).runs_per_gpu
-
-
 def _runs_per_gpu_shown(description: str) -> Shown:
     return Shown({"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_RUNS_PER_GPU},
                             {"const": "auto"}], "description": description})
 
 
-_CALIBRATE_HELP = ("false: no calibration bursts (runs_per_gpu auto is then 1; precision auto follows the rule "
-                   "bf16/fp16 on a GPU, fp32 on CPU)")
-_BUDGET_HELP = ("hard cap in seconds on the calibration's bursts (default: 600 on a GPU, 120 on CPU; "
-                "harness.grid.calibrate.BUDGET_CAP_S)")
+# The packing settings: fields of both settings below, given to both executors by the same flags.
+PACKING_FIELDS = ("runs_per_gpu", "calibrate", "calibration_budget_s")
+# One declaration each for both executors (a config's ``local:`` and ``slurm:``, the
+# flags of ``vnr run`` and of ``python -m harness.grid.entry``): one help text, one bound.
+RunsPerGpuField = Annotated[RunsPerGpu, Cli(metavar="N|auto"), _runs_per_gpu_shown(
+    "runs side by side on one GPU, each its own process (SLURM: the specs of one array task): auto (measured by "
+    f"the grid's calibration, harness.grid.calibrate) or N (1 to {MAX_RUNS_PER_GPU}); default: auto where the "
+    "runs get a GPU (SLURM: gpus >= 1), else 1")] | None
+Calibrate = Annotated[bool, Flag(), Help(
+    "calibration bursts measure runs_per_gpu auto and precision auto (default: true); false (--no-calibrate): no "
+    "bursts, runs_per_gpu auto is then 1 and precision auto follows the rule bf16/fp16 on a GPU, fp32 on CPU")]
+CalibrationBudget = Annotated[PositiveFloat, Help(
+    "hard cap in seconds on the calibration's bursts (default: 600 on a GPU, 120 on CPU; "
+    "harness.grid.calibrate.BUDGET_CAP_S)")] | None
 
 
 SlurmName = Annotated[str, Text()]
@@ -295,11 +295,9 @@ class SlurmSettings:
     additional: Annotated[Mapping[str, Any], Check(sbatch_options), Cli("--sbatch-opt", repeat=True, metavar="KEY=VALUE"),
                           Help("more #SBATCH long options (known ones only), e.g. {mail-type: END}; "
                                "true for a flag")] = field(default_factory=dict)
-    runs_per_gpu: Annotated[RunsPerGpu, _runs_per_gpu_shown(
-        "specs one array task runs side by side on its GPU: auto (calibrated: harness.grid.calibrate) or N "
-        f"(1 to {MAX_RUNS_PER_GPU}); default: auto where tasks get a GPU (gpus >= 1), else 1")] | None = None
-    calibrate: Annotated[bool, Flag(), Help(_CALIBRATE_HELP)] = True
-    calibration_budget_s: Annotated[PositiveFloat, Help(_BUDGET_HELP)] | None = None
+    runs_per_gpu: RunsPerGpuField = None
+    calibrate: Calibrate = True
+    calibration_budget_s: CalibrationBudget = None
 
     def __post_init__(self) -> None:
         check_fields(self, at=("slurm",))
@@ -313,16 +311,15 @@ class SlurmSettings:
 class LocalSettings:
     """How the local executor uses this machine's GPUs (a config's ``local:``; ``vnr run --runs-per-gpu``)."""
 
-    runs_per_gpu: Annotated[RunsPerGpu, _runs_per_gpu_shown(
-        f"runs side by side on each GPU: auto (calibrated: harness.grid.calibrate) or N (1 to {MAX_RUNS_PER_GPU}); "
-        "default: auto where the executor uses a GPU, else 1")] | None = None
-    gpus: Annotated[tuple[Annotated[int, Number(ge=0)], ...], Before(gpu_list),
+    runs_per_gpu: RunsPerGpuField = None
+    gpus: Annotated[tuple[Annotated[int, Number(ge=0)], ...], Before(gpu_list), Cli("--local-gpus", metavar="IDS|N",
+                                                                                   dest="local_gpus"),
                     Shown({"anyOf": [{"type": "array", "items": {"type": "integer", "minimum": 0}},
                                      {"type": "string"}, {"type": "integer", "minimum": 1}],
                            "description": "GPU indices to use ([0, 2] or \"0,2\"), or a count; default: what "
                                           "the executor finds"})] | None = None
-    calibrate: Annotated[bool, Flag(), Help(_CALIBRATE_HELP)] = True
-    calibration_budget_s: Annotated[PositiveFloat, Help(_BUDGET_HELP)] | None = None
+    calibrate: Calibrate = True
+    calibration_budget_s: CalibrationBudget = None
 
     def __post_init__(self) -> None:
         check_fields(self, at=("local",))
