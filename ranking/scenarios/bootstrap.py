@@ -29,7 +29,7 @@ import numpy as np
 
 from harness.floor.errors import UserError
 from ranking.intervals import SEED_COLUMNS, read_seeds  # noqa: F401  (read here by the scenario CLI and tests)
-from ranking.scenarios.compare import run_column
+from ranking.scenarios.compare import column_plans, run_column
 from ranking.scenarios.scenario import Scenario
 from ranking.table import ScoreTable
 
@@ -93,10 +93,11 @@ def _rank_probabilities(scenario: Scenario, table: ScoreTable, draw_values, n: i
     rng = np.random.default_rng(seed)
     k = table.n_models
     counts = {c.name: np.zeros((k, k)) for c in scenario.columns}
+    plans = column_plans(scenario)  # resolved once, applied to every draw
     for _ in range(n):
         draw = table.with_values(draw_values(rng))
         for c in scenario.columns:
-            counts[c.name] += tie_split(run_column(draw, c, scenario.ties).ranks)
+            counts[c.name] += tie_split(run_column(draw, c, scenario.ties, plans[c.name]).ranks)
     return {name: cnt / n for name, cnt in counts.items()}
 
 

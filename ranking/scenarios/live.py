@@ -15,7 +15,7 @@ total own weight`` (:func:`ranking.settings.weighted_table`), so:
   weights into the pairwise ``wins`` matrix (:mod:`ranking.pairwise`) and applies the rule.
 
 The page ranks with the same tolerances as the Python rules (relative ``1e-12`` of the
-largest attainable score), so its ranking equals :func:`ranking.settings.rank` with
+largest attainable score), so its ranking equals :func:`ranking.rank` with
 ``setting="weighted"`` for the same group weights and ties convention; the browser test
 (``tests/test_scenarios_live.py``) checks that on random weight vectors.
 """
