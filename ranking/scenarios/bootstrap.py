@@ -105,13 +105,18 @@ def tie_split(ranks: np.ndarray) -> np.ndarray:
     """Models × positions: 1 at a model's position; ``t`` models tied at position ``r`` get ``1/t`` at each of
     ``r … r+t-1`` (so every row and every column of ranked models sums to 1; unranked models: a zero row).
 
+    A block that would run past the last position (Condorcet without a winner puts everyone at 2) ends at it.
+
     >>> tie_split(np.array([1.0, 1.0, 3.0])).tolist()
     [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]
+    >>> tie_split(np.array([2.0, 2.0])).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
     """
     k = ranks.size
     out = np.zeros((k, k))
     ok = ~np.isnan(ranks)
     values, sizes = np.unique(ranks[ok], return_counts=True)
     for r, t in zip(values, sizes):
-        out[np.ix_(ranks == r, np.arange(int(r) - 1, int(r) - 1 + t))] = 1.0 / t
+        start = min(int(r) - 1, k - int(t))
+        out[np.ix_(ranks == r, np.arange(start, start + t))] = 1.0 / t
     return out
