@@ -232,3 +232,32 @@ def test_a_scenario_column_ranks_as_vnr_rank_on_the_case_study():
                             **params)[col.rule]
         same(cmp.results[col.name], want)
         assert not math.isnan(float(np.nanmax(want.scores)))
+
+
+@pytest.mark.parametrize("preset", [None, "votenrank"])
+def test_the_report_page_weighs_as_the_scenario_plan(preset):
+    """The live page's weighted setting divides as the plan's preset does (votenrank: by the group's columns), so a
+    half-weight a/b column weighs in the page what it weighs in vnr rank."""
+    import json
+    import re
+
+    from ranking.scenarios.report import live_html
+
+    t = ScoreTable(("A", "B", "C"), (Criterion("t/a", group="x", weight=0.5), Criterion("t/b", group="x", weight=0.5),
+                                     Criterion("u", group="x"), Criterion("v", group="y")),
+                   np.array([[0.9, 0.1, 0.5, 0.2], [0.2, 0.8, 0.4, 0.9], [0.5, 0.5, 0.9, 0.1]]))
+    gw = {"x": 0.75, "y": 0.25}
+    doc = {"groups": {"x": {}, "y": {}}, "columns": [{"name": "w", "rule": "borda", "setting": "weighted",
+                                                     "group_weights": gw}]}
+    if preset:
+        doc["preset"] = preset
+    sc = Scenario.from_mapping(doc)
+    built = sc.build_table(t)
+    cmp = compare(sc, built)
+    page = live_html(cmp)
+    data = json.loads(re.search(r"<script type='application/json' id='live-data'>(.*?)</script>", page).group(1))
+    weights = [own * gw[data["groups"][g]] / data["totals"][g] for own, g in zip(data["own"], data["group_of"])]
+    np.testing.assert_allclose(weights, sc.plan("w").effective_table(built).weights, rtol=1e-15)
+    pts = np.array(data["points"]["borda"], dtype=float)
+    np.testing.assert_allclose(pts @ np.array(weights), ranking.rank(t, "borda", setting="weighted", group_weights=gw,
+                                                                     preset=preset)["borda"].scores, rtol=1e-12)
