@@ -261,3 +261,21 @@ def test_the_report_page_weighs_as_the_scenario_plan(preset):
     pts = np.array(data["points"]["borda"], dtype=float)
     np.testing.assert_allclose(pts @ np.array(weights), ranking.rank(t, "borda", setting="weighted", group_weights=gw,
                                                                      preset=preset)["borda"].scores, rtol=1e-12)
+
+
+def test_an_ad_hoc_whatif_column_keeps_the_scenario_preset():
+    """`vnr whatif --rule R --setting S` for a column the file does not list ranks under the scenario's preset and
+    og_gamma (the votenrank divisor, ties and gamma), exactly as a listed column with the same rule would."""
+    from ranking.scenarios.cli import whatif_columns
+
+    doc = {"groups": {"x": {}, "y": {}}, "preset": "votenrank", "og_gamma": 0.9,
+           "columns": [{"name": "b", "rule": "borda", "setting": "weighted", "group_weights": {"x": 2, "y": 1}},
+                       {"name": "og", "rule": "optimality_gap", "setting": "weighted",
+                        "group_weights": {"x": 2, "y": 1}}]}
+    sc = Scenario.from_mapping(doc)
+    (listed,) = whatif_columns(sc, "optimality_gap", "weighted")
+    adhoc = sc.ad_hoc_column("optimality_gap", "two-step", {"x": 2.0, "y": 1.0})
+    assert sc.plan(adhoc) == sc.plan(listed).with_(setting="two-step")
+    assert sc.plan(adhoc).preset == "votenrank" and sc.plan(adhoc).rule_params("optimality_gap") == {"gamma": 0.9}
+    (asked,) = whatif_columns(sc, "copeland", "two-step")
+    assert sc.plan(asked).preset == "votenrank" and sc.plan(asked).ties == "votenrank"

@@ -176,6 +176,7 @@ class Scenario:
     path: str | None = None
     preset: str | None = None  # the scenario's preset (None: default); votenrank ranks complete rows only
     vote: str = "benchmark"  # one vote per benchmark (ranking.votes), or per column
+    og_gamma: float | None = None  # the scenario's optimality-gap gamma (in its columns' params too)
 
     # ------------------------------------------------------------------ parsing
     @classmethod
@@ -233,6 +234,7 @@ class Scenario:
             path=str(path) if path else None,
             preset=preset.name if preset is not None else None,
             vote=spec.vote or "benchmark",
+            og_gamma=spec.og_gamma,
         )
 
     # ------------------------------------------------------------------ accessors
@@ -254,6 +256,14 @@ class Scenario:
         """A column's :class:`ranking.plan.RankPlan` under the scenario's tie convention and vote mode."""
         col = self.column(column) if isinstance(column, str) else column
         return col.plan(self.ties, self.vote)
+
+    def ad_hoc_column(self, rule: str, setting: str, group_weights: dict[str, float] | None) -> Column:
+        """A column the file does not list (``vnr whatif --rule R --setting S``), under the scenario's preset and
+        ``og_gamma`` like the columns it lists."""
+        from ranking.settings import get_preset
+
+        preset = get_preset(self.preset) if self.preset is not None else None
+        return _with_preset(Column(f"{rule}_{setting}", rule, setting, group_weights), preset, self.og_gamma)
 
     def table_plan(self) -> Any:
         """The :class:`ranking.plan.RankPlan` that prepares the scenario's table: its preset (``votenrank``: the
