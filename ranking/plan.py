@@ -1,7 +1,7 @@
 """The plan of a ranking: every choice of :func:`ranking.rank` resolved once, then applied to tables.
 
-:func:`ranking.rank` (``vnr rank``) is ``apply_plan(RankPlan.build(...), table)`` (:func:`ranking.api.apply_plan`). Everything else in the
-project that ranks — a scenario's columns, the weight simplex, what-if, the seed / standard-error
+:func:`ranking.rank` (``vnr rank``) is ``apply_plan(RankPlan.build(...), table)``
+(:func:`ranking.api.apply_plan`). Everything else in the project that ranks — a scenario's columns, the weight simplex, what-if, the seed / standard-error
 bootstraps, rank intervals, the fewest changes to win and the analyses — holds a :class:`RankPlan` too
 and ranks through it, so no path can apply a default (a preset's tie convention, its divisor of the
 weighted setting, its optimality-gap gamma, dropping incomplete rows, one vote per benchmark) that
@@ -14,9 +14,12 @@ A plan is applied in two steps:
    :class:`Prepared` table;
 2. :meth:`RankPlan.run_rule` — as often as needed: one rule under the plan's setting, preset, tie
    convention and parameters on a prepared table, or on a table derived from one by new values
-   (a bootstrap draw, a what-if's changed cell) or a subset of rows (an analysis), optionally under
-   other group weights (a point of the weight simplex). It validates nothing twice and reads the
-   orientation (directions, targets) from the table's criteria, as every rule does.
+   (a bootstrap draw, a changed cell of the fewest changes to win) or a subset of rows (an
+   analysis), optionally under other group weights (a point of the weight simplex). The
+   orientation (directions, targets) is the table's criteria's, which every rule reads.
+
+Never prepare a prepared table again: one vote per benchmark divides a benchmark's weight among its
+columns, and dividing twice would change it.
 
 The vectorised paths take what they compute from the plan too: the weight simplex and what-if build
 their linear basis from :meth:`RankPlan.run_rule` at the corners (checked at probe points), and the
@@ -33,8 +36,9 @@ rule sees under ``basic`` or ``weighted``.
 >>> from ranking.api import apply_plan
 >>> apply_plan(plan, worked_example()).winners
 {'borda': ('B',), 'copeland': ('B',)}
->>> RankPlan.build("borda", preset="votenrank").ties, RankPlan.build("optimality_gap", preset="votenrank").rule_params("optimality_gap")
-('votenrank', {'gamma': 0.95})
+>>> votenrank = RankPlan.build("optimality_gap", preset="votenrank")
+>>> votenrank.ties, votenrank.drop_incomplete, votenrank.rule_params("optimality_gap")
+('votenrank', True, {'gamma': 0.95})
 """
 
 from __future__ import annotations
@@ -234,13 +238,13 @@ class RankPlan:
         voted, votes = apply_votes(table, self.vote)
         return Prepared(voted, table, dropped, votes)
 
-    def run_rule(self, table: ScoreTable, rule: str, *, group_weights: Mapping[str, float] | None = None,
-                 setting: str | None = None) -> RuleResult:
-        """``rule`` on a prepared ``table`` (or one derived from it by values or rows) under the plan's setting
-        (or ``setting``), preset, ties and parameters; ``group_weights`` replace the plan's (the simplex)."""
+    def run_rule(self, table: ScoreTable, rule: str, *, group_weights: Mapping[str, float] | None = None
+                 ) -> RuleResult:
+        """``rule`` on a prepared ``table`` (or one derived from it by values or rows) under the plan's setting,
+        preset, ties and parameters; ``group_weights`` replace the plan's (a point of the weight simplex)."""
         gw = self.group_weights if group_weights is None else group_weights
-        return apply_setting(table, rule, setting=self.setting if setting is None else setting, group_weights=gw,
-                             ties=self.ties, preset=self.preset, **self.rule_params(rule))
+        return apply_setting(table, rule, setting=self.setting, group_weights=gw, ties=self.ties, preset=self.preset,
+                             **self.rule_params(rule))
 
     def effective_table(self, table: ScoreTable, group_weights: Mapping[str, float] | None = None
                         ) -> ScoreTable | None:
@@ -254,7 +258,8 @@ class RankPlan:
         return None
 
     def rank_kwargs(self) -> dict[str, Any]:
-        """The plan as keyword arguments of :meth:`build` for one rule (what the intervals and robustness state)."""
+        """The plan's group weights, ties, preset and parameters as keyword arguments of :meth:`build` (what the
+        intervals' batch scorers read: the tie convention, ``atol``)."""
         return {"group_weights": self.group_weights, "ties": self.ties, "preset": self.preset, **self.params}
 
     def used_settings(self, prepared: Prepared) -> dict[str, Any]:
