@@ -13,9 +13,14 @@ The Python API (the CLI calls the same functions)::
 Pure numpy / pandas / scipy: importing this package never imports torch or
 the ``harness`` package, so cached results can be ranked on any laptop. It
 imports neither numpy nor pandas either until a table is read (a command's
-``--help`` starts in a fraction of a second): :func:`load_table` and
-:func:`rank` import their modules when called, and ``ranking.ScoreTable``,
-``ranking.Criterion`` and ``ranking.RankResult`` are imported on first use.
+``--help`` starts in a fraction of a second): :func:`load_table` imports its
+module when called, and ``ranking.rank`` (the very function :func:`ranking.api.rank`,
+not a wrapper), ``ranking.RankPlan``, ``ranking.ScoreTable``, ``ranking.Criterion`` and
+``ranking.RankResult`` are imported on first use.
+
+``ranking.rank(table, ...)`` resolves its choices into a :class:`ranking.plan.RankPlan` and applies it;
+every other ranking of the project (scenario columns, the weight simplex, what-if, bootstraps, rank
+intervals, analyses) goes through such a plan, so they rank as ``vnr rank`` does.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ from typing import Any
 
 from harness.floor.errors import UserError
 
-__all__ = ["Criterion", "RankResult", "ScoreTable", "UserError", "load_table", "rank"]
+__all__ = ["Criterion", "RankPlan", "RankResult", "ScoreTable", "UserError", "load_table", "rank"]
 
-_LAZY = {"ScoreTable": "ranking.table", "Criterion": "ranking.table", "RankResult": "ranking.api"}
+#: names imported on first use: ``ranking.rank`` *is* :func:`ranking.api.rank` (one function, one signature)
+_LAZY = {"ScoreTable": "ranking.table", "Criterion": "ranking.table", "RankResult": "ranking.api",
+         "rank": "ranking.api", "RankPlan": "ranking.plan"}
 
 
 def load_table(source: Any, *, data_root: Any = None, lower: Any = (), higher: Any = (), **kwargs: Any) -> Any:
@@ -39,19 +46,6 @@ def load_table(source: Any, *, data_root: Any = None, lower: Any = (), higher: A
     from ranking.loading import load_table as load
 
     return load(source, data_root=data_root, lower=lower, higher=higher, **kwargs)
-
-
-def rank(table: Any, rule: Any = "all", *, setting: str = "basic", group_weights: Any = None,
-         ties: str | None = None, preset: str | None = None, og_gamma: float | None = None, **params: Any) -> Any:
-    """Rank ``table`` with one rule, several or ``"all"``: a :class:`ranking.api.RankResult`.
-
-    ``preset="votenrank"`` reproduces the published Vote'n'Rank conventions (``ties`` and
-    ``og_gamma`` override it). See :func:`ranking.api.rank`.
-    """
-    from ranking.api import rank as run
-
-    return run(table, rule, setting=setting, group_weights=group_weights, ties=ties, preset=preset,
-               og_gamma=og_gamma, **params)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,9 @@
 """Ranking a table with several rules under one setting: :func:`rank` → :class:`RankResult`.
 
+:func:`rank` is the project's one function of that name (``ranking.rank`` is this very function): it
+resolves the choices into a :class:`~ranking.plan.RankPlan` and applies it to the table. Scenarios, the
+weight simplex, what-if, the bootstraps and the analyses rank through such a plan too.
+
 What ``vnr rank`` runs and what the Python API (``ranking.rank``) returns: every
 requested rule's :class:`~ranking.result.RuleResult` plus the settings actually
 used (setting, preset, tie convention, directions, criterion and group weights,
@@ -28,11 +32,11 @@ from typing import Any
 import numpy as np
 
 from harness.floor.errors import UserError
+from ranking.plan import RankPlan, used_settings
 from ranking.result import RuleResult
-from ranking.rules import rule_names
-from ranking.settings import get_preset, resolve_group_weights, weighted_table
-from ranking.settings import rank as rank_one
 from ranking.table import ScoreTable
+
+__all__ = ["RankPlan", "RankResult", "apply_plan", "rank", "used_settings"]
 
 
 @dataclass(frozen=True)
@@ -114,47 +118,61 @@ class RankResult:
         return out
 
 
-def used_settings(
-    table: ScoreTable,
-    setting: str,
-    ties: str | None,
-    group_weights: Mapping[str, float] | None,
-    *,
-    preset: str | None = None,
-    og_gamma: float | None = None,
-) -> dict[str, Any]:
-    """The preferences a ranking used, stated in full.
+def apply_plan(plan: RankPlan, table: ScoreTable) -> RankResult:
+    """Rank ``table`` with every rule of ``plan``: prepare it once, check the choices against it, run each rule,
+    add the intervals, robustness and the board's order the plan asks for (what :func:`rank` returns)."""
+    from ranking.intervals import few_scores
 
-    ``preset`` (its name, ``default`` when none is given) and ``ties`` (the
-    tie convention in effect: the preset's unless given); ``directions`` and
-    ``criterion_weights`` per criterion; ``groups`` per criterion (None where
-    it has none); ``group_weights`` (weighted / two-step, every group's weight
-    after defaults; None under basic); under ``weighted`` also
-    ``effective_weights``, each criterion's weight after the group weights are
-    applied (what the rules actually use, with the preset's divisor). With
-    ``og_gamma`` given (the optimality gap was ranked) also ``og_gamma``.
-    """
-    conv = get_preset(preset)
-    out: dict[str, Any] = {
-        "setting": setting,
-        "preset": conv.name,
-        "ties": conv.ties if ties is None else ties,
-        "directions": {c.name: c.direction for c in table.criteria},
-        **({"targets": {c.name: c.target for c in table.criteria if c.direction == "target"}}
-           if any(c.direction == "target" for c in table.criteria) else {}),
-        "criterion_weights": {c.name: c.weight for c in table.criteria},
-        "groups": {c.name: c.group for c in table.criteria},
-        "group_weights": None,
-    }
-    if setting != "basic":
-        gw = resolve_group_weights(table, group_weights)
-        out["group_weights"] = gw
-        if setting == "weighted":
-            effective = weighted_table(table, gw, divisor=conv.weighted_divisor).weights.tolist()
-            out["effective_weights"] = dict(zip(table.names, effective))
-    if og_gamma is not None:
-        out["og_gamma"] = og_gamma
-    return out
+
+    prepared = plan.prepare(table)
+    table = prepared.table
+    settings = plan.used_settings(prepared)  # input errors once, before any rule runs
+    results: dict[str, RuleResult] = {}
+    skipped: dict[str, str] = {}
+    for name in plan.rules:
+        try:
+            results[name] = plan.run_rule(table, name)
+        except UserError as exc:
+            if plan.explicit:
+                raise UserError(f"rule {name}: {exc}") from None
+            skipped[name] = str(exc)
+    if not results:
+        name, why = next(iter(skipped.items()))
+        raise UserError(f"no rule could rank this table ({name}: {why})")
+    found_intervals = None
+    if plan.intervals:
+        from ranking.intervals import DEFAULT_DRAWS, check_level, draw_source, rank_intervals
+
+        level = check_level(plan.level)
+        draws = DEFAULT_DRAWS if plan.draws is None else int(plan.draws)
+        source = draw_source(table, plan.seeds)
+        failed: dict[str, str] = {}
+        found_intervals = rank_intervals(table, results, source=source, level=level, draws=draws, seed=plan.seed,
+                                         plan=plan, skipped=failed)
+        if failed and plan.explicit:
+            name, why = next(iter(failed.items()))
+            raise UserError(why)
+        settings["intervals"] = {"level": level, "draws": draws, "seed": plan.seed, "source": source.kind,
+                                 "described": source.describe(draws, table.values.size),
+                                 "simultaneous": "for all models at once, per rule", "without": failed}
+    found_robustness = None
+    if plan.robustness:
+        from ranking.robustness import SCOPE
+        from ranking.robustness import robustness as cells_search
+
+        found_robustness = cells_search(table, results, max_cells=plan.max_cells, plan=plan)
+        settings["robustness"] = {"changed_cell": SCOPE, "max_cells": plan.max_cells}
+    used = table.weights > 0
+    present = {m: int(k) for m, k in zip(table.models, (~np.isnan(table.values[:, used])).sum(axis=1))}
+    few = few_scores(present)
+    if few:  # ranked on a few scores: said wherever the model is ranked
+        settings["few_scores"] = few
+    if plan.board:  # the leaderboard's own order, beside the rules (no intervals: it is the board's, not a rule's)
+        from ranking.boards import board_result
+
+        results["board"] = board_result(prepared.unvoted)
+        settings["board"] = prepared.unvoted.board
+    return RankResult(results, settings, skipped, found_intervals, found_robustness, present)
 
 
 def rank(
@@ -200,96 +218,12 @@ def rank(
     table's standard errors, else from ``seeds`` (a ``seeds.csv``; default: the one beside the table's CSV).
     ``robustness=True`` adds, per rule and model, the fewest cells to change for it to win
     (:mod:`ranking.robustness`, searched up to ``max_cells``).
+
+    The same as ``apply_plan(RankPlan.build(rule, setting=..., ...), table)`` (:class:`ranking.plan.RankPlan`):
+    build the plan once to rank many tables under the same choices.
     """
-    requested = [rule] if isinstance(rule, str) else list(rule)
-    known = rule_names()
-    names: list[str] = []
-    for name in requested or ["all"]:
-        for n in known if name == "all" else [name]:
-            if n not in known:
-                raise UserError(f"unknown rule {n!r} (rules: {', '.join(known)}, all)")
-            if n not in names:
-                names.append(n)
-    explicit = "all" not in requested
-    if setting == "basic" and group_weights:
-        raise UserError("group weights only apply with the weighted or two-step setting, not basic")
-    conv = get_preset(preset)
-    if og_gamma is not None:
-        try:
-            og_gamma = float(og_gamma)
-        except (TypeError, ValueError):
-            raise UserError(f"og_gamma={og_gamma!r} is not a number") from None
-        if not math.isfinite(og_gamma) or og_gamma <= 0:
-            raise UserError(f"og_gamma={og_gamma!r} must be a finite number > 0")
-    gamma = None
-    if "optimality_gap" in names:
-        gamma = og_gamma if og_gamma is not None else params.get("gamma", conv.og_gamma)
-    from ranking.votes import apply_votes, changes_weights
-
-    dropped: list[str] | None = None
-    if conv.drop_incomplete if drop_incomplete is None else drop_incomplete:
-        table, dropped = table.complete_rows()
-    unvoted = table
-    table, votes = apply_votes(table, vote)
-    # input errors once, before any rule runs
-    settings = used_settings(table, setting, ties, group_weights, preset=conv.name, og_gamma=gamma)
-    if changes_weights(votes):
-        settings["votes"] = votes  # stated where the vote mode changes the weights
-    if dropped is not None:
-        settings["dropped_incomplete"] = dropped
-    results: dict[str, RuleResult] = {}
-    skipped: dict[str, str] = {}
-    for name in names:
-        extra = {"gamma": og_gamma} if name == "optimality_gap" and og_gamma is not None else {}
-        try:
-            results[name] = rank_one(
-                table, name, setting=setting, group_weights=group_weights, ties=ties, preset=conv.name,
-                **{**params, **extra},
-            )
-        except UserError as exc:
-            if explicit:
-                raise UserError(f"rule {name}: {exc}") from None
-            skipped[name] = str(exc)
-    if not results:
-        name, why = next(iter(skipped.items()))
-        raise UserError(f"no rule could rank this table ({name}: {why})")
-    kwargs = {"group_weights": group_weights, "ties": ties, "preset": conv.name, **params}
-    per_rule = {"optimality_gap": {"gamma": og_gamma}} if og_gamma is not None else {}
-    found_intervals = None
-    if intervals:
-        from ranking.intervals import DEFAULT_DRAWS, check_level, draw_source, rank_intervals
-
-        level = check_level(level)
-        draws = DEFAULT_DRAWS if draws is None else int(draws)
-        source = draw_source(table, seeds)
-        failed: dict[str, str] = {}
-        found_intervals = rank_intervals(table, results, source=source, level=level, draws=draws, seed=seed,
-                                         setting=setting, rank_kwargs=kwargs, rule_params=per_rule, skipped=failed)
-        if failed and explicit:
-            name, why = next(iter(failed.items()))
-            raise UserError(why)
-        settings["intervals"] = {"level": level, "draws": draws, "seed": seed, "source": source.kind,
-                                 "described": source.describe(draws, table.values.size),
-                                 "simultaneous": "for all models at once, per rule", "without": failed}
-    found_robustness = None
-    if robustness:
-        from ranking.robustness import SCOPE
-        from ranking.robustness import robustness as cells_search
-
-        found_robustness = cells_search(table, results, setting=setting, max_cells=max_cells, rank_kwargs=kwargs,
-                                        rule_params=per_rule)
-        settings["robustness"] = {"changed_cell": SCOPE, "max_cells": max_cells}
-    used = table.weights > 0
-    present = (~np.isnan(table.values[:, used])).sum(axis=1)
-    from ranking.intervals import few_scores
-
-    few = few_scores({m: int(k) for m, k in zip(table.models, present)})
-    if few:  # ranked on a few scores: said wherever the model is ranked
-        settings["few_scores"] = few
-    if board:  # the leaderboard's own order, beside the rules (no intervals: it is the board's, not a rule's)
-        from ranking.boards import board_result
-
-        results["board"] = board_result(unvoted)
-        settings["board"] = unvoted.board
-    return RankResult(results, settings, skipped, found_intervals, found_robustness,
-                      {m: int(k) for m, k in zip(table.models, present)})
+    plan = RankPlan.build(rule, setting=setting, group_weights=group_weights, ties=ties, preset=preset,
+                          og_gamma=og_gamma, drop_incomplete=drop_incomplete, vote=vote, board=board,
+                          intervals=intervals, level=level, draws=draws, seed=seed, seeds=seeds,
+                          robustness=robustness, max_cells=max_cells, **params)
+    return apply_plan(plan, table)

@@ -99,9 +99,10 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
 def table_from_args(args: argparse.Namespace, source: str | None = None, *, voted: str | None = None):
     """The score table named by ``args.table`` (or ``source``) with the TABLE options, via :func:`ranking.load_table`.
 
-    ``voted`` (a command's name): the table under ``--vote``'s weights (:mod:`ranking.votes`), the vote stated in a
-    note on stderr where it changes them — for the commands that rank without :func:`ranking.api.rank` (which
-    applies the vote itself).
+    ``voted`` (a command's name): the table prepared as :func:`ranking.rank` prepares it (its
+    :class:`~ranking.plan.RankPlan`'s :meth:`~ranking.plan.RankPlan.prepare`: under ``--vote``'s weights,
+    :mod:`ranking.votes`), the vote stated in a note on stderr where it changes them — for the commands that
+    rank the table many times (``vnr analyze``, ``vnr prospective``) rather than once with :func:`ranking.rank`.
     """
     from ranking.loading import load_table
 
@@ -115,12 +116,13 @@ def table_from_args(args: argparse.Namespace, source: str | None = None, *, vote
         return table
     import sys
 
-    from ranking.votes import apply_votes, changes_weights, describe
+    from ranking.plan import RankPlan
+    from ranking.votes import changes_weights, describe
 
-    table, info = apply_votes(table, getattr(args, "vote", None))
-    if changes_weights(info):
-        print(f"vnr {voted}: note: {describe(info)}", file=sys.stderr)
-    return table
+    prepared = RankPlan.build(vote=getattr(args, "vote", None), drop_incomplete=False).prepare(table)
+    if changes_weights(prepared.votes):
+        print(f"vnr {voted}: note: {describe(prepared.votes)}", file=sys.stderr)
+    return prepared.table
 
 
 def finite_float(minimum: float, *, strict: bool):

@@ -511,8 +511,9 @@ MAJORITY_RULES = ("copeland", "minimax", "condorcet", "baldwin")
 
 @dataclass(frozen=True)
 class Scoring:
-    """How one rule (or scenario column) scores drawn tables: ``rule``, the :func:`ranking.settings.rank`
-    arguments (``setting``, ``kwargs``), the point result's tie convention and ``atol`` (``resolved``: whether a
+    """How one rule (or scenario column) scores drawn tables: ``rule`` under ``plan`` (a
+    :class:`ranking.plan.RankPlan`; else one built from ``setting`` and ``kwargs``, the arguments of
+    :func:`ranking.rank`), the point result's tie convention and ``atol`` (``resolved``: whether a
     vectorised scorer applies), or ``score_one`` (a drawn table → scores) for what only it can score."""
 
     rule: str
@@ -520,6 +521,23 @@ class Scoring:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     resolved: Mapping[str, Any] = field(default_factory=dict)
     score_one: Callable[[ScoreTable], np.ndarray] | None = None
+    plan: Any = None
+
+    def ranking_plan(self) -> Any:
+        """The plan the rule ranks a drawn table under (None for a ``score_one`` of its own setting)."""
+        from ranking.plan import RankPlan
+        from ranking.settings import SETTINGS
+
+        if self.plan is not None:
+            return self.plan
+        if self.setting not in SETTINGS:
+            return None
+        try:
+            return RankPlan.build(self.rule, setting=self.setting, **self.kwargs)
+        except UserError:
+            if self.score_one is not None:  # e.g. a scenario's board column: only it scores a draw
+                return None
+            raise
 
 
 def score_many(table: ScoreTable, scorings: Mapping[str, Scoring], source: DrawSource, draws: int, seed: int,
@@ -533,10 +551,11 @@ def score_many(table: ScoreTable, scorings: Mapping[str, Scoring], source: DrawS
     are built for a chunk; they are built once per chunk and shared). Memory: O(draws × models) for the
     results, O(chunk) for the rest.
     """
-    from ranking.settings import rank as rank_one
-
     n, m = table.shape
-    fast = {name: batch_scorer(table, sc.rule, sc.setting, {**sc.kwargs, **sc.resolved}, source.tie_free)
+    plans = {name: sc.ranking_plan() for name, sc in scorings.items()}
+    fast = {name: None if plans[name] is None else
+            batch_scorer(table, sc.rule, plans[name].setting, {**plans[name].rank_kwargs(), **sc.resolved},
+                         source.tie_free)
             for name, sc in scorings.items()}
     chunk = max(1, CHUNK_ELEMENTS // max(n * m, 1))
     if any(f is not None and scorings[name].rule in MAJORITY_RULES for name, f in fast.items()):
@@ -557,7 +576,7 @@ def score_many(table: ScoreTable, scorings: Mapping[str, Scoring], source: DrawS
                 try:
                     drawn = table.with_values(values[b])
                     out[name][lo + b] = (sc.score_one(drawn) if sc.score_one is not None
-                                         else rank_one(drawn, sc.rule, setting=sc.setting, **sc.kwargs).scores)
+                                         else plans[name].run_rule(drawn, sc.rule).scores)
                 except UserError as exc:
                     why = f"rule {sc.rule} cannot rank a drawn table ({exc})"
                     if skipped is None:
@@ -571,9 +590,9 @@ def score_many(table: ScoreTable, scorings: Mapping[str, Scoring], source: DrawS
 def score_draws(table: ScoreTable, rule: str, source: DrawSource, draws: int, seed: int, *,
                 setting: str = "basic", rank_kwargs: Mapping[str, Any] | None = None,
                 resolved: Mapping[str, Any] | None = None,
-                score_one: Callable[[ScoreTable], np.ndarray] | None = None) -> np.ndarray:
+                score_one: Callable[[ScoreTable], np.ndarray] | None = None, plan: Any = None) -> np.ndarray:
     """``draws × models`` scores of one ``rule`` (:func:`score_many` with one :class:`Scoring`)."""
-    sc = Scoring(rule, setting, dict(rank_kwargs or {}), dict(resolved or {}), score_one)
+    sc = Scoring(rule, setting, dict(rank_kwargs or {}), dict(resolved or {}), score_one, plan)
     return score_many(table, {rule: sc}, source, draws, seed)[rule]
 
 
@@ -730,8 +749,11 @@ def rank_intervals(table: ScoreTable, results: Mapping[str, Any], *, source: Dra
                    draws: int = DEFAULT_DRAWS, seed: int = 0, setting: str = "basic",
                    rank_kwargs: Mapping[str, Any] | None = None,
                    rule_params: Mapping[str, Mapping[str, Any]] | None = None,
-                   skipped: dict[str, str] | None = None) -> dict[str, RankIntervals]:
+                   skipped: dict[str, str] | None = None, plan: Any = None) -> dict[str, RankIntervals]:
     """Rule → :class:`RankIntervals` for the point ``results`` (rule → RuleResult) of ``table``.
+
+    The rules rank under ``plan`` (a :class:`ranking.plan.RankPlan`, ``table`` prepared by it), else under
+    the plan of ``setting``, ``rank_kwargs`` and per rule ``rule_params`` (arguments of :func:`ranking.rank`).
 
     Every rule sees the same drawn tables (one ``seed``), so the rules' intervals are comparable. A rule
     that cannot rank a drawn table (the geometric mean of a draw below 0) raises, unless ``skipped`` (a
@@ -740,20 +762,22 @@ def rank_intervals(table: ScoreTable, results: Mapping[str, Any], *, source: Dra
     level = check_level(level)
     if draws < 20:
         raise UserError(f"--draws {draws}: at least 20 draws are needed for a {level:.0%} interval")
-    base = dict(rank_kwargs or {})
-    scored_table = table
-    if setting == "weighted":  # the weighted setting is the basic one on the table with effective weights
-        from ranking.settings import get_preset, resolve_group_weights, weighted_table
+    from ranking.plan import RankPlan
 
-        divisor = get_preset(base.get("preset")).weighted_divisor
-        scored_table = weighted_table(table, resolve_group_weights(table, base.pop("group_weights", None)),
-                                      divisor=divisor)
-        setting = "basic"
+    base = dict(rank_kwargs or {})
+    plans = {rule: plan if plan is not None else
+             RankPlan.build(rule, setting=setting, **{**base, **((rule_params or {}).get(rule, {}))})
+             for rule in results}
+    scored_table = table
+    if any(p.setting == "weighted" for p in plans.values()):
+        # the weighted setting is the basic one on the table with the plan's effective weights
+        first = next(iter(plans.values()))
+        scored_table = first.effective_table(table)
+        plans = {rule: p.with_(setting="basic", group_weights=None) for rule, p in plans.items()}
     scorings = {}
     for rule, res in results.items():
-        kwargs = {**base, **((rule_params or {}).get(rule, {}))}
         resolved = {"ties": res.params.get("ties", "default"), "atol": res.params.get("atol", 0.0)}
-        scorings[rule] = Scoring(rule, setting, kwargs, resolved)
+        scorings[rule] = Scoring(rule, resolved=resolved, plan=plans[rule])
     drawn = score_many(scored_table, scorings, source, draws, seed, skipped)
     out: dict[str, RankIntervals] = {}
     for rule, res in results.items():

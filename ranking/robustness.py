@@ -223,12 +223,8 @@ def _places(col: np.ndarray) -> np.ndarray:
 
 
 class _Ranker:
-    def __init__(self, table: ScoreTable, rule: str, setting: str, kwargs: Mapping[str, Any],
-                 score: Callable[[ScoreTable], Any] | None = None):
-        from ranking.settings import rank as rank_one
-
-        self.table, self.rule, self.setting, self.kwargs = table, rule, setting, dict(kwargs)
-        self._rank = rank_one
+    def __init__(self, table: ScoreTable, rule: str, plan: Any, score: Callable[[ScoreTable], Any] | None = None):
+        self.table, self.rule, self.plan = table, rule, plan
         self.score = score
         self.calls = 0
 
@@ -236,22 +232,27 @@ class _Ranker:
         self.calls += 1
         if self.score is not None:
             return self.score(self.table.with_values(values))
-        return self._rank(self.table.with_values(values), self.rule, setting=self.setting, **self.kwargs)
+        return self.plan.run_rule(self.table.with_values(values), self.rule)
 
 
 def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_cells: int = 3,
                  rank_kwargs: Mapping[str, Any] | None = None,
-                 score: Callable[[ScoreTable], Any] | None = None) -> CellsToWin:
+                 score: Callable[[ScoreTable], Any] | None = None, plan: Any = None) -> CellsToWin:
     """:class:`CellsToWin` of ``rule`` for every model of ``table`` (see the module docstring).
 
-    ``score`` (a table → its :class:`~ranking.result.RuleResult`, e.g. a scenario's column) replaces
-    :func:`ranking.settings.rank`; the exact method for the means then does not apply (a bound is searched).
+    The rule ranks under ``plan`` (a :class:`ranking.plan.RankPlan`, ``table`` prepared by it), else under the
+    plan of ``setting`` and ``rank_kwargs`` (arguments of :func:`ranking.rank`). ``score`` (a table → its
+    :class:`~ranking.result.RuleResult`, e.g. a scenario's column) replaces the plan; the exact method for
+    the means then does not apply (a bound is searched).
     """
+    from ranking.plan import RankPlan
     from ranking.rules import get_rule
 
     spec = get_rule(rule)
-    kwargs = dict(rank_kwargs or {})
-    ranker = _Ranker(table, rule, setting, kwargs, score)
+    if plan is None:
+        plan = RankPlan.build(rule, setting=setting, **dict(rank_kwargs or {}))
+    setting = plan.setting
+    ranker = _Ranker(table, rule, plan, score)
     base = ranker(table.values)
     n, m = table.shape
     used = np.flatnonzero(table.weights > 0)
@@ -387,10 +388,11 @@ def _climb(values: np.ndarray, signs: np.ndarray, used: np.ndarray, i: int, riva
 
 def robustness(table: ScoreTable, results: Mapping[str, Any], *, setting: str = "basic", max_cells: int = 3,
                rank_kwargs: Mapping[str, Any] | None = None,
-               rule_params: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, CellsToWin]:
-    """Rule → :class:`CellsToWin` for the rules of ``results`` (rule → RuleResult) on ``table``."""
+               rule_params: Mapping[str, Mapping[str, Any]] | None = None, plan: Any = None) -> dict[str, CellsToWin]:
+    """Rule → :class:`CellsToWin` for the rules of ``results`` (rule → RuleResult) on ``table``, under ``plan``
+    (a :class:`ranking.plan.RankPlan`) or the plan of ``setting``, ``rank_kwargs`` and per rule ``rule_params``."""
     if max_cells < 1:
         raise UserError(f"--max-cells {max_cells}: search at least 1 cell")
-    return {rule: cells_to_win(table, rule, setting=setting, max_cells=max_cells,
+    return {rule: cells_to_win(table, rule, setting=setting, max_cells=max_cells, plan=plan,
                                rank_kwargs={**(rank_kwargs or {}), **((rule_params or {}).get(rule, {}))})
             for rule in results}

@@ -65,9 +65,9 @@ weight needs a group in these two settings.
 >>> from dataclasses import dataclass, replace
 >>> t = worked_example()
 >>> t = t.with_criteria([replace(c, group="x" if c.name in ("c1", "c2") else "y") for c in t.criteria])
->>> rank(t, "borda", setting="weighted", group_weights={"x": 3, "y": 1}).scores.round(4).tolist()
+>>> apply_setting(t, "borda", setting="weighted", group_weights={"x": 3, "y": 1}).scores.round(4).tolist()
 [9.0, 5.3333, 6.1667, 3.5]
->>> r = rank(t, "borda", setting="two-step", group_weights={"x": 3, "y": 1})
+>>> r = apply_setting(t, "borda", setting="two-step", group_weights={"x": 3, "y": 1})
 >>> r.params["interim"]["x"], r.scores.tolist()
 ({'A': -1.0, 'B': -3.0, 'C': -2.0, 'D': -4.0}, [9.0, 6.0, 7.0, 2.0])
 """
@@ -142,7 +142,7 @@ def preset_params(rule: str, preset: Preset, params: Mapping[str, Any]) -> dict[
     return out
 
 
-def rank(
+def apply_setting(
     table: ScoreTable,
     rule: str,
     *,
@@ -152,12 +152,14 @@ def rank(
     preset: str | None = None,
     **params: Any,
 ) -> RuleResult:
-    """Run ``rule`` on ``table`` under ``setting`` and ``preset`` (see the module docstring).
+    """Run one ``rule`` on ``table`` under ``setting`` and ``preset`` (see the module docstring).
 
-    ``ties`` (default: the preset's) and explicit rule ``params`` override the preset.
+    ``ties`` (default: the preset's) and explicit rule ``params`` override the preset. The primitive under
+    :class:`ranking.plan.RankPlan` (its :meth:`~ranking.plan.RankPlan.run_rule` is the one caller in the
+    package): rank with :func:`ranking.rank`, or a plan, rather than with this.
 
     >>> from ranking.rules import worked_example
-    >>> rank(worked_example(), "copeland").winners
+    >>> apply_setting(worked_example(), "copeland").winners
     ('B',)
     """
     spec = get_rule(rule)

@@ -109,17 +109,29 @@ def changes_weights(info: dict[str, Any]) -> bool:
     return info["benchmarks"] != info["columns"] or bool(info["not_voting"])
 
 
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    """``1 benchmark``, ``3 benchmarks``: a number and the noun in agreement with it."""
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
 def describe(info: dict[str, Any]) -> str:
-    """The line the output states about the vote mode.
+    """The line the output states about the vote mode (nouns and verbs agree with their numbers).
 
     >>> describe({"vote": "benchmark", "benchmarks": 3, "columns": 62, "voting_columns": 4, "not_voting": ["a"] * 58})
     'votes: one per benchmark (3 benchmarks from 62 columns; 58 detail columns do not vote; --vote column: one per column)'
+    >>> describe({"vote": "benchmark", "benchmarks": 1, "columns": 2, "voting_columns": 1, "not_voting": ["a"]})
+    'votes: one per benchmark (1 benchmark from 2 columns; 1 detail column does not vote; --vote column: one per column)'
+    >>> describe({"vote": "column", "benchmarks": 2, "columns": 3, "voting_columns": 2, "not_voting": ["mmlu"]})
+    'votes: one per column (2 of 3 columns vote; 1 aggregate column left to its parts)'
+    >>> describe({"vote": "column", "benchmarks": 1, "columns": 5, "voting_columns": 3, "not_voting": ["a", "b"]})
+    'votes: one per column (3 of 5 columns vote; 2 aggregate columns left to their parts)'
     """
+    k = len(info["not_voting"])
     if info["vote"] == "benchmark":
-        rest = (f"; {len(info['not_voting'])} detail column{'s' if len(info['not_voting']) != 1 else ''} do not vote"
-                if info["not_voting"] else "")
-        return (f"votes: one per benchmark ({info['benchmarks']} benchmarks from {info['columns']} columns{rest}; "
-                "--vote column: one per column)")
-    rest = (f"; {len(info['not_voting'])} aggregate column{'s' if len(info['not_voting']) != 1 else ''} left to "
-            "their parts" if info["not_voting"] else "")
-    return f"votes: one per column ({info['voting_columns']} of {info['columns']} columns vote{rest})"
+        rest = f"; {_count(k, 'detail column')} {'does' if k == 1 else 'do'} not vote" if k else ""
+        return (f"votes: one per benchmark ({_count(info['benchmarks'], 'benchmark')} from "
+                f"{_count(info['columns'], 'column')}{rest}; --vote column: one per column)")
+    rest = f"; {_count(k, 'aggregate column')} left to {'its' if k == 1 else 'their'} parts" if k else ""
+    n = info["voting_columns"]
+    return (f"votes: one per column ({n} of {_count(info['columns'], 'column')} "
+            f"{'votes' if n == 1 else 'vote'}{rest})")

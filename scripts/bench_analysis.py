@@ -57,7 +57,7 @@ def disagreement_loops(x: np.ndarray) -> np.ndarray:
 
 def iia_validated(table: ScoreTable, reps: int, seed: int) -> list[int]:
     """IIA the straightforward way: a fully validated sub-table per step (ScoreTable.select_models)."""
-    from ranking.settings import rank
+    from ranking.settings import apply_setting
 
     rng = np.random.default_rng(seed)
     flips = []
@@ -66,7 +66,7 @@ def iia_validated(table: ScoreTable, reps: int, seed: int) -> list[int]:
         prev, count = None, 0
         for t in range(2, table.n_models + 1):
             sub = table.select_models([table.models[i] for i in perm[:t]])
-            r = rank(sub, "copeland").ranks
+            r = apply_setting(sub, "copeland").ranks
             state = int(np.sign(r[1] - r[0]))
             count += prev is not None and state != prev
             prev = state

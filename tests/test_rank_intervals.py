@@ -23,7 +23,7 @@ from ranking.intervals import (
     tiers_of,
 )
 from ranking.rules import rule_names
-from ranking.settings import rank as rank_one
+from ranking.settings import apply_setting as rank_one
 from ranking.table import Criterion, ScoreTable
 
 

@@ -15,7 +15,7 @@ from ranking.analysis.kemeny import (
     kemeny,
     ranking_cost,
 )
-from ranking.settings import rank
+from ranking.settings import apply_setting
 from ranking.table import Criterion, ScoreTable
 
 BLOCKED_RULES = ("baldwin", "threshold", "condorcet", "copeland", "minimax")
@@ -44,12 +44,12 @@ def force_blocks(monkeypatch):
 @pytest.mark.parametrize("ties", ["default", "votenrank"])
 def test_block_paths_give_the_dense_numbers(seed, ties, monkeypatch):
     t = _random_table(seed)
-    dense = {r: rank(t, r, ties=ties) for r in BLOCKED_RULES}
+    dense = {r: apply_setting(t, r, ties=ties) for r in BLOCKED_RULES}
     for mod in (pairwise_mod, rules_mod):
         monkeypatch.setattr(mod, "DENSE_LIMIT", 0)
         monkeypatch.setattr(mod, "BLOCK_ELEMENTS", 7)
     for r in BLOCKED_RULES:
-        blocked = rank(t, r, ties=ties)
+        blocked = apply_setting(t, r, ties=ties)
         np.testing.assert_array_equal(blocked.ranks, dense[r].ranks, err_msg=r)
         np.testing.assert_allclose(blocked.scores, dense[r].scores, rtol=1e-12, atol=1e-12, err_msg=r)
 
@@ -59,11 +59,11 @@ def test_block_paths_on_the_worked_example(force_blocks):
 
     t = worked_example()
     # the paper's appendix numbers (tests/test_rules_worked_example.py), now from the block-wise code
-    assert rank(t, "copeland").scores.tolist() == [-3.0, 3.0, 1.0, -1.0]
-    assert rank(t, "minimax").scores.tolist() == [-3.0, 0.0, -3.0, -3.0]
-    assert rank(t, "condorcet").winners == ("B",)
-    assert rank(t, "baldwin").ranks.tolist() == [4.0, 1.0, 2.0, 3.0]
-    assert rank(t, "threshold").ranks.tolist() == [4.0, 2.0, 1.0, 3.0]
+    assert apply_setting(t, "copeland").scores.tolist() == [-3.0, 3.0, 1.0, -1.0]
+    assert apply_setting(t, "minimax").scores.tolist() == [-3.0, 0.0, -3.0, -3.0]
+    assert apply_setting(t, "condorcet").winners == ("B",)
+    assert apply_setting(t, "baldwin").ranks.tolist() == [4.0, 1.0, 2.0, 3.0]
+    assert apply_setting(t, "threshold").ranks.tolist() == [4.0, 2.0, 1.0, 3.0]
 
 
 # ---------------------------------------------------------------------- huge finite values
@@ -72,9 +72,9 @@ def test_huge_scores_never_tie_different_models():
     t = ScoreTable(("A", "B", "C"), (Criterion("x"), Criterion("y")),
                    np.array([[1e308, 1e308], [1e308, -1e308], [-1e308, -1e308]]))
     for r in ("borda", "copeland", "minimax", "baldwin", "threshold", "plurality", "dowdall", "optimality_gap"):
-        assert rank(t, r).ranks.tolist() == [1.0, 2.0, 3.0], r
+        assert apply_setting(t, r).ranks.tolist() == [1.0, 2.0, 3.0], r
     # the mean of (1e308, 1e308) is 1e308, not inf; of (1e308, -1e308) exactly 0
-    am = rank(t, "arithmetic_mean")
+    am = apply_setting(t, "arithmetic_mean")
     assert am.scores.tolist() == [1e308, 0.0, -1e308]
     assert am.ranks.tolist() == [1.0, 2.0, 3.0]
 
@@ -84,7 +84,7 @@ def test_a_column_in_the_billions_does_not_tie_the_means_of_models_it_does_not_s
     # 5e-4, far above their rounding (~2.5e-5); the old tolerance (1e-12 of the largest |score|, 3.5e-3) tied them
     t = ScoreTable(("A", "B", "C"), (Criterion("acc"), Criterion("params", direction="lower")),
                    np.array([[0.801, 7e9], [0.800, 7e9], [0.5, 1e3]]))
-    am = rank(t, "arithmetic_mean")
+    am = apply_setting(t, "arithmetic_mean")
     assert am.scores.tolist() == [(0.801 - 7e9) / 2, (0.800 - 7e9) / 2, (0.5 - 1e3) / 2]
     assert am.ranks.tolist() == [2.0, 3.0, 1.0]
 
@@ -93,7 +93,7 @@ def test_one_huge_optimality_gap_does_not_tie_the_others():
     # B's -1e308 used to set the tie tolerance for everyone (1e-12 × 5e305): A (-0.496) and C (-0.9995) tied first
     t = ScoreTable(("A", "B", "C"), (Criterion("acc"), Criterion("f1")),
                    np.array([[1e308, 0.8], [-1e308, 0.9], [0.0, 0.1]]))
-    og = rank(t, "optimality_gap")  # scale 100 (a score above 1), gamma 1
+    og = apply_setting(t, "optimality_gap")  # scale 100 (a score above 1), gamma 1
     assert og.scores.tolist() == [(0.0 + (0.008 - 1)) / 2, (-1e306 - 1 + (0.009 - 1)) / 2, (-1 + (0.001 - 1)) / 2]
     assert og.ranks.tolist() == [1.0, 3.0, 2.0] and og.winners == ("A",)
 
@@ -108,14 +108,14 @@ def test_equal_means_computed_in_another_order_still_tie(rule):
             a = np.minimum(a, 1.0)
         t = ScoreTable(("A", "B", "C"), tuple(Criterion(f"c{j}") for j in range(7)),
                        np.array([a, rng.permutation(a), a * 0.5]))
-        assert rank(t, rule).ranks.tolist()[:2] == [1.0, 1.0], (rule, a)
+        assert apply_setting(t, rule).ranks.tolist()[:2] == [1.0, 1.0], (rule, a)
 
 
 def test_huge_scores_with_a_missing_one_impute_a_finite_median():
     # y's median of (1e308, 1e308) is 1e308 (not inf): A's missing y is imputed as 1e308
     t = ScoreTable(("A", "B", "C"), (Criterion("x"), Criterion("y")),
                    np.array([[1e308, np.nan], [1e307, 1e308], [1e306, 1e308]]))
-    am = rank(t, "arithmetic_mean")
+    am = apply_setting(t, "arithmetic_mean")
     assert np.isfinite(am.scores).all()
     assert am.ranks.tolist() == [1.0, 2.0, 3.0]
 
@@ -125,18 +125,18 @@ def test_huge_weights_keep_their_ratios():
     t = ScoreTable(("A", "B", "C"), tuple(Criterion(c, weight=1e308) for c in "xyz"),
                    np.array([[3.0, 3.0, 1.0], [2.0, 2.0, 2.0], [1.0, 1.0, 3.0]]))
     # scores in units of the largest weight: Borda A = 2+2+0, B = 1+1+1, C = 0+0+2
-    assert rank(t, "borda").scores.tolist() == [4.0, 3.0, 2.0]
-    assert rank(t, "copeland").scores.tolist() == [2.0, 0.0, -2.0]
-    assert rank(t, "condorcet").winners == ("A",)
-    assert rank(t, "minimax").ranks.tolist() == [1.0, 2.0, 2.0]
-    assert rank(t, "arithmetic_mean").scores.tolist() == pytest.approx([7 / 3, 2.0, 5 / 3])
+    assert apply_setting(t, "borda").scores.tolist() == [4.0, 3.0, 2.0]
+    assert apply_setting(t, "copeland").scores.tolist() == [2.0, 0.0, -2.0]
+    assert apply_setting(t, "condorcet").winners == ("A",)
+    assert apply_setting(t, "minimax").ranks.tolist() == [1.0, 2.0, 2.0]
+    assert apply_setting(t, "arithmetic_mean").scores.tolist() == pytest.approx([7 / 3, 2.0, 5 / 3])
 
 
 def test_huge_group_weights_in_the_weighted_setting():
     # own weights 1e308; group weights g = 1e308, h = 5e307 (ratio 2:1). A wins g's x, B wins h's y.
     t = ScoreTable(("A", "B"), (Criterion("x", weight=1e308, group="g"), Criterion("y", weight=1e308, group="h")),
                    np.array([[2.0, 1.0], [1.0, 3.0]]))
-    r = rank(t, "borda", setting="weighted", group_weights={"g": 1e308, "h": 5e307})
+    r = apply_setting(t, "borda", setting="weighted", group_weights={"g": 1e308, "h": 5e307})
     assert r.scores.tolist() == [1.0, 0.5]
     assert r.winners == ("A",)
 

@@ -10,7 +10,7 @@ import pytest
 
 from harness.floor.errors import UserError
 from ranking.rules import rule_names, worked_example
-from ranking.settings import SETTINGS, rank, weighted_table
+from ranking.settings import SETTINGS, apply_setting, weighted_table
 from ranking.table import ScoreTable
 
 
@@ -30,17 +30,17 @@ def test_settings_names():
 
 
 def test_basic_is_the_rule_itself(xy):
-    assert rank(xy, "borda").scores.tolist() == [6, 9, 8, 7]
-    assert rank(xy, "borda").params["setting"] == "basic"
+    assert apply_setting(xy, "borda").scores.tolist() == [6, 9, 8, 7]
+    assert apply_setting(xy, "borda").params["setting"] == "basic"
 
 
 def test_weighted_spreads_group_weight_over_the_group(xy):
     t = weighted_table(xy, {"x": 1.0, "y": 1.0})
     assert t.weights == pytest.approx([0.5, 0.5, 1 / 3, 1 / 3, 1 / 3])
-    r = rank(xy, "borda", setting="weighted")  # group weights default to 1
+    r = apply_setting(xy, "borda", setting="weighted")  # group weights default to 1
     # per-criterion Borda points: A 3,3,0,0,0  B 2,0,3,2,2  C 1,2,1,3,1  D 0,1,2,1,3
     assert r.scores == pytest.approx([3, 1 + 7 / 3, 1.5 + 5 / 3, 0.5 + 2])
-    r = rank(xy, "borda", setting="weighted", group_weights={"x": 3, "y": 1})
+    r = apply_setting(xy, "borda", setting="weighted", group_weights={"x": 3, "y": 1})
     assert r.scores == pytest.approx([9, 3 + 7 / 3, 4.5 + 5 / 3, 1.5 + 2])
     assert r.params["group_weights"] == {"x": 3.0, "y": 1.0}
 
@@ -53,13 +53,13 @@ def test_weighted_respects_own_weights_within_a_group(xy):
 
 def test_weighted_majority_rules(xy):
     # x: A first twice; y weighs the same in total: A last three times
-    r = rank(xy, "copeland", setting="weighted", group_weights={"x": 1, "y": 1})
+    r = apply_setting(xy, "copeland", setting="weighted", group_weights={"x": 1, "y": 1})
     w = weighted_table(xy, {"x": 1.0, "y": 1.0})
-    assert r.scores.tolist() == rank(w, "copeland").scores.tolist()
+    assert r.scores.tolist() == apply_setting(w, "copeland").scores.tolist()
 
 
 def test_two_step_interim_positions(xy):
-    r = rank(xy, "borda", setting="two-step", group_weights={"x": 3, "y": 1})
+    r = apply_setting(xy, "borda", setting="two-step", group_weights={"x": 3, "y": 1})
     # x: Borda A 6, C 3, B 2, D 1 -> positions A1 C2 B3 D4; y: B 7, D 6, C 5, A 0 -> B1 D2 C3 A4
     assert r.params["interim"] == {
         "x": {"A": -1.0, "B": -3.0, "C": -2.0, "D": -4.0},
@@ -71,23 +71,23 @@ def test_two_step_interim_positions(xy):
 
 def test_two_step_for_every_rule_runs(xy):
     for name in rule_names():
-        r = rank(xy, name, setting="two-step")
+        r = apply_setting(xy, name, setting="two-step")
         assert r.ranks.shape == (4,) and not np.isnan(r.ranks).any(), name
         assert r.params["setting"] == "two-step"
 
 
 def test_two_step_means_are_means_of_group_means(xy):
-    r = rank(xy, "arithmetic_mean", setting="two-step", group_weights={"x": 1, "y": 3})
+    r = apply_setting(xy, "arithmetic_mean", setting="two-step", group_weights={"x": 1, "y": 3})
     x = xy.values
     expected = (x[:, :2].mean(axis=1) * 1 + x[:, 2:].mean(axis=1) * 3) / 4
     assert r.scores == pytest.approx(expected)
-    og = rank(xy, "optimality_gap", setting="two-step", scale=4, gamma=0.75)
+    og = apply_setting(xy, "optimality_gap", setting="two-step", scale=4, gamma=0.75)
     gaps = np.minimum(x / 4, 0.75) - 0.75
     assert og.scores == pytest.approx((gaps[:, :2].mean(axis=1) + gaps[:, 2:].mean(axis=1)) / 2)
 
 
 def test_two_step_condorcet_and_threshold(xy):
-    r = rank(xy, "condorcet", setting="two-step", group_weights={"x": 2, "y": 1})
+    r = apply_setting(xy, "condorcet", setting="two-step", group_weights={"x": 2, "y": 1})
     # x: A beats everyone (c1, c2 both rank A first); y: B beats everyone -> second step: A wins 2 to 1
     assert r.params["interim"]["x"]["A"] == -1.0 and r.params["interim"]["y"]["B"] == -1.0
     assert r.winners == ("A",)
@@ -98,38 +98,38 @@ def test_two_step_model_missing_a_whole_group():
         {"p1": [3, 2, 1], "p2": [3, 1, 2], "e1": [np.nan, 1, 2]}, index=["A", "B", "C"]
     )
     t = ScoreTable.from_frame(frame, groups={"p1": "perf", "p2": "perf", "e1": "eff"})
-    r = rank(t, "borda", setting="two-step")
+    r = apply_setting(t, "borda", setting="two-step")
     assert r.params["interim"]["eff"]["A"] is None
     # perf: A1 B2 C2 (B, C tie) -> Borda among 3: A 2, B 0.5, C 0.5; eff (B, C only): C 1, B 0
     assert r.scores.tolist() == [2, 0.5, 1.5]
     with pytest.raises(UserError, match="model 'A' has no score on criterion 'eff'"):
-        rank(t, "borda", setting="two-step", missing="error")
+        apply_setting(t, "borda", setting="two-step", missing="error")
 
 
 def test_group_weight_zero_drops_the_group(xy):
-    r = rank(xy, "borda", setting="two-step", group_weights={"x": 0, "y": 1})
+    r = apply_setting(xy, "borda", setting="two-step", group_weights={"x": 0, "y": 1})
     assert list(r.params["interim"]) == ["y"]
     assert r.winners == ("B",)
-    w = rank(xy, "borda", setting="weighted", group_weights={"x": 0, "y": 1})
+    w = apply_setting(xy, "borda", setting="weighted", group_weights={"x": 0, "y": 1})
     assert w.winners == ("B",)
 
 
 def test_setting_errors(xy):
     with pytest.raises(UserError, match="unknown group 'z'"):
-        rank(xy, "borda", setting="weighted", group_weights={"z": 1})
+        apply_setting(xy, "borda", setting="weighted", group_weights={"z": 1})
     with pytest.raises(UserError, match="must be finite and >= 0"):
-        rank(xy, "borda", setting="weighted", group_weights={"x": -1})
+        apply_setting(xy, "borda", setting="weighted", group_weights={"x": -1})
     with pytest.raises(UserError, match="all group weights are zero"):
-        rank(xy, "borda", setting="two-step", group_weights={"x": 0, "y": 0})
+        apply_setting(xy, "borda", setting="two-step", group_weights={"x": 0, "y": 0})
     with pytest.raises(UserError, match="unknown setting"):
-        rank(xy, "borda", setting="three-step")
+        apply_setting(xy, "borda", setting="three-step")
     with pytest.raises(UserError, match="only apply to the 'weighted' and 'two-step'"):
-        rank(xy, "borda", group_weights={"x": 1})
+        apply_setting(xy, "borda", group_weights={"x": 1})
     with pytest.raises(UserError, match="need criterion groups"):
-        rank(worked_example(), "borda", setting="weighted")
+        apply_setting(worked_example(), "borda", setting="weighted")
     with pytest.raises(UserError, match="criterion 'c5' .*has no group"):
-        rank(grouped({"c1": "x", "c2": "x", "c3": "y", "c4": "y"}), "borda", setting="two-step")
+        apply_setting(grouped({"c1": "x", "c2": "x", "c3": "y", "c4": "y"}), "borda", setting="two-step")
     with pytest.raises(UserError, match="unknown rule 'bordaa'"):
-        rank(xy, "bordaa")
+        apply_setting(xy, "bordaa")
     with pytest.raises(UserError, match="rule borda has no parameter 'gamma'"):
-        rank(xy, "borda", gamma=1)
+        apply_setting(xy, "borda", gamma=1)

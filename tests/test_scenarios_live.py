@@ -4,7 +4,7 @@ The browser test opens the report in headless Chromium with a URL hash carrying 
 vectors; the page's script sets its sliders to each vector in turn (firing their ``input``
 events, as a user dragging them does), reads back the ranks from the table it rendered, and
 writes them into ``<pre id="live-output">``, which ``--dump-dom`` returns. Each is compared
-with :func:`ranking.settings.rank` (setting ``weighted``, the scenario's tie convention).
+with what `vnr rank` gives: the scenario's :class:`ranking.plan.RankPlan` (setting ``weighted``, its ties and preset).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import pytest
 from test_scenarios_util import PAPER, USER, scenario_file, write_results
 
 from harness.cli import main
+from ranking.plan import RankPlan
 from ranking.scenarios.cli import build_comparison
 from ranking.scenarios.live import LIVE_RULES, live_data
-from ranking.settings import rank
+from ranking.settings import apply_setting
 
 N_VECTORS = 25
 
@@ -100,7 +101,7 @@ def test_live_data_is_what_the_rules_use(tmp_path):
     w = [own * gw[data["groups"][g]] / data["totals"][g] for own, g in zip(data["own"], data["group_of"])]
     for rule in ("borda", "dowdall", "plurality"):
         pts = np.array([[np.nan if v is None else v for v in row] for row in data["points"][rule]])
-        expected = rank(cmp.table, rule, setting="weighted", group_weights=gw).scores
+        expected = apply_setting(cmp.table, rule, setting="weighted", group_weights=gw).scores
         np.testing.assert_allclose(np.nansum(pts * w, axis=1), expected, rtol=1e-12)
     # plurality's tied first places share the point (ties "default"): p1 has A and B tied first
     assert data["points"]["plurality"][0][0] == 0.5 and data["points"]["plurality"][1][0] == 0.5
@@ -127,11 +128,12 @@ def _page_rankings(browser: str, page: Path, vectors: list[list[str]], profile: 
     return json.loads(html.unescape(found.group(1)))
 
 
-def _python_ranks(table, groups, weights, ties) -> dict[str, dict[str, float | None]]:
+def _python_ranks(table, groups, weights, ties, preset=None) -> dict[str, dict[str, float | None]]:
+    """What vnr rank gives: the scenario's plan (its ties and preset: votenrank divides by a group's columns)."""
     gw = dict(zip(groups, weights))
     out = {}
     for rule in LIVE_RULES:
-        res = rank(table, rule, setting="weighted", group_weights=gw, ties=ties)
+        res = RankPlan.build(rule, setting="weighted", ties=ties, preset=preset).run_rule(table, rule, group_weights=gw)
         out[rule] = {m: (None if math.isnan(r) else float(r)) for m, r in zip(res.models, res.ranks)}
     return out
 
@@ -166,7 +168,8 @@ def test_page_ranking_equals_python_ranking_for_random_weights(case, tmp_path, c
     differ = 0
     for vec, run in zip(vectors, runs):
         assert run["weights"] == [float(x) for x in vec]  # the sliders took the weights exactly
-        expected = _python_ranks(cmp.table, groups, run["weights"], cmp.scenario.ties)
+        expected = _python_ranks(cmp.table, groups, run["weights"], cmp.scenario.ties, cmp.scenario.preset)
         assert run["ranks"] == expected, f"weights {vec}"
-        differ += expected != _python_ranks(cmp.table, groups, [1.0] * len(groups), cmp.scenario.ties)
+        differ += expected != _python_ranks(cmp.table, groups, [1.0] * len(groups), cmp.scenario.ties,
+                                            cmp.scenario.preset)
     assert differ >= 3  # the weights did change the rankings: the comparison is not vacuous

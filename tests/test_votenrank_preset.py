@@ -19,7 +19,7 @@ from harness.floor.errors import UserError
 from ranking.prospective import prospective
 from ranking.scenarios.compare import compare
 from ranking.scenarios.scenario import Scenario
-from ranking.settings import PRESETS, get_preset, rank
+from ranking.settings import PRESETS, apply_setting, get_preset
 from ranking.table import Criterion, ScoreTable
 
 
@@ -36,25 +36,25 @@ def tied():
 
 def test_ties_borda(tied):
     # default: the tied block fills positions 1-2, Borda points (2, 1) averaged: A = B = 1.5, C = 0
-    assert rank(tied, "borda").scores.tolist() == [1.5, 1.5, 0.0]
+    assert apply_setting(tied, "borda").scores.tolist() == [1.5, 1.5, 0.0]
     # votenrank: the worst tied position, i.e. one point per model strictly below: A = B = 1, C = 0
-    assert rank(tied, "borda", preset="votenrank").scores.tolist() == [1.0, 1.0, 0.0]
+    assert apply_setting(tied, "borda", preset="votenrank").scores.tolist() == [1.0, 1.0, 0.0]
 
 
 def test_ties_dowdall(tied):
     # default: (1 + 1/2) / 2 = 0.75 each; votenrank: the best tied position, 1 each; C third: 1/3 both
-    assert rank(tied, "dowdall").scores.tolist() == pytest.approx([0.75, 0.75, 1 / 3])
-    assert rank(tied, "dowdall", preset="votenrank").scores.tolist() == pytest.approx([1.0, 1.0, 1 / 3])
+    assert apply_setting(tied, "dowdall").scores.tolist() == pytest.approx([0.75, 0.75, 1 / 3])
+    assert apply_setting(tied, "dowdall", preset="votenrank").scores.tolist() == pytest.approx([1.0, 1.0, 1 / 3])
 
 
 def test_ties_plurality(tied):
     # default: two models tied first share the point, 1/2 each; votenrank: only a unique first counts
-    assert rank(tied, "plurality").scores.tolist() == [0.5, 0.5, 0.0]
-    assert rank(tied, "plurality", preset="votenrank").scores.tolist() == [0.0, 0.0, 0.0]
+    assert apply_setting(tied, "plurality").scores.tolist() == [0.5, 0.5, 0.0]
+    assert apply_setting(tied, "plurality", preset="votenrank").scores.tolist() == [0.0, 0.0, 0.0]
 
 
 def test_explicit_ties_override_the_preset(tied):
-    assert rank(tied, "borda", preset="votenrank", ties="default").scores.tolist() == [1.5, 1.5, 0.0]
+    assert apply_setting(tied, "borda", preset="votenrank", ties="default").scores.tolist() == [1.5, 1.5, 0.0]
 
 
 # ---------------------------------------------------------------------- weighted
@@ -74,7 +74,7 @@ def grouped():
 def test_weighted_divides_by_total_own_weight_by_default(grouped):
     # default: p's size is its total own weight 1 + 1/2 + 1/2 = 2 -> weights 1/2, 1/4, 1/4; e: 1.
     # Borda with two models = weight of the criteria a model wins: A = 1/2 + 1/4 + 1/4 = 1, B = 1: a tie.
-    r = rank(grouped, "borda", setting="weighted")
+    r = apply_setting(grouped, "borda", setting="weighted")
     assert r.scores.tolist() == [1.0, 1.0]
     assert r.winners == ("A", "B")
 
@@ -82,7 +82,7 @@ def test_weighted_divides_by_total_own_weight_by_default(grouped):
 def test_weighted_divides_by_number_of_columns_under_the_preset(grouped):
     # votenrank: p's size is its 3 columns -> weights 1/3, 1/6, 1/6; e: 1.
     # A = 1/3 + 1/6 + 1/6 = 2/3, B = 1: B wins alone.
-    r = rank(grouped, "borda", setting="weighted", preset="votenrank")
+    r = apply_setting(grouped, "borda", setting="weighted", preset="votenrank")
     assert r.scores.tolist() == pytest.approx([2 / 3, 1.0])
     assert r.winners == ("B",)
     assert r.params["preset"] == "votenrank"
@@ -96,16 +96,16 @@ def percent():
 
 def test_optimality_gap_gamma(percent):
     # scale 100 (scores exceed 1). default gamma 1: A = (0 + (0.70 - 1)) / 2 = -0.15, B = (0.84 - 1) = -0.16: A wins.
-    d = rank(percent, "optimality_gap")
+    d = apply_setting(percent, "optimality_gap")
     assert d.scores.tolist() == pytest.approx([-0.15, -0.16])
     assert d.winners == ("A",)
     # votenrank gamma 0.95 (95 on the 0-100 scale): A = (0 + (0.70 - 0.95)) / 2 = -0.125, B = 0.84 - 0.95 = -0.11
-    v = rank(percent, "optimality_gap", preset="votenrank")
+    v = apply_setting(percent, "optimality_gap", preset="votenrank")
     assert v.scores.tolist() == pytest.approx([-0.125, -0.11])
     assert v.winners == ("B",)
     assert v.params["gamma"] == 0.95
     # an explicit gamma wins over the preset's
-    assert rank(percent, "optimality_gap", preset="votenrank", gamma=1.0).winners == ("A",)
+    assert apply_setting(percent, "optimality_gap", preset="votenrank", gamma=1.0).winners == ("A",)
 
 
 def test_og_gamma_on_the_command_line(tmp_path, capsys):
@@ -130,9 +130,9 @@ def with_zero():
 def test_geometric_mean_with_a_zero_score(with_zero):
     # default: a score <= 0 has no logarithm: refused, naming the model and the criterion
     with pytest.raises(UserError, match="'A' has 0 on criterion 't1'"):
-        rank(with_zero, "geometric_mean")
+        apply_setting(with_zero, "geometric_mean")
     # votenrank: as scipy.stats.gmean, a zero makes the product 0: A = 0; B = sqrt(50 * 50) = 50
-    r = rank(with_zero, "geometric_mean", preset="votenrank")
+    r = apply_setting(with_zero, "geometric_mean", preset="votenrank")
     assert r.scores.tolist() == pytest.approx([0.0, 50.0])
     assert r.ranks.tolist() == [2.0, 1.0]
 
@@ -140,14 +140,14 @@ def test_geometric_mean_with_a_zero_score(with_zero):
 def test_geometric_mean_of_positive_scores_is_the_same_under_both():
     # A = sqrt(4 * 1) = 2, B = sqrt(2 * 2) = 2: a tie either way
     t = _table({"A": [4.0, 1.0], "B": [2.0, 2.0]}, [Criterion("t1"), Criterion("t2")])
-    assert rank(t, "geometric_mean").scores.tolist() == pytest.approx([2.0, 2.0])
-    assert rank(t, "geometric_mean", preset="votenrank").scores.tolist() == pytest.approx([2.0, 2.0])
+    assert apply_setting(t, "geometric_mean").scores.tolist() == pytest.approx([2.0, 2.0])
+    assert apply_setting(t, "geometric_mean", preset="votenrank").scores.tolist() == pytest.approx([2.0, 2.0])
 
 
 def test_geometric_mean_of_huge_scores_does_not_overflow():
     # logs are weighted before exponentiating: sqrt(1e308 * 1e308) = 1e308, not inf
     t = _table({"A": [1e308, 1e308], "B": [1e307, 1e308]}, [Criterion("t1"), Criterion("t2")])
-    r = rank(t, "geometric_mean")
+    r = apply_setting(t, "geometric_mean")
     assert r.scores[0] == pytest.approx(1e308)
     assert r.ranks.tolist() == [1.0, 2.0]
 

@@ -178,6 +178,26 @@ def test_vnr_rank_states_the_vote_and_votes_per_column_on_request(tmp_path, caps
     assert by_benchmark.splitlines()[1:] == ["A,2.0,1", "B,2.0,1", "C,2.0,1"]
 
 
+def test_the_vote_line_agrees_in_number(tmp_path, capsys):
+    """`vnr rank --vote column` with one aggregate left to its parts says so in the singular, two in the plural."""
+    folder = _structured_folder(tmp_path)
+    assert main(["rank", str(folder), "--rule", "borda", "--vote", "column"]) == 0
+    out = capsys.readouterr().out
+    assert "votes: one per column (4 of 5 columns vote; 1 aggregate column left to its parts)" in out
+    assert "their parts" not in out
+    t = ScoreTable(("A", "B"), (Criterion("mmlu", benchmark="mmlu", aggregate=True),
+                               Criterion("mmlu_0", benchmark="mmlu", detail=True),
+                               Criterion("arc", benchmark="arc", aggregate=True), Criterion("arc_0", benchmark="arc")),
+                   np.array([[0.7, 0.1, 0.4, 0.2], [0.6, 0.9, 0.5, 0.3]]))
+    two = ranking.rank(t, "borda", vote="column").settings["votes"]
+    from ranking.votes import describe
+
+    assert describe(two) == "votes: one per column (2 of 4 columns vote; 2 aggregate columns left to their parts)"
+    one = ranking.rank(ScoreTable(t.models, t.criteria[:2], t.values[:, :2]), "borda").settings["votes"]
+    assert describe(one) == ("votes: one per benchmark (1 benchmark from 2 columns; 1 detail column does not vote; "
+                             "--vote column: one per column)")
+
+
 def test_board_needs_an_imported_table(tmp_path, capsys):
     folder = _structured_folder(tmp_path)
     assert main(["rank", str(folder), "--board"]) == 2
@@ -295,7 +315,7 @@ def test_prospective_and_analyze_rank_under_the_vote_too(tmp_path, capsys):
     out = capsys.readouterr()
     found = json.loads(out.out)
     assert found["A"]["prospective"] and not found["B"]["prospective"]  # only the group score votes: A is ahead
-    assert "vnr prospective: note: votes: one per benchmark (1 benchmarks from 4 columns" in out.err
+    assert "vnr prospective: note: votes: one per benchmark (1 benchmark from 4 columns" in out.err
     assert main(["prospective", str(tmp_path), "--format", "json", "--vote", "column"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["B"]["prospective"] and not found["A"]["prospective"]  # the subtasks vote: B wins all three

@@ -150,22 +150,24 @@ def make_ranker(
     setting: str = "basic",
     group_weights: Mapping[str, float] | None = None,
     params: Mapping[str, Any] | None = None,
+    plan: Any = None,
 ) -> Ranker:
-    """A function ``table -> positions`` for a registered rule run through ``ranking.settings.rank``.
+    """A function ``table -> positions`` for a registered rule, ranked through a :class:`ranking.plan.RankPlan`.
 
-    The rule name is checked now, so a typo fails before any repetition runs.
+    ``plan`` (else the plan of ``rule``, ``setting``, ``group_weights`` and ``params``, the arguments of
+    :func:`ranking.rank`) ranks tables it prepared (:meth:`~ranking.plan.RankPlan.prepare`, e.g.
+    :func:`ranking.cli_types.table_from_args` with ``voted``) and the sub-tables and changed tables the
+    analyses derive from them. The rule name is checked now, so a typo fails before any repetition runs.
     """
-    try:
-        from ranking.settings import rank
-    except ModuleNotFoundError as exc:  # pragma: no cover - only while the rules are being written
-        raise UserError(f"rule {rule!r} cannot be used: ranking.settings is not available ({exc})") from None
-    from ranking.rules import get_rule
+    from ranking.plan import RankPlan
 
-    get_rule(rule)
-    extra = dict(params or {})
+    if plan is None:
+        plan = RankPlan.build(rule, setting=setting, group_weights=group_weights, **dict(params or {}))
+    else:
+        RankPlan.build(rule)  # the name checked
 
     def run(table: ScoreTable) -> np.ndarray:
-        return np.asarray(rank(table, rule, setting=setting, group_weights=group_weights, **extra).ranks, dtype=float)
+        return np.asarray(plan.run_rule(table, rule).ranks, dtype=float)
 
     run.__name__ = f"rank_{rule}"
     return run

@@ -29,7 +29,7 @@ import numpy as np
 
 from harness.floor.errors import UserError
 from ranking.intervals import SEED_COLUMNS, read_seeds  # noqa: F401  (read here by the scenario CLI and tests)
-from ranking.scenarios.compare import run_column
+from ranking.scenarios.compare import column_plans, run_column
 from ranking.scenarios.scenario import Scenario
 from ranking.table import ScoreTable
 
@@ -93,10 +93,11 @@ def _rank_probabilities(scenario: Scenario, table: ScoreTable, draw_values, n: i
     rng = np.random.default_rng(seed)
     k = table.n_models
     counts = {c.name: np.zeros((k, k)) for c in scenario.columns}
+    plans = column_plans(scenario)  # resolved once, applied to every draw
     for _ in range(n):
         draw = table.with_values(draw_values(rng))
         for c in scenario.columns:
-            counts[c.name] += tie_split(run_column(draw, c, scenario.ties).ranks)
+            counts[c.name] += tie_split(run_column(draw, c, scenario.ties, plans[c.name]).ranks)
     return {name: cnt / n for name, cnt in counts.items()}
 
 
@@ -104,13 +105,18 @@ def tie_split(ranks: np.ndarray) -> np.ndarray:
     """Models × positions: 1 at a model's position; ``t`` models tied at position ``r`` get ``1/t`` at each of
     ``r … r+t-1`` (so every row and every column of ranked models sums to 1; unranked models: a zero row).
 
+    A block that would run past the last position (Condorcet without a winner puts everyone at 2) ends at it.
+
     >>> tie_split(np.array([1.0, 1.0, 3.0])).tolist()
     [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]
+    >>> tie_split(np.array([2.0, 2.0])).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
     """
     k = ranks.size
     out = np.zeros((k, k))
     ok = ~np.isnan(ranks)
     values, sizes = np.unique(ranks[ok], return_counts=True)
     for r, t in zip(values, sizes):
-        out[np.ix_(ranks == r, np.arange(int(r) - 1, int(r) - 1 + t))] = 1.0 / t
+        start = min(int(r) - 1, k - int(t))
+        out[np.ix_(ranks == r, np.arange(start, start + t))] = 1.0 / t
     return out

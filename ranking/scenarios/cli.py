@@ -167,7 +167,7 @@ def _data_root_shown(args: argparse.Namespace) -> str | None:
 # ---------------------------------------------------------------------- whatif
 def whatif_columns(scenario: Any, rule: str | None, setting: str | None) -> list[Any]:
     """The columns to ask about: an ad-hoc (rule, setting), or every weighted / two-step column."""
-    from ranking.scenarios.scenario import SETTINGS, Column
+    from ranking.scenarios.scenario import SETTINGS
 
     if setting is not None and setting not in SETTINGS:
         raise UserError(f"--setting {setting!r} is not one of {', '.join(SETTINGS)}")
@@ -191,7 +191,7 @@ def whatif_columns(scenario: Any, rule: str | None, setting: str | None) -> list
         if c.rule == rule and c.setting == setting:
             return [c]
     weights = scenario.scenario_group_weights(rule, setting)
-    return [Column(f"{rule}_{setting}", rule, setting, weights)]
+    return [scenario.ad_hoc_column(rule, setting, weights)]  # under the scenario's preset, as its own columns
 
 
 def run_whatif(args: argparse.Namespace) -> int:

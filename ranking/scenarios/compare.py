@@ -28,34 +28,24 @@ from ranking.scenarios.scenario import Column, Scenario
 from ranking.table import ScoreTable
 
 
-def run_column(table: ScoreTable, column: Column, ties: str = "default") -> RuleResult:
+def run_column(table: ScoreTable, column: Column, ties: str = "default", plan: Any = None) -> RuleResult:
     """One column's result on the scenario table, aligned to ``table.models`` (NaN = not ranked).
 
-    A ``group`` column ranks that group's sub-table alone (setting basic); otherwise the
-    column's setting and group weights go to :func:`ranking.settings.rank`.
+    The column ranks through its :class:`ranking.plan.RankPlan` (``plan``, else :meth:`Column.plan` with the
+    scenario's ``ties``) on the table the scenario prepared; a ``group`` column ranks that group's sub-table alone
+    (setting basic).
     """
-    from ranking.settings import rank
-
-    ties = column.ties or ties
     try:
         if column.rule == "board":  # the leaderboard's own order, from the scenario's table
             from ranking.boards import board_result
 
             return align(board_result(table), table.models)
-        if column.group is not None:
-            res = rank(table.group(column.group), column.rule, setting="basic", ties=ties, **column.params)
-        else:
-            res = rank(
-                table,
-                column.rule,
-                setting=column.setting,
-                group_weights=column.group_weights,
-                ties=ties,
-                **column.params,
-            )
+        if plan is None:
+            plan = column.plan(ties)
+        res = plan.run_rule(table.group(column.group) if column.group is not None else table, column.rule)
     except UserError as exc:
         raise UserError(f"column {column.name!r} ({column.label}): {exc}") from None
-    except TypeError as exc:  # an unknown rule parameter
+    except TypeError as exc:  # a rule parameter of the wrong kind
         if column.params:
             raise UserError(f"column {column.name!r}: rule {column.rule!r} rejects params {column.params}: {exc}") from None
         raise
@@ -137,8 +127,18 @@ class Comparison:
 
 def compare(scenario: Scenario, table: ScoreTable) -> Comparison:
     """Run every column of ``scenario`` on ``table`` (already :meth:`Scenario.build_table`-ed)."""
-    results = {c.name: run_column(table, c, scenario.ties) for c in scenario.columns}
+    results = {c.name: run_column(table, c, scenario.ties, _plan(scenario, c)) for c in scenario.columns}
     return Comparison(scenario, table, results)
+
+
+def _plan(scenario: Scenario, column: Column) -> Any:
+    """The column's plan (None for the board's own order, which is no rule's ranking)."""
+    return None if column.rule == "board" else scenario.plan(column)
+
+
+def column_plans(scenario: Scenario) -> dict[str, Any]:
+    """Column name → its :class:`ranking.plan.RankPlan` (None for ``rule: board``), built once for repeated use."""
+    return {c.name: _plan(scenario, c) for c in scenario.columns}
 
 
 # ---------------------------------------------------------------------- formatting

@@ -4,7 +4,8 @@ The report embeds, as JSON, everything the ``weighted`` setting needs that does 
 depend on the group weights, and a plain script (``live_weights.js``, no library, no
 server, works from ``file://``) recomputes the rankings whenever a group-weight slider
 moves. Under ``weighted`` a criterion's weight is ``own × group weight / the group's
-total own weight`` (:func:`ranking.settings.weighted_table`), so:
+total own weight`` (:func:`ranking.settings.weighted_table`; under the ``votenrank`` preset ``/ the group's
+number of columns``: the scenario plan's divisor), so:
 
 - **borda, dowdall, plurality** (positional, linear in the weights): each criterion's
   points per model are fixed (they depend on positions and the tie convention only);
@@ -15,7 +16,7 @@ total own weight`` (:func:`ranking.settings.weighted_table`), so:
   weights into the pairwise ``wins`` matrix (:mod:`ranking.pairwise`) and applies the rule.
 
 The page ranks with the same tolerances as the Python rules (relative ``1e-12`` of the
-largest attainable score), so its ranking equals :func:`ranking.settings.rank` with
+largest attainable score), so its ranking equals :func:`ranking.rank` with
 ``setting="weighted"`` for the same group weights and ties convention; the browser test
 (``tests/test_scenarios_live.py``) checks that on random weight vectors.
 """
@@ -35,8 +36,13 @@ from ranking.table import ScoreTable
 LIVE_RULES = ("borda", "dowdall", "plurality", "arithmetic_mean", "copeland", "minimax")
 
 
-def live_data(table: ScoreTable, ties: str, group_weights: Mapping[str, float] | None = None) -> dict[str, Any] | None:
+def live_data(table: ScoreTable, ties: str, group_weights: Mapping[str, float] | None = None, *,
+              divisor: str = "total_weight") -> dict[str, Any] | None:
     """The JSON the page's script reads; ``None`` when the table has no groups (nothing to weigh).
+
+    ``divisor``: what an own weight is divided by under ``weighted`` — the scenario plan's preset's
+    (:attr:`ranking.settings.Preset.weighted_divisor`: the group's total own weight, or under ``votenrank`` its
+    number of columns), so the page weighs as :func:`ranking.rank` does.
 
     >>> from ranking.rules import worked_example
     >>> from dataclasses import replace
@@ -51,10 +57,12 @@ def live_data(table: ScoreTable, ties: str, group_weights: Mapping[str, float] |
     groups = list(table.group_names)
     if not groups or any(c.group is None and c.weight > 0 for c in table.criteria):
         return None
+    if divisor not in ("total_weight", "columns"):
+        raise ValueError(f"unknown divisor {divisor!r}")
     totals = {g: 0.0 for g in groups}
     for c in table.criteria:  # the same order of summation as ranking.settings.weighted_table
         if c.group is not None:
-            totals[c.group] = totals[c.group] + c.weight
+            totals[c.group] = totals[c.group] + (1.0 if divisor == "columns" else c.weight)
     oriented = table.oriented
     above, below, m = position_counts(oriented)
     points = {

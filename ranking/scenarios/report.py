@@ -266,13 +266,16 @@ def live_html(cmp: Comparison) -> str:
     sc = cmp.scenario
     weighted = [c for c in sc.columns if c.uses_group_weights and c.group_weights]
     initial = weighted[0].group_weights if weighted else None
-    data = live_data(cmp.table, sc.ties, initial)
+    # the weighted setting's divisor of the scenario's plan (its preset's), as vnr rank divides
+    divisor = sc.table_plan().conventions.weighted_divisor
+    data = live_data(cmp.table, sc.ties, initial, divisor=divisor)
     if data is None:
         return ""
+    size = "number of columns" if divisor == "columns" else "total own weight"
     return (
         "<h2>Live weights</h2><p class='muted'>Move a slider to change a group's weight; the models are "
         "re-ranked in this page under the <b>weighted</b> setting (each criterion's weight = its own weight × "
-        "the group weight / the group's total own weight), with the scenario's tie convention "
+        f"the group weight / the group's {size}), with the scenario's tie convention "
         f"<code>{html.escape(sc.ties)}</code>. Borda, Dowdall, Plurality and the mean are linear in the weights; "
         "Copeland and Minimax are recomputed from the per-criterion pairwise comparisons embedded in the page. "
         "The rankings equal <code>vnr rank TABLE --setting weighted --group-weights …</code> for the same "

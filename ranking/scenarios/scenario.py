@@ -34,7 +34,8 @@ A scenario is a YAML mapping (see ``configs/scenarios/*.yaml``)::
       simplex_columns: [borda_weighted]  # default: every weighted / two-step column
       simplex_resolution: 30             # grid steps per side of the weight triangle
 
-Settings (computed by :func:`ranking.settings.rank`): ``basic`` uses each
+Settings (each column ranks through its :class:`ranking.plan.RankPlan`, :meth:`Column.plan`, as
+:func:`ranking.rank` would with the same choices): ``basic`` uses each
 criterion's own weight; ``weighted`` gives a criterion own × group_weight /
 (total own weight of its group) — with own weights of 1 that is
 group_weight / |group| (|group| = number of criteria in the group) — so with the
@@ -142,6 +143,21 @@ class Column:
     def uses_group_weights(self) -> bool:
         return self.setting in ("weighted", "two-step") and self.group is None
 
+    def plan(self, ties: str = "default", vote: str | None = None) -> Any:
+        """The column as a :class:`ranking.plan.RankPlan`: its rule, setting and group weights (a ``group``
+        column: basic, on that group's sub-table), tie convention (its own, else ``ties``: the scenario's),
+        preset and parameters — what :func:`ranking.rank` ranks with the same choices."""
+        from ranking.plan import RankPlan
+
+        if self.rule == BOARD_RULE:
+            raise UserError(f"column {self.name!r} shows the leaderboard's own order: it has no ranking plan")
+        params = dict(self.params)
+        preset = params.pop("preset", None)
+        inside = self.group is not None
+        return RankPlan.build(self.rule, setting="basic" if inside else self.setting,
+                              group_weights=None if inside else self.group_weights, ties=self.ties or ties,
+                              preset=preset, vote=vote, **params)
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -160,6 +176,7 @@ class Scenario:
     path: str | None = None
     preset: str | None = None  # the scenario's preset (None: default); votenrank ranks complete rows only
     vote: str = "benchmark"  # one vote per benchmark (ranking.votes), or per column
+    og_gamma: float | None = None  # the scenario's optimality-gap gamma (in its columns' params too)
 
     # ------------------------------------------------------------------ parsing
     @classmethod
@@ -217,6 +234,7 @@ class Scenario:
             path=str(path) if path else None,
             preset=preset.name if preset is not None else None,
             vote=spec.vote or "benchmark",
+            og_gamma=spec.og_gamma,
         )
 
     # ------------------------------------------------------------------ accessors
@@ -233,6 +251,26 @@ class Scenario:
             if c.name == name:
                 return c
         raise UserError(f"{self.where}: unknown column {name!r} (columns: {', '.join(c.name for c in self.columns)})")
+
+    def plan(self, column: str | Column) -> Any:
+        """A column's :class:`ranking.plan.RankPlan` under the scenario's tie convention and vote mode."""
+        col = self.column(column) if isinstance(column, str) else column
+        return col.plan(self.ties, self.vote)
+
+    def ad_hoc_column(self, rule: str, setting: str, group_weights: dict[str, float] | None) -> Column:
+        """A column the file does not list (``vnr whatif --rule R --setting S``), under the scenario's preset and
+        ``og_gamma`` like the columns it lists."""
+        from ranking.settings import get_preset
+
+        preset = get_preset(self.preset) if self.preset is not None else None
+        return _with_preset(Column(f"{rule}_{setting}", rule, setting, group_weights), preset, self.og_gamma)
+
+    def table_plan(self) -> Any:
+        """The :class:`ranking.plan.RankPlan` that prepares the scenario's table: its preset (``votenrank``: the
+        complete rows only) and vote mode."""
+        from ranking.plan import RankPlan
+
+        return RankPlan.build(preset=self.preset, vote=self.vote)
 
     def default_simplex_columns(self) -> tuple[str, ...]:
         if self.simplex_columns is not None:
@@ -349,18 +387,17 @@ class Scenario:
             standard_errors=None if table.standard_errors is None else table.standard_errors[:, idx][keep],
             board=table.board,
         )
-        from ranking.settings import get_preset
+        from ranking.votes import changes_weights, describe
 
-        if self.preset is not None and get_preset(self.preset).drop_incomplete:
-            out, partial = out.complete_rows()  # the published numbers ranked the complete rows only (dropna)
-            if partial:
-                log.warning("%s: preset %s ranks only models with every score; leaving out: %s", self.name,
-                            self.preset, ", ".join(partial))
-        from ranking.votes import apply_votes, changes_weights, describe
-
-        out, votes = apply_votes(out, self.vote)
-        if changes_weights(votes):
-            log.warning("%s: %s", self.name, describe(votes))
+        # the rows and weights every column ranks, as ranking.rank prepares them (the votenrank preset: the complete
+        # rows only, as the published numbers were ranked, dropna; the vote mode's weights)
+        prepared = self.table_plan().prepare(out)
+        out, partial = prepared.table, prepared.dropped
+        if partial:
+            log.warning("%s: preset %s ranks only models with every score; leaving out: %s", self.name,
+                        self.preset, ", ".join(partial))
+        if changes_weights(prepared.votes):
+            log.warning("%s: %s", self.name, describe(prepared.votes))
         if not any(c.weight > 0 for c in out.criteria):
             raise UserError(f"{self.where}: every criterion has weight 0")
         for g in self.groups:

@@ -5,7 +5,9 @@ on the simplex ``w ≥ 0, Σw = 1`` is a point of a triangle; the map evaluates 
 weighted or two-step column on a regular grid of ``(r+1)(r+2)/2`` points
 (``r`` = resolution; the corners are included) and records the winner there.
 
-Two ways to compute it, which must agree:
+Both rank through the column's :class:`ranking.plan.RankPlan` (:meth:`Column.plan`: what
+:func:`ranking.rank` ranks with the same choices), under the group weights of each point. Two ways
+to compute it, which must agree:
 
 - **loop**: call the rule once per grid point (works for every rule);
 - **linear** (vectorised): for rules whose scores are linear in the weights
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -63,18 +66,13 @@ def group_weights_at(groups: tuple[str, ...], w: np.ndarray) -> dict[str, float]
     return {g: float(x) for g, x in zip(groups, w)}
 
 
-def rank_at(table: ScoreTable, column: Column, ties: str, groups: tuple[str, ...], w: np.ndarray) -> RuleResult:
-    """The column's rule and setting with the group weights ``w`` (one point of the simplex)."""
-    from ranking.settings import rank
-
-    return rank(
-        table,
-        column.rule,
-        setting=column.setting,
-        group_weights=group_weights_at(groups, w),
-        ties=column.ties or ties,
-        **column.params,
-    )
+def rank_at(table: ScoreTable, column: Column, ties: str, groups: tuple[str, ...], w: np.ndarray,
+            plan: Any = None) -> RuleResult:
+    """The column's rule and setting with the group weights ``w`` (one point of the simplex): its
+    :class:`ranking.plan.RankPlan` (``plan``, else :meth:`Column.plan` with ``ties``) under other group weights."""
+    if plan is None:
+        plan = column.plan(ties)
+    return plan.run_rule(table, column.rule, group_weights=group_weights_at(groups, w))
 
 
 def winners_mask_from_scores(scores: np.ndarray, rel_tol: float = REL_TOL) -> np.ndarray:
@@ -97,8 +95,9 @@ def loop_winners(table: ScoreTable, column: Column, ties: str, points: np.ndarra
     groups = table.group_names
     mask = np.zeros((len(points), table.n_models), dtype=bool)
     index = {m: i for i, m in enumerate(table.models)}
+    plan = column.plan(ties)  # resolved once, applied at every point
     for p, w in enumerate(points):
-        res = rank_at(table, column, ties, groups, w)
+        res = rank_at(table, column, ties, groups, w, plan)
         for m in res.winners:
             mask[p, index[m]] = True
     return mask
@@ -115,8 +114,9 @@ def linear_basis(table: ScoreTable, column: Column, ties: str, *, probes: int = 
         return None
     groups = table.group_names
     k = len(groups)
+    plan = column.plan(ties)  # the corners, the probes and the loop rank through one plan
     try:
-        cols = [rank_at(table, column, ties, groups, np.eye(k)[g]).scores for g in range(k)]
+        cols = [rank_at(table, column, ties, groups, np.eye(k)[g], plan).scores for g in range(k)]
     except UserError as exc:
         log.debug("no linear basis for %s: %s", column.name, exc)
         return None
@@ -126,7 +126,7 @@ def linear_basis(table: ScoreTable, column: Column, ties: str, *, probes: int = 
     rng = np.random.default_rng(seed)
     points = np.vstack([np.full(k, 1.0 / k), rng.dirichlet(np.ones(k), size=probes)])
     for w in points:
-        want = rank_at(table, column, ties, groups, w).ranks
+        want = rank_at(table, column, ties, groups, w, plan).ranks
         pred = basis @ w
         scale = max(np.abs(pred).max(), 1.0)
         got = positions_from_scores(np.round(pred / (REL_TOL * scale)) * (REL_TOL * scale))

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from harness.floor.errors import UserError
-from ranking.scenarios.compare import Comparison, run_column
+from ranking.scenarios.compare import Comparison, column_plans, run_column
 
 
 def add_intervals(cmp: Comparison, seeds: str | Path | None, *, level: float, draws: int, seed: int) -> None:
@@ -31,18 +31,19 @@ def add_intervals(cmp: Comparison, seeds: str | Path | None, *, level: float, dr
     table = cmp.table
     source = draw_source(table, seeds)
     ties = cmp.scenario.ties
+    plans = column_plans(cmp.scenario)
     out = {}
     for c in cmp.scenario.columns:
         res = cmp.results[c.name]
 
         def one(t: Any, c: Any = c) -> np.ndarray:
-            return run_column(t, c, ties).scores
+            return run_column(t, c, ties, plans[c.name]).scores
 
         simple = c.group is None and not c.params and c.setting == "basic"
         resolved = {"ties": c.ties or ties, "atol": 0.0}
-        # a plain basic column may use a vectorised scorer; any other is scored draw by draw by its column
+        # a plain basic column may use a vectorised scorer (its plan's); any other is scored draw by draw by its column
         drawn = score_draws(table, c.rule, source, draws, seed, setting="basic" if simple else "column",
-                            resolved=resolved, score_one=one)
+                            resolved=resolved, score_one=one, plan=plans[c.name] if simple else None)
         out[c.name] = intervals_from_draws(c.rule, table.models, res.scores, res.ranks, drawn, level)
     cmp.intervals = out
     cmp.intervals_note = (f"Rank intervals: {level:.0%} for all models at once (per column), from "
@@ -56,13 +57,14 @@ def add_robustness(cmp: Comparison, *, max_cells: int) -> None:
     from ranking.robustness import cells_to_win
 
     ties = cmp.scenario.ties
+    plans = column_plans(cmp.scenario)
     out = {}
     for c in cmp.scenario.columns:
         def one(t: Any, c: Any = c) -> Any:
-            return run_column(t, c, ties)
+            return run_column(t, c, ties, plans[c.name])
 
         simple = c.group is None and not c.params and c.setting == "basic" and not c.ties
-        out[c.name] = cells_to_win(cmp.table, c.rule, max_cells=max_cells, rank_kwargs={"ties": ties},
+        out[c.name] = cells_to_win(cmp.table, c.rule, max_cells=max_cells, plan=plans[c.name],
                                    score=None if simple else one)
     cmp.robustness = out
 

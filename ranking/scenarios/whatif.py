@@ -144,7 +144,8 @@ def what_if(
     if len(groups) < 2:
         raise UserError("what-if needs a table with at least two groups")
     w0 = group_weight_vector(groups, scenario_weights)
-    at_scenario = rank_at(table, column, ties, groups, w0).winners
+    plan = column.plan(ties)  # every ranking below: the column's plan under other group weights
+    at_scenario = rank_at(table, column, ties, groups, w0, plan).winners
     answer = WhatIf(model, column, dict(zip(groups, map(float, w0))), None, None, False, "grid",
                     winners_at_scenario=tuple(at_scenario))
     basis = linear_basis(table, column, ties)
@@ -156,7 +157,7 @@ def what_if(
             w = _lp(basis, m, w0, margin)
             if w is None:
                 continue
-            winners = rank_at(table, column, ties, groups, w).winners
+            winners = rank_at(table, column, ties, groups, w, plan).winners
             if model in winners:
                 found = (w, sole and len(winners) == 1, winners)
                 break
