@@ -19,8 +19,9 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from harness.bias.data import DATASETS
 from harness.finetune.tasks import TASKS
+from harness.floor.schema import Check, Name, OneLine, Text, adapter, fields_model
 from harness.grid.settings import LocalSettings, SlurmSettings, slurm_name
-from harness.schema import Check, Name, OneLine, Seed, Text, adapter, fields_model
+from harness.schema import Seed
 from harness.specs import (
     BiasRunOptions,
     BiasSpec,
