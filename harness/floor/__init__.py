@@ -3,8 +3,8 @@
 * :mod:`harness.floor.errors`: :class:`~harness.floor.errors.UserError` (bad input: one line, exit 2) and the
   one-line wording of a failed file operation;
 * :mod:`harness.floor.paths`: the data root (``--data-root``, else ``$VNR_DATA_ROOT``), output folders checked
-  before work, the one atomic writer (:func:`~harness.floor.paths.write_atomic`) every run record, result,
-  sidecar and report goes through;
+  before work (and :func:`~harness.floor.paths.folder`, the argparse type of a folder option), the one atomic
+  writer (:func:`~harness.floor.paths.write_atomic`) every run record, result, sidecar and report goes through;
 * :mod:`harness.floor.schema`: the one schema core: the field markers every declared input uses (``Number``,
   ``Text``, ``Check``, ...), one ``validate`` for pydantic models and declared dataclasses, and the one
   translator of a refusal into one line (``where: key.path: what is wrong — what to write instead``), for the

@@ -56,6 +56,23 @@ def check_output_dir(path: str | Path, option: str = "--out") -> Path:
     return out
 
 
+def folder(text: str) -> str:
+    """An argparse type: a folder path, not empty text (an unset shell variable would mean the current folder).
+
+    >>> folder("results/x")
+    'results/x'
+    >>> folder(" ")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: is empty: give a folder (an unset shell variable?)
+    """
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a folder (an unset shell variable?)")
+    return text
+
+
 def write_atomic(path: str | Path, fill: Callable[[Path], object], *, parents: bool = False) -> None:
     """The one atomic writer: ``fill(tmp)`` writes a temporary file beside ``path``, which is then synced and
     renamed over ``path``. A reader sees the old file or the whole new one, never a half-written file; a
