@@ -123,13 +123,7 @@ Weight = Annotated[
 Name = Annotated[str, BeforeValidator(_text)]
 
 
-def _finite_number(value: Any) -> Any:
-    if isinstance(value, bool) or (isinstance(value, float) and not math.isfinite(value)):
-        raise ValueError(f"{value!r} is not a finite number — write a number such as 0 or 0.5")
-    return value
-
-
-FiniteNumber = Annotated[float, BeforeValidator(_finite_number)]
+FiniteNumber = Annotated[float, Number()]  # finite: no nan, no inf (the floor's marker)
 SettingValue = str | int | float | bool
 
 
@@ -375,18 +369,6 @@ class ReportModel(_Strict):
         30, description="grid steps per side of the weight triangle, an integer from 1 to 400")
 
 
-def _finite_positive(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{show(value)} is not a number — write a number > 0, e.g. 0.95")
-    try:
-        ok = math.isfinite(float(value)) and value > 0
-    except OverflowError:
-        ok = False
-    if not ok:
-        raise ValueError(f"{show(value)} is not a finite number > 0 — write e.g. 0.95 (= 95 on a 0-100 scale)")
-    return float(value)
-
-
 class ScenarioModel(_Strict):
     """A user-preference scenario (``configs/scenarios/*.yaml``)."""
 
@@ -395,7 +377,7 @@ class ScenarioModel(_Strict):
     table: TableSource | None = Field(None, description="where the scores come from: {importer: NAME} or {path: DIR}")
     preset: Literal[PRESETS] | None = Field(  # type: ignore[valid-type]
         None, description="default or votenrank (the paper's conventions)")
-    og_gamma: Annotated[float, BeforeValidator(_finite_positive)] | None = Field(
+    og_gamma: Annotated[float, Number(gt=0)] | None = Field(
         None, description="optimality_gap's gamma, a finite number > 0 (0.95 = 95 on a 0-100 scale)")
     ties: Literal[TIES] | None = Field(  # type: ignore[valid-type]
         None, description="default or votenrank (default: the preset's)")

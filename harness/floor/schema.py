@@ -197,7 +197,7 @@ def _read_number(value: Any, whole: bool = False) -> Any:
         try:
             return float(text)
         except ValueError:
-            raise ValueError(f"{show(value)} is not {what}") from None
+            return value  # the type refuses it, in the words of a value of the wrong type
     return value
 
 
