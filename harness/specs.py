@@ -111,7 +111,7 @@ ModelArgs = Annotated[Any, Help("keyword arguments of from_pretrained (revision,
 class FinetuneSpec:
     """One fine-tuning run: (model, task, seed) and the hyper-parameters (paper defaults).
 
-    Every field is declared with its checks (:mod:`harness.schema`): a grid config's ``hyperparameters:``,
+    Every field is declared with its checks (:mod:`harness.schema`, on the floor's :mod:`harness.floor.schema`): a grid config's ``hyperparameters:``,
     the flags of ``vnr finetune`` and the arguments of ``harness.finetune`` are validated against them.
     """
 

@@ -39,7 +39,7 @@ _PEFT_OFF = ("", "none", "full")
 
 @dataclass(frozen=True)
 class LoraSettings:
-    """LoRA's settings (checked by :mod:`harness.schema`; the defaults are the LoRA paper's common choice)."""
+    """LoRA's settings (checked by the floor's schema core, :mod:`harness.floor.schema`; the defaults are the LoRA paper's common choice)."""
 
     method: Annotated[Literal[PEFT_METHODS], Help("the PEFT method: lora")] = "lora"
     r: Annotated[Count, Help("rank of the adapters")] = 8
