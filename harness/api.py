@@ -96,10 +96,10 @@ def run_grid(
     from dataclasses import replace
 
     from harness.floor.paths import resolve_data_root
+    from harness.floor.schema import validate
     from harness.grid.config import load_experiment, select_specs
     from harness.grid.local import execute
     from harness.grid.settings import LocalSettings
-    from harness.schema import validate
 
     given = {key: value for key, value in (("runs_per_gpu", runs_per_gpu), ("calibrate", calibrate),
                                            ("calibration_budget_s", calibration_budget_s), ("gpus", gpus))

@@ -116,7 +116,7 @@ class RunKind:
         """
         from dataclasses import fields
 
-        from harness.schema import validate
+        from harness.floor.schema import validate
 
         option_names = {f.name for f in fields(self.options)}
         options = {k: v for k, v in values.items() if k in option_names}

@@ -5,10 +5,11 @@ What it holds, and nothing else:
 * **Run ids.** :func:`run_id` hashes (SHA-256 over canonical JSON) everything
   that changes the result, so a re-submitted grid skips finished work and a
   changed hyper-parameter gets a new id instead of a stale result.
-* **Atomic, strict-JSON files.** :func:`atomic_write_bytes` writes a temporary
-  file in the same directory, fsyncs it, gives it the mode the umask allows
-  (``0o666 & ~umask``, as ``open()`` would) and renames it over the final
-  name: a reader sees the old file or the whole new one. JSON is strict
+* **Atomic, strict-JSON files.** :func:`atomic_write_bytes`, :func:`atomic_write_json` and
+  :func:`atomic_write_parquet` go through the floor's one atomic writer
+  (:func:`harness.floor.paths.write_atomic`): a temporary file in the same directory, given the
+  mode the umask allows (``0o666 & ~umask``, as ``open()`` would), fsynced and renamed over the
+  final name: a reader sees the old file or the whole new one. JSON is strict
   (``allow_nan=False``): a non-finite float is stored as ``null`` and a run
   record names it under ``nonfinite`` (path → ``"nan"``/``"inf"``/``"-inf"``).
 * **The run lifecycle** (:meth:`RunStore.run`), the only code that writes run
@@ -43,16 +44,16 @@ import re
 import shutil
 import socket
 import sys
-import tempfile
 import threading
 import time
 import traceback as traceback_module
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.floor import paths as floor_paths
 from harness.floor.errors import UserError
 
 STATUS_OK = "ok"
@@ -97,45 +98,10 @@ def run_id(identity: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------- atomic, strict files
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # not every file system supports it
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _umask_mode() -> int:
-    """``0o666 & ~umask``: the mode ``open()`` would give a new file (mkstemp gives 0o600)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _atomic_replace(path: str | Path, write: Callable[[str], None]) -> None:
-    """``write(tmp)`` fills a temporary file beside ``path``, which is then given the umask's mode,
-    fsync'ed and renamed over ``path``: readers see the old file or the whole new one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fchmod(fh.fileno(), _umask_mode())
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (see :func:`_atomic_replace`)."""
-    _atomic_replace(path, lambda tmp: Path(tmp).write_bytes(data))
+    """Write ``data`` to ``path`` atomically, creating missing folders: the floor's one writer
+    (:func:`harness.floor.paths.write_atomic`: temporary file, umask mode, fsync, rename, fsync of the folder)."""
+    floor_paths.write_atomic(path, lambda tmp: tmp.write_bytes(data), parents=True)
 
 
 def strict_json(obj: Any, found: dict[str, str] | None = None, where: str = "") -> Any:
@@ -180,8 +146,8 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
 
 
 def atomic_write_parquet(path: str | Path, frame: Any) -> None:
-    """Write a DataFrame as parquet, atomically (see :func:`_atomic_replace`)."""
-    _atomic_replace(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    """Write a DataFrame as parquet, atomically (:func:`harness.floor.paths.write_atomic`)."""
+    floor_paths.write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False), parents=True)
 
 
 def _json_default(obj: Any) -> Any:

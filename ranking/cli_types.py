@@ -30,17 +30,6 @@ positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
 
 
-def folder(text: str) -> str:
-    """An argparse type: a folder path, not empty text (an unset shell variable would mean the current folder).
-
-    >>> folder("results/x")
-    'results/x'
-    """
-    if not text.strip():
-        raise argparse.ArgumentTypeError("is empty: give a folder (an unset shell variable?)")
-    return text
-
-
 def registered_rule_names() -> list[str]:
     """The rule names registered in :mod:`ranking.rules`, read from its ``@register("name", ...)`` lines.
 

@@ -5,9 +5,10 @@ Each input kind is one pydantic model, validated once where the file (or the Pyt
 ``vnr schema criteria|leaderboard|scenario`` prints the same model as JSON Schema (:func:`json_schema`)
 for an editor to check files as they are typed. A file that does not fit gives ONE line::
 
-    criteria.yaml: criteria.acc.direction: 'up' is not allowed — write 'higher', 'lower' or 'target'
+    criteria.yaml: criteria.acc.weight: weight -1 is negative — write a number >= 0 (0 = shown but not ranked)
 
-(``file: key.path: what is wrong — what to write instead``), raised as
+(``file: key.path: what is wrong — what to write instead``, in the words of the floor's one translator,
+:mod:`harness.floor.schema`, so a bad value reads the same in a grid config or a calibration file), raised as
 :class:`~harness.floor.errors.UserError` (exit 2 on the command line). What needs the table or the rules to
 judge (a column the CSV lacks, a pattern matching nothing, an unknown group) is checked by the reader
 that has them, in the same one-line form.
@@ -18,7 +19,7 @@ and ``vnr --help`` stay light.
 >>> validate(SIDECAR, {"criteria": {"acc": {"direction": "up"}}}, "criteria.yaml")
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: criteria.yaml: criteria.acc.direction: 'up' is not allowed — write 'higher', 'lower' or 'target'
+harness.floor.errors.UserError: criteria.yaml: criteria.acc.direction: 'up' is not one of higher, lower, target
 >>> validate(SIDECAR, {"criteria": {"kwh": {"direction": "lower", "weight": "1/2"}}}, "c.yaml").criteria["kwh"].weight
 0.5
 """
@@ -26,7 +27,6 @@ harness.floor.errors.UserError: criteria.yaml: criteria.acc.direction: 'up' is n
 from __future__ import annotations
 
 import math
-import typing
 from fractions import Fraction
 from typing import Annotated, Any, Literal
 
@@ -35,14 +35,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    StrictBool,
-    ValidationError,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
 
+from harness.floor import schema as floor_schema
 from harness.floor.errors import UserError
+from harness.floor.schema import Flag, Number, show
 
 # The allowed values, spelled here so that printing a schema imports no numpy; tests/test_schema_ranking.py
 # checks they equal ranking.table.DIRECTIONS, ranking.rules.TIES, ranking.settings.SETTINGS and PRESETS,
@@ -67,18 +67,18 @@ def parse_weight(value: Any) -> float:
         try:
             w = float(value)
         except OverflowError:
-            raise ValueError(f"weight {_shown(value)} is too large — write a finite number >= 0") from None
+            raise ValueError(f"weight {show(value)} is too large — write a finite number >= 0") from None
     elif isinstance(value, str):
         try:
             fraction = Fraction(value.strip())
         except (ValueError, ZeroDivisionError):
-            raise ValueError(f"weight {_shown(value)} does not parse — write e.g. 0.5 or 1/2") from None
+            raise ValueError(f"weight {show(value)} does not parse — write e.g. 0.5 or 1/2") from None
         try:
             w = float(fraction)
         except OverflowError:
-            raise ValueError(f"weight {_shown(value)} is too large — write a finite number >= 0") from None
+            raise ValueError(f"weight {show(value)} is too large — write a finite number >= 0") from None
     else:
-        raise ValueError(f"weight {_shown(value)} is not a number — write e.g. 0.5 or 1/2")
+        raise ValueError(f"weight {show(value)} is not a number — write e.g. 0.5 or 1/2")
     if not math.isfinite(w):
         raise ValueError(f"weight {value!r} is not finite — write a finite number >= 0")
     if w < 0:
@@ -123,13 +123,7 @@ Weight = Annotated[
 Name = Annotated[str, BeforeValidator(_text)]
 
 
-def _finite_number(value: Any) -> Any:
-    if isinstance(value, bool) or (isinstance(value, float) and not math.isfinite(value)):
-        raise ValueError(f"{value!r} is not a finite number — write a number such as 0 or 0.5")
-    return value
-
-
-FiniteNumber = Annotated[float, BeforeValidator(_finite_number)]
+FiniteNumber = Annotated[float, Number()]  # finite: no nan, no inf (the floor's marker)
 SettingValue = str | int | float | bool
 
 
@@ -161,7 +155,7 @@ def _string_keys(value: Any) -> Any:
             if not isinstance(key, str):
                 kind = {bool: "a boolean", int: "a number", float: "a number", type(None): "null"}.get(
                     type(key), f"a {type(key).__name__}")
-                raise ValueError(f"key {_shown(key)} is not text (YAML read it as {kind}) — quote it: \"{key}\":")
+                raise ValueError(f"key {show(key)} is not text (YAML read it as {kind}) — quote it: \"{key}\":")
     return value
 
 
@@ -194,9 +188,9 @@ class SidecarCriterion(_Strict):
         "precision, ...)")
     range: Annotated[list[FiniteNumber | None], Field(min_length=2, max_length=2)] | None = Field(
         None, description="[low, high]: the valid scores (null for an open end); a score outside is refused")
-    detail: StrictBool = Field(False, description="true: kept for reference, not voting under --vote benchmark (a "
+    detail: Annotated[bool, Flag()] = Field(False, description="true: kept for reference, not voting under --vote benchmark (a "
                          "subtask behind its benchmark's aggregate, a secondary metric)")
-    aggregate: StrictBool = Field(False, description="true: the source's own aggregate of its benchmark's other columns "
+    aggregate: Annotated[bool, Flag()] = Field(False, description="true: the source's own aggregate of its benchmark's other columns "
                             "(votes for them under --vote benchmark; left out under --vote column)")
 
     @model_validator(mode="after")
@@ -371,20 +365,8 @@ class ReportModel(_Strict):
     """What the HTML report draws."""
 
     simplex_columns: list[Name] | None = Field(None, description="weighted / two-step columns to map over the weights")
-    simplex_resolution: Annotated[int, Field(ge=1, le=400, strict=True)] = Field(
+    simplex_resolution: Annotated[int, Number(ge=1, le=400)] = Field(
         30, description="grid steps per side of the weight triangle, an integer from 1 to 400")
-
-
-def _finite_positive(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{_shown(value)} is not a number — write a number > 0, e.g. 0.95")
-    try:
-        ok = math.isfinite(float(value)) and value > 0
-    except OverflowError:
-        ok = False
-    if not ok:
-        raise ValueError(f"{_shown(value)} is not a finite number > 0 — write e.g. 0.95 (= 95 on a 0-100 scale)")
-    return float(value)
 
 
 class ScenarioModel(_Strict):
@@ -395,7 +377,7 @@ class ScenarioModel(_Strict):
     table: TableSource | None = Field(None, description="where the scores come from: {importer: NAME} or {path: DIR}")
     preset: Literal[PRESETS] | None = Field(  # type: ignore[valid-type]
         None, description="default or votenrank (the paper's conventions)")
-    og_gamma: Annotated[float, BeforeValidator(_finite_positive)] | None = Field(
+    og_gamma: Annotated[float, Number(gt=0)] | None = Field(
         None, description="optimality_gap's gamma, a finite number > 0 (0.95 = 95 on a 0-100 scale)")
     ties: Literal[TIES] | None = Field(  # type: ignore[valid-type]
         None, description="default or votenrank (default: the preset's)")
@@ -422,66 +404,15 @@ KINDS: dict[str, type[BaseModel]] = {"criteria": Sidecar, "leaderboard": Leaderb
 # ---------------------------------------------------------------------- validation and its one-line errors
 def validate(model: type[BaseModel], doc: Any, where: Any) -> Any:
     """``doc`` (parsed YAML or a Python mapping) as a ``model``, or ONE :class:`UserError` line naming
-    ``where`` (the file), the key path, what is wrong and what to write instead."""
+    ``where`` (the file), the key path, what is wrong and what to write instead: the floor's one translator
+    (:func:`harness.floor.schema.validate`), so a bad value reads the same here as in a grid config."""
     if doc is None:
         raise UserError(f"{where}: the file is empty — write the {_title(model)} (`vnr schema "
                         f"{_kind(model)}` prints its schema)")
     try:
-        return model.model_validate(doc)
-    except ValidationError as exc:
-        raise UserError(error_line(exc.errors()[0], model, where)) from None
+        return floor_schema.validate(model, doc, where=where)
     except RecursionError:
         raise UserError(f"{where}: nested too deeply — write a flat {_title(model)}") from None
-
-
-def error_line(error: Any, model: type[BaseModel], where: Any) -> str:
-    """One pydantic error as ``where: key.path: what is wrong — what to write instead``."""
-    loc = [x for x in error["loc"] if x != "[key]"]
-    kind = error["type"]
-    field, parent = _field_at(model, loc)
-    path = _path(loc) or "(top level)"
-    if not loc and kind == "value_error":  # a check across keys (model validator): its message names them
-        return f"{where}: {str(error['msg']).removeprefix('Value error, ')}"
-    message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    if kind == "missing":
-        what, fix = "is missing", f"add it: {_describe(field)}"
-        return f"{where}: {path}: {what} — {fix}"
-    if kind == "extra_forbidden":
-        allowed = ", ".join(parent.model_fields) if parent is not None else ""
-        return f"{where}: {path}: unknown key — remove it or fix its spelling (allowed: {allowed})"
-    if kind == "literal_error":
-        expected = error.get("ctx", {}).get("expected", "")
-        return f"{where}: {path}: {_shown(error.get('input'))} is not allowed — write {expected}"
-    if " — " in message:  # our own validators say what to write
-        return f"{where}: {path}: {message}"
-    got = error.get("input")
-    if not loc:
-        return f"{where}: {message[0].lower() + message[1:]} — write a mapping (`vnr schema {_kind(model)}` prints the schema)"
-    shown = f" (got {_shown(got)})" if not isinstance(got, (dict, list)) else ""
-    return f"{where}: {path}: {message[0].lower() + message[1:]}{shown} — write {_describe(field)}"
-
-
-def _path(loc: list[Any]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            text = str(part)
-            plain = text and all(ch.isalnum() or ch in "_-*" for ch in text)
-            out += ("." if out else "") + (text if plain else repr(text))
-    return out
-
-
-def _shown(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _describe(field: Any) -> str:
-    if field is not None and field.description:
-        return field.description
-    return "a value of the documented type (`vnr schema` prints the schema)"
 
 
 def _title(model: type[BaseModel]) -> str:
@@ -490,48 +421,6 @@ def _title(model: type[BaseModel]) -> str:
 
 def _kind(model: type[BaseModel]) -> str:
     return next(k for k, m in KINDS.items() if m is model)
-
-
-def _field_at(model: type[BaseModel], loc: list[Any]) -> tuple[Any, type[BaseModel] | None]:
-    """The FieldInfo that ``loc`` ends at (or None) and the model holding it (or None)."""
-    field = None
-    holder: type[BaseModel] | None = None
-    current: Any = model
-    for part in loc:
-        current = _unwrap(current)
-        if isinstance(current, type) and issubclass(current, BaseModel):
-            if part not in current.model_fields:
-                return field, current
-            holder = current
-            field = current.model_fields[part]
-            current = field.annotation
-            continue
-        origin = typing.get_origin(current)
-        args = typing.get_args(current)
-        if origin is dict and len(args) == 2:
-            current = args[1]
-        elif origin is list and args:
-            current = args[0]
-        else:
-            break
-    final = _unwrap(current)
-    if isinstance(final, type) and issubclass(final, BaseModel) and loc and isinstance(loc[-1], str):
-        holder = final if loc[-1] not in getattr(holder, "model_fields", {}) else holder
-    return field, holder
-
-
-def _unwrap(annotation: Any) -> Any:
-    """``Annotated[X, ...]`` → X; ``X | None`` → X."""
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is Annotated:
-            annotation = typing.get_args(annotation)[0]
-            continue
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)) and len(args) == 1:
-            annotation = args[0]
-            continue
-        return annotation
 
 
 def json_schema(kind: str) -> dict[str, Any]:

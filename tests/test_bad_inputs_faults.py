@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import store as store_mod
 from harness.cli import main
 from harness.energy.ledger import GpuLedger, attribute, measured_total
+from harness.floor import paths as floor_paths
 from harness.grid.config import load_experiment
 from harness.store import RunStore
 
@@ -152,19 +152,19 @@ def finetune_argv(out, data_root):
 def fail_writes(monkeypatch, code: int, when=lambda path: True):
     """Every atomic write (whose target ``when`` accepts) fails half-way with ``code``: the real writer's
     temporary file is half filled, then the error comes, as on a full disk."""
-    real = store_mod._atomic_replace
+    real = floor_paths.write_atomic
 
-    def failing(path, write):
+    def failing(path, fill, **options):
         if not when(Path(path)):
-            return real(path, write)
+            return real(path, fill, **options)
 
         def half(tmp):
             Path(tmp).write_bytes(b'{"half')
             raise OSError(code, os.strerror(code), str(path))
 
-        return real(path, half)
+        return real(path, half, **options)
 
-    monkeypatch.setattr(store_mod, "_atomic_replace", failing)
+    monkeypatch.setattr(floor_paths, "write_atomic", failing)
 
 
 @pytest.mark.parametrize("code, words", [(errno.ENOSPC, "No space left on device (free some space"),

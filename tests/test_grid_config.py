@@ -306,10 +306,12 @@ def test_precisions_are_the_ones_the_runs_accept():
     assert set(PRECISIONS) == set(FINETUNE) == set(BIAS)
 
 
-def test_schema_docstring_examples():
-    import harness.schema
+@pytest.mark.parametrize("module", ["harness.schema", "harness.floor.schema"])
+def test_schema_docstring_examples(module):
+    import importlib
 
-    assert doctest.testmod(harness.schema, optionflags=doctest.ELLIPSIS).failed == 0
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
 
 
 _TWO = {"name": "b", "bias": {"models": ["tiny:bert", "tiny:gpt2"], "datasets": ["crows_pairs"]}}

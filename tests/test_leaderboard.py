@@ -72,6 +72,6 @@ def test_spec_errors(tmp_path, data_root):
     with pytest.raises(UserError, match="not found under the data root"):
         load_leaderboard(spec, data_root=data_root)
     spec.write_text("file: x.csv\nmodel_column: Model\nmodel_colum: Model\n")
-    with pytest.raises(UserError, match="s.yaml: model_colum: unknown key — remove it or fix its spelling "
+    with pytest.raises(UserError, match="s.yaml: unknown key 'model_colum' — remove it or fix its spelling "
                        "\\(allowed: file, "):
         load_leaderboard(spec, data_root=data_root)

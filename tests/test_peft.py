@@ -78,7 +78,7 @@ def test_settings_are_canonical_and_name_the_run():
     ({"dropout": 1}, "peft: dropout: 1 must be below 1"),
     ({"alpha": -2}, "peft: alpha: -2 must be above 0"),
     ("ia3", "peft: method: 'ia3' is not one of lora"),
-    ({"rank": 8}, "peft: unknown key 'rank' (allowed: method, r, alpha, dropout, target_modules)"),
+    ({"rank": 8}, "peft: unknown key 'rank' — remove it or fix its spelling (allowed: method, r, alpha, dropout, target_modules)"),
     ({"target_modules": []}, "peft: target_modules: give at least one module name"),
 ])
 def test_bad_settings_are_refused_in_one_line(value, message):

@@ -20,10 +20,10 @@ import pytest
 
 from harness import kinds as kinds_module
 from harness.floor.errors import UserError
+from harness.floor.schema import Count, Help, Name, check_fields
 from harness.grid.schema import listed
 from harness.grid.sections import Axis, GridSection
 from harness.kinds import KINDS, RunKind, get_kind, kind_of, kinds, spec_kind
-from harness.schema import Count, Help, Name, check_fields
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import RunStore, run_id
 
@@ -240,7 +240,7 @@ def test_the_config_without_the_third_kind_has_no_section_for_it(tmp_path):
     from harness.grid.config import config_json_schema, parse_experiment
 
     assert "toy" not in config_json_schema()["properties"]
-    with pytest.raises(UserError, match=r"^c: unknown key 'toy' \(allowed: .*finetune, bias, slurm, local\)"):
+    with pytest.raises(UserError, match=r"^c: unknown key 'toy' — remove it or fix its spelling \(allowed: .*finetune, bias, slurm, local\)"):
         parse_experiment({"name": "toys", "toy": {"models": ["tiny:bert"], "items": ["apples"]}}, where="c")
 
 

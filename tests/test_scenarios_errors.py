@@ -43,15 +43,15 @@ BAD = {
     "unknown rule": (
         GOOD.replace("rule: borda", "rule: bordo"), "unknown rule 'bordo'"),
     "unknown setting": (
-        GOOD.replace("setting: weighted", "setting: heavy"), "columns[0].setting: 'heavy' is not allowed — write 'basic', 'weighted' or 'two-step'"),
+        GOOD.replace("setting: weighted", "setting: heavy"), "columns[0].setting: 'heavy' is not one of basic, weighted, two-step"),
     "unknown key": (
-        GOOD + "colums: []\n", "scenario.yaml: colums: unknown key — remove it or fix its spelling (allowed: name, "),
+        GOOD + "colums: []\n", "scenario.yaml: unknown key 'colums' — remove it or fix its spelling (allowed: name, "),
     "reference not a column": (
         GOOD + "reference: nope\n", "reference: 'nope' is not a column — write one of: b"),
     "criterion in two groups": (
         GOOD.replace("fairness: {}", "fairness: {criteria: [t1_acc]}"), "in both group"),
     "not YAML": ("groups: [unclosed\n", "not valid YAML"),
-    "no columns": ("groups: {performance: {}}\n", "scenario.yaml: columns: is missing — add it: the compared columns"),
+    "no columns": ("groups: {performance: {}}\n", "scenario.yaml: columns is required — add it: the compared columns"),
 }
 
 

@@ -98,7 +98,7 @@ def test_a_spec_built_in_python_is_checked_and_normalised():
         ({"learning_rate": float("nan")}, "harness.finetune: learning_rate: nan is not a finite number"),
         ({"task": ["rte"]}, "harness.finetune: task: ['rte'] is not text"),
         ({"max_length": 10**8}, "harness.finetune: max_length: 100000000 is above 1048576"),
-        ({"lr": 1e-5}, "harness.finetune: unknown key 'lr' (allowed: model, task, seed, epochs,"),
+        ({"lr": 1e-5}, "harness.finetune: unknown key 'lr' — remove it or fix its spelling (allowed: model, task, seed, epochs,"),
         ({"save_steps": 0}, "harness.finetune: save_steps: 0 is below 1"),
         ({"region": "atlantis"}, "harness.finetune: region: unknown region 'atlantis' of USA for the carbon"),
         ({"country_iso_code": "XYZ"}, "harness.finetune: country_iso_code: unknown country ISO code 'XYZ'"),

@@ -353,16 +353,16 @@ def test_a_sidecar_naming_a_column_the_table_lacks_is_refused(tmp_path):
 
 def test_unknown_keys_nulls_and_huge_numbers_are_one_line(tmp_path):
     cases = {
-        FULL.replace("model_column: model", "model_colum: model"): "model_colum: unknown key — remove it or fix its "
+        FULL.replace("model_column: model", "model_colum: model"): "unknown key 'model_colum' — remove it or fix its "
         "spelling (allowed: table, sha256, model_column, groups, standard_errors, standard_errors_sha256, board, criteria)",
-        FULL.replace("direction: lower", "direction: null"): "criteria.energy_kwh.direction: None is not allowed — "
-        "write 'higher', 'lower' or 'target'",
+        FULL.replace("direction: lower", "direction: null"): "criteria.energy_kwh.direction is null: give a value (a "
+        "key left out keeps its default) — write which way is better: higher, lower or target",
         FULL.replace("weight: 0.5", "weight: 1.0e+400"): "criteria.f1.weight: weight inf is not finite — write a finite "
         "number >= 0",
         FULL.replace("weight: 0.5", f"weight: {10**400}"): "criteria.f1.weight: weight " + "1" + "0" * 58
         + "… is too large — write a finite number >= 0",
         "": "the file is empty — write the criteria sidecar (`vnr schema criteria` prints its schema)",
-        "- acc\n": "input should be a valid dictionary or instance of Sidecar — write a mapping",
+        "- acc\n": "must be a mapping (key: value), not a list",
     }
     for text, expected in cases.items():
         _table_folder(tmp_path, text)
@@ -386,11 +386,11 @@ def test_standard_errors_is_a_declared_key_naming_a_file_beside_the_sidecar(tmp_
 def test_leaderboard_spec_classes(tmp_path, data_root):
     spec = yaml.safe_load((REPO / "configs" / "leaderboards" / "glue.yaml").read_text())
     cases = {
-        "missing file": ({k: v for k, v in spec.items() if k != "file"}, "file: is missing — add it: the leaderboard "
+        "missing file": ({k: v for k, v in spec.items() if k != "file"}, "file is required — add it: the leaderboard "
                          "CSV, relative to the data root (or absolute)"),
         "wrong split": ({**spec, "criteria": {**spec["criteria"], "MRPC": {"split": "MRPC-F1"}}},
-                        "criteria.MRPC.split: input should be a valid list (got 'MRPC-F1') — write two criterion "
-                        "names for an 'a/b' column"),
+                        "criteria.MRPC.split must be a list, not text — write two criterion names for an 'a/b' "
+                        "column"),
         "neither rows nor column": ({k: v for k, v in spec.items() if k != "model_column"},
                                     "neither model_column nor names is given"),
         "duplicate key": (None, "key 'CoLA' appears twice in one mapping"),
@@ -408,9 +408,9 @@ def test_scenario_classes(tmp_path, scenario_results):
     cases = {
         good.replace("reference: am_performance", "reference: am_performance\nreference: borda"):
             "key 'reference' appears twice in one mapping",
-        good.replace("rule: copeland", "rule: null"): "columns[4].rule: input should be a valid string (got None)",
-        good.replace("simplex_resolution: 24", "simplex_resolution: 1e9"): "report.simplex_resolution: input should "
-        "be a valid integer",
+        good.replace("rule: copeland", "rule: null"): "columns[4].rule is null: give a value — write a rule name",
+        good.replace("simplex_resolution: 24", "simplex_resolution: 1e9"): "report.simplex_resolution: 1000000000 is "
+        "above 400",
         good.replace("  performance: {}", "  performance: {}\n  true: {}"): "groups: key True is not text (YAML read "
         "it as a boolean) — quote it: \"True\":",
     }

@@ -331,8 +331,8 @@ def test_an_unknown_board_or_vote_in_a_file_is_one_line(tmp_path, capsys):
     sidecar.write_text(sidecar.read_text() + "board: helmm\n")
     assert main(["rank", str(folder)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "board: 'helmm' is not allowed" in err
+    assert len(err.splitlines()) == 1 and "board: 'helmm' is not one of helm, " in err
     (tmp_path / "s.yaml").write_text("vote: task\ncolumns:\n  - {name: b, rule: borda}\n")
     assert main(["rank", "--scenario", str(tmp_path / "s.yaml"), "--results", str(folder)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "vote: 'task' is not allowed" in err
+    assert len(err.splitlines()) == 1 and "vote: 'task' is not one of benchmark, column" in err

@@ -41,6 +41,7 @@ from typing import Any
 from harness.bias import evaluators
 from harness.bias.evaluators import STEREOSET_LABELS
 from harness.floor.errors import UserError
+from harness.floor.paths import write_bytes_atomic
 
 log = logging.getLogger(__name__)
 
@@ -104,15 +105,12 @@ def cache_dir() -> Path:
 
 def download(url: str, dest: Path) -> None:
     """Fetch ``url`` to ``dest`` (atomically; tests monkeypatch this function)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".part")
     log.info("downloading %s", url)
     try:
-        with urllib.request.urlopen(url, timeout=60) as response, open(tmp, "wb") as fh:  # noqa: S310 - fixed https URLs
-            fh.write(response.read())
+        with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - fixed https URLs
+            write_bytes_atomic(dest, response.read(), parents=True)
     except OSError as exc:
         raise UserError(f"could not download {url} ({exc}); pass --data-root DIR with a local copy") from None
-    os.replace(tmp, dest)
 
 
 def resolve_files(dataset: str, data_root: Path | None) -> Path:

@@ -16,9 +16,9 @@ from typing import Annotated
 from pydantic import WithJsonSchema
 
 from harness.bias.data import DATASETS
+from harness.floor.schema import Check, Text
 from harness.grid.schema import _known, listed
 from harness.grid.sections import Axis, GridSection
-from harness.schema import Check, Text
 from harness.specs import _bias_dataset
 
 # Grids name bias sets canonically (they become matrix column names): the registry's keys.

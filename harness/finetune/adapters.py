@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Annotated, Any, Literal
 
 from harness.floor.errors import UserError
-from harness.schema import Count, Help, Number, PositiveFloat, validate
+from harness.floor.schema import Count, Help, Number, PositiveFloat, validate
 
 __all__ = ["LORA_DEFAULTS", "PEFT_METHODS", "TARGET_MODULES", "apply_peft", "default_target_modules", "head_modules",
            "parse_peft", "target_modules"]
@@ -39,7 +39,7 @@ _PEFT_OFF = ("", "none", "full")
 
 @dataclass(frozen=True)
 class LoraSettings:
-    """LoRA's settings (checked by :mod:`harness.schema`; the defaults are the LoRA paper's common choice)."""
+    """LoRA's settings (checked by the floor's schema core, :mod:`harness.floor.schema`; the defaults are the LoRA paper's common choice)."""
 
     method: Annotated[Literal[PEFT_METHODS], Help("the PEFT method: lora")] = "lora"
     r: Annotated[Count, Help("rank of the adapters")] = 8

@@ -18,9 +18,9 @@ from typing import Any
 from harness import flags
 from harness.flags import add_flags
 from harness.floor.errors import UserError
+from harness.floor.paths import folder
 from harness.models import add_model_arguments
 from harness.specs import FinetuneRunOptions, FinetuneSpec
-from ranking.cli_types import folder
 
 
 def register(subparsers: Any) -> None:

@@ -19,9 +19,9 @@ from pydantic import WithJsonSchema
 
 from harness.finetune.tasks import TASKS
 from harness.floor.errors import UserError
+from harness.floor.schema import Check, Text
 from harness.grid.schema import Seeds, _known, listed
 from harness.grid.sections import Axis, GridSection
-from harness.schema import Check, Text
 from harness.specs import FinetuneSpec, _glue_task
 
 # Grids name tasks canonically (they become matrix column names): the registry's keys.

@@ -1,9 +1,13 @@
 """Where data comes from (the data root: CLI option, else ``VNR_DATA_ROOT``, else the public source) and
-how ranking writes its files (:func:`write_text_atomic`, into folders checked by :func:`check_output_dir`)."""
+how the project writes its files: :func:`write_atomic` (and :func:`write_bytes_atomic`,
+:func:`write_text_atomic`), the one atomic writer, into folders checked by :func:`check_output_dir`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.floor.errors import UserError
@@ -52,25 +56,90 @@ def check_output_dir(path: str | Path, option: str = "--out") -> Path:
     return out
 
 
-def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` all at once: a temporary file beside it, then a rename.
+def folder(text: str) -> str:
+    """An argparse type: a folder path, not empty text (an unset shell variable would mean the current folder).
 
-    A reader never sees a half-written file, and the file gets the permissions
-    the umask allows (like ``open(path, "w")``, unlike ``tempfile.mkstemp``'s 0600).
-    Every file ranking writes (reports, sidecars, tables) goes through here.
+    >>> folder("results/x")
+    'results/x'
+    >>> folder(" ")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: is empty: give a folder (an unset shell variable?)
+    """
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a folder (an unset shell variable?)")
+    return text
+
+
+def write_atomic(path: str | Path, fill: Callable[[Path], object], *, parents: bool = False) -> None:
+    """The one atomic writer: ``fill(tmp)`` writes a temporary file beside ``path``, which is then synced and
+    renamed over ``path``. A reader sees the old file or the whole new one, never a half-written file; a
+    failure anywhere (``fill`` raising, a full disk, a kill) leaves the old file as it was and removes the
+    temporary file (a kill may leave it: its name starts with ``.`` and ends with ``.tmp``).
+
+    The new file gets the mode ``open(path, "w")`` would give (``0o666`` less the umask, not
+    ``tempfile.mkstemp``'s ``0o600``); its bytes and then its folder's entry are synced (``fsync``), so
+    after a crash the file is the old one or the new one. ``parents``: create missing folders above it.
+    ``fill`` takes a path, so a library that writes to a path (``DataFrame.to_parquet``) can write it.
+    Every file the project writes as a whole (run records, sidecars, tables, reports) goes through here.
+
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "a.txt"
+    >>> write_text_atomic(target, "old")
+    >>> def half(tmp):
+    ...     _ = tmp.write_text("ne")
+    ...     raise OSError(28, "No space left on device", str(target))
+    >>> write_atomic(target, half)
+    Traceback (most recent call last):
+    ...
+    OSError: [Errno 28] No space left on device: '...a.txt'
+    >>> target.read_text(), sorted(p.name for p in target.parent.iterdir())
+    ('old', ['a.txt'])
     """
     import uuid
 
     path = Path(path)
+    if parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
     try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        os.close(fd)
+        fd = -1
+        fill(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        os.fchmod(fd, mode)  # a writer that made the file anew (0o600) gets the umask's mode back
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
         os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """:func:`write_bytes_atomic` of ``text`` in UTF-8."""
-    write_bytes_atomic(path, text.encode("utf-8"))
+def _fsync_dir(folder: Path) -> None:
+    """Sync ``folder``'s entries (a rename is durable only then); not every file system can."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_bytes_atomic(path: str | Path, data: bytes, *, parents: bool = False) -> None:
+    """:func:`write_atomic` of ``data``."""
+    write_atomic(path, lambda tmp: tmp.write_bytes(data), parents=parents)
+
+
+def write_text_atomic(path: str | Path, text: str, *, parents: bool = False) -> None:
+    """:func:`write_atomic` of ``text`` in UTF-8."""
+    write_bytes_atomic(path, text.encode("utf-8"), parents=parents)

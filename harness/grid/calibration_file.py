@@ -5,7 +5,9 @@ again, and every fine-tuning run names the chosen setting in its record. A file 
 wrong shape (a list, an entry without ``chosen``), a ``NaN``, ``runs_per_gpu: "two"`` or ``10**9`` (obeyed,
 it would start runs until memory runs out), a precision no run knows (``fp64``), or a file measured on
 another device kind (copied or renamed beside this one) is refused in one line that names the file and the
-key, and says what to do: move it aside (or delete it) and the grid calibrates again on this device.
+key, and says what to do: move it aside (or delete it) and the grid calibrates again on this device. The file is
+validated by the floor's one schema core (:func:`harness.floor.schema.validate`), in the words every input is
+refused in.
 
 >>> import json, tempfile
 >>> folder = Path(tempfile.mkdtemp())
@@ -26,8 +28,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from harness.floor.errors import UserError
+from harness.floor.schema import Name, Number, validate
 from harness.grid.settings import MAX_RUNS_PER_GPU
-from harness.schema import PRECISIONS, Name, Number, validate
+from harness.schema import PRECISIONS
 
 __all__ = ["CalibrationFile", "read_calibration_file"]
 

@@ -126,8 +126,8 @@ def slurm_settings(exp, args: argparse.Namespace):
     from dataclasses import replace
 
     from harness.floor.errors import UserError
+    from harness.floor.schema import validate
     from harness.grid.config import SlurmSettings
-    from harness.schema import validate
 
     given = values(args, SlurmSettings, only=(*SLURM_FIELDS, *PACKING_FIELDS))
     if args.additional:
@@ -153,7 +153,7 @@ def local_settings(exp, args: argparse.Namespace):
     config's keys, each refusal naming its flag."""
     from dataclasses import replace
 
-    from harness.schema import validate
+    from harness.floor.schema import validate
 
     given = values(args, LocalSettings, only=(*PACKING_FIELDS, *LOCAL_FIELDS))
     checked = validate(LocalSettings, given, names=names(LocalSettings))

@@ -140,9 +140,9 @@ def config_json_schema() -> dict[str, Any]:
 def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "experiment") -> Experiment:
     """Validate a config mapping against :class:`harness.grid.schema.ExperimentConfig` and expand it
     (see the module docstring for the format)."""
+    from harness.floor.schema import validate
     from harness.grid.schema import experiment_config
     from harness.grid.sections import expand
-    from harness.schema import validate
     from ranking.settings import get_preset
 
     if not isinstance(doc, Mapping):

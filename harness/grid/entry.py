@@ -200,7 +200,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from harness.grid.settings import SlurmSettings
 
     sizing = ("runs_per_gpu", "calibrate")  # what sizes the array (the budget: the config's, as submitted)
-    from harness.schema import validate
+    from harness.floor.schema import validate
 
     parser = _Parser(prog=f"python -m {PROG}", description=main.__doc__)
     parser.add_argument("config", nargs="?", help="experiment config YAML")

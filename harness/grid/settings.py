@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from harness.flags import Cli
 from harness.floor.errors import UserError
-from harness.schema import (
+from harness.floor.schema import (
     Before,
     Check,
     Count,
@@ -336,7 +336,7 @@ def slurm_value(key: str, value: Any, where: str) -> Any:
     ...
     harness.floor.errors.UserError: --partition: 'gpu\\ntouch /tmp/x' contains a control character ('\\n'); give it on one line
     """
-    from harness.schema import validate
+    from harness.floor.schema import validate
 
     key = {"time": "time_min", "name": "job_name"}.get(key, key)
     checked = validate(SlurmSettings, {key: value}, names=lambda _: where)
