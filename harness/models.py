@@ -311,6 +311,10 @@ def _looks_like_path(name: str) -> bool:
     return Path(name).expanduser().is_dir() or name.count("/") > 1
 
 
+#: The longest model name looked up: a folder path's limit on Linux (PATH_MAX); a hub id is far shorter.
+MODEL_NAME_MAX = 4096
+
+
 def canonical_model(name: str) -> str:
     """The name a model's results are keyed by, computed offline.
 
@@ -321,21 +325,27 @@ def canonical_model(name: str) -> str:
     >>> canonical_model("tiny:bert")
     'tiny:bert'
     """
+    from harness.floor.schema import show
+
     if not isinstance(name, str) or not name.strip():
-        raise ModelError(f"model name must be a non-empty string, not {name!r}")
+        raise ModelError(f"model name must be a non-empty string, not {show(name)}")
     name = name.strip()
+    if len(name) > MODEL_NAME_MAX or any(len(part.encode()) > 255 for part in name.split("/")):
+        raise ModelError(f"model {show(name)} is {len(name)} characters long: no hub id (owner/name, at most 96 "
+                         f"characters each) or folder path (at most {MODEL_NAME_MAX} characters, 255 bytes a part) is; "
+                         "give a hub id or a checkpoint folder")
     if name.startswith(TINY_PREFIX):
         family = name[len(TINY_PREFIX):]
         if family not in _FAMILY_KIND:
             raise ModelError(
-                f"unknown tiny model {name!r}: use one of {', '.join(TINY_PREFIX + f for f in _FAMILY_KIND)}")
+                f"unknown tiny model {show(name)}: use one of {', '.join(TINY_PREFIX + f for f in _FAMILY_KIND)}")
         return name
     if name in REGISTRY or name in ALIASES:
         return ALIASES.get(name, name)
     if _looks_like_path(name):
         return str(_local_dir(name))
     if not _HUB_ID.match(name):
-        raise ModelError(f"model {name!r} is neither a hub id (owner/name) nor an existing directory")
+        raise ModelError(f"model {show(name)} is neither a hub id (owner/name) nor an existing directory")
     return name
 
 

@@ -275,3 +275,17 @@ def test_grid_load_reads_a_hub_models_dimensions_from_the_cache_only(tmp_path, m
         load_experiment(config)
     config.write_text("finetune: {models: [bert-base-uncased], tasks: [rte], hyperparameters: {max_length: 4096}}\n")
     assert len(load_experiment(config).specs) == 1  # an alias not on disk: its run checks it
+
+
+@pytest.mark.parametrize("name", ["a" * 10_000, "org/" + "b" * 300, "/tmp/" + "c" * 300])
+def test_a_model_name_no_hub_id_or_folder_can_have_is_one_bounded_line(name, capsys, tmp_path, data_root):
+    """A name too long for any hub id or folder path (a paste gone wrong) is refused before the disk or the hub
+    is asked (which raised 'File name too long' with ten thousand characters of it), and the line stays short."""
+    err = _finetune(capsys, tmp_path, data_root, model=name)
+    assert "characters long: no hub id (owner/name, at most 96 characters each) or folder path" in err
+    assert len(err) < 400
+    config = tmp_path / "grid.yaml"
+    config.write_text(f"finetune: {{models: ['{name}'], tasks: [rte]}}\n")
+    with pytest.raises(UserError, match="characters long: no hub id") as refused:
+        load_experiment(config)
+    assert len(str(refused.value)) < 400
