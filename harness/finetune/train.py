@@ -34,6 +34,7 @@ counts real and computed tokens, the padding share, samples/s and tokens/s.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections.abc import Mapping, Sequence
@@ -319,38 +320,116 @@ def _train(
     extra_callbacks: Sequence[Any] = (),
     trackers: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    """One training run, in the order it happens: the settings, the data, the model, the Trainer's arguments
+    and callbacks, training (resumed from ``resume``), then the record's training part (:func:`_outcome`)."""
     import contextlib
 
-    import numpy as np
     import transformers
-    from transformers import Trainer, TrainingArguments
+    from transformers import Trainer
 
-    from harness.energy.tracker import EfficiencyTracker, read_checkpoint_efficiency
     from harness.finetune.batching import check_devices, choose_batching, make_collator
-    from harness.finetune.callbacks import (
-        CheckpointCallback,
-        EfficiencyCallback,
-        ReadableLogCallback,
-        TokenAccountingCallback,
-    )
-    from harness.models import load_model, resolve_model
+    from harness.finetune.callbacks import ReadableLogCallback
+    from harness.finetune.compilation import choose_compile
+    from harness.models import resolve_model
 
     transformers.logging.set_verbosity_error()
     batching = choose_batching(resolve_model(spec.model, spec.model_args).family, spec.padding,
                                calibrated=(calibration or {}).get("padding"))  # auto: the calibration's layout
     bars = progress and sys.stderr.isatty()  # a bar in a file (a grid's run log) is a wall of fragments
     if not bars:
-        import datasets
-        import huggingface_hub.utils
-
-        datasets.disable_progress_bars()
-        huggingface_hub.utils.disable_progress_bars()  # "Writing model shards" at each checkpoint
-        transformers.utils.logging.disable_progress_bar()
+        _quiet_progress_bars()
     settings = runtime_settings(spec.precision, optim, calibration)
     log.info("precision %s, chosen by %s", settings["precision"], settings["precision_source"])
     transformers.set_seed(spec.seed)
     data = load_task(task, data_root, max_train_samples=spec.max_train_samples,
                      max_eval_samples=spec.max_eval_samples)
+    model, tokenizer, peft_record = _model_for(spec, task, data, resume, batching)
+    train_ds = _tokenize(data.train, tokenizer, spec.max_length)
+    eval_arg, eval_keys = _eval_sets(data, tokenizer, spec.max_length)
+    compiled = choose_compile(spec.compile, settings["device"], calibrated=(calibration or {}).get("compile"))
+    args = _training_arguments(spec, run_dir, settings, compiled=compiled, bars=bars, trackers=trackers,
+                               eval_batch_size=eval_batch_size, dataloader_num_workers=dataloader_num_workers)
+    cuda = settings["device"] == "cuda"
+    check_devices(batching, args.n_gpu if cuda else 0)
+    settings.update({
+        "batching": batching,
+        "compile": compiled,
+        "group_by_length": spec.group_by_length,
+        "eval_batch_size": args.per_device_eval_batch_size,
+        "save_steps": save_steps,
+        "dataloader_num_workers": dataloader_num_workers,
+        "n_gpu": args.n_gpu if cuda else 0,
+        "report_to": list(trackers),
+    })
+    callbacks, tracker, tokens = _callbacks(args, cuda, run_dir, resume, save_steps=save_steps,
+                                            tracker_kwargs=tracker_kwargs, extra=extra_callbacks)
+    environment = contextlib.ExitStack()  # the trackers' offline defaults, while training
+    tracker_env = environment.enter_context(tracker_environment(trackers, run_dir.parent.parent, run_dir.name))
+    if trackers:
+        settings["tracker_environment"] = tracker_env
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=train_ds,
+        eval_dataset=eval_arg,
+        processing_class=tokenizer,
+        data_collator=make_collator(tokenizer, batching),
+        compute_metrics=functools.partial(_metrics, task),
+        callbacks=callbacks,
+    )
+    if not bars:  # readable lines instead of the printed log dicts
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+        trainer.add_callback(ReadableLogCallback())
+    log.info("training %s on %s: %d examples, %s …", spec.model, task.name, len(data.train),
+             f"{spec.max_steps} steps" if spec.max_steps else f"{spec.epochs:g} epochs")
+    resumed_from = None
+    if resume is not None:
+        resumed_from = checkpoint_step(resume)
+        log.info("resuming %s from %s", run_dir.name, resume)
+    try:
+        train_out = trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+    finally:
+        environment.close()
+        if tracker is not None and tracker.started and tracker.result is None:
+            tracker.stop()  # training raised: stop codecarbon's thread
+    return {
+        **_outcome(trainer, task, eval_keys),
+        "efficiency": tracker.result if tracker is not None else None,
+        "tokens": tokens.result(),
+        "settings": settings,
+        "train": {
+            "global_step": trainer.state.global_step,
+            "epochs": round(float(trainer.state.epoch or 0.0), 4),
+            "train_loss": float(train_out.training_loss),
+            "train_samples": len(data.train),
+            "eval_samples": {_EVAL_NAMES[s] if len(data.evals) > 1 else "dev": len(v) for s, v in data.evals.items()},
+            "data_source": data.source,
+            "model_parameters": int(sum(p.numel() for p in model.parameters())),
+        },
+        "resumed_from": resumed_from,
+        **({"peft": peft_record} if peft_record is not None else {}),
+    }
+
+
+def _quiet_progress_bars() -> None:
+    """No progress bars from datasets, the hub ("Writing model shards" at each checkpoint) or transformers."""
+    import datasets
+    import huggingface_hub.utils
+    import transformers
+
+    datasets.disable_progress_bars()
+    huggingface_hub.utils.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def _model_for(spec: FinetuneSpec, task: GlueTask, data: Any, resume: Path | None,
+               batching: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any] | None]:
+    """(model, tokenizer, LoRA record or None): the classification model with the task's labels, the flattened
+    forward where the batches are flattened, LoRA adapters where ``spec.peft`` asks for them."""
+    from harness.models import load_model, resolve_model
+
     info = resolve_model(spec.model, spec.model_args)
     tokenizer = None
     if resume is not None and info.is_tiny:
@@ -377,27 +456,38 @@ def _train(
         from harness.finetune.adapters import apply_peft
 
         model, peft_record = apply_peft(model, dict(spec.peft), info.family, info.name)
+    return model, tokenizer, peft_record
 
-    train_ds = _tokenize(data.train, tokenizer, spec.max_length)
-    eval_sets = {suffix: _tokenize(split, tokenizer, spec.max_length) for suffix, split in data.evals.items()}
+
+def _eval_sets(data: Any, tokenizer: Any, max_length: int) -> tuple[Any, dict[str, str]]:
+    """The Trainer's ``eval_dataset`` and, per its metric key prefix, our metric suffix ('' or '_mm')."""
+    eval_sets = {suffix: _tokenize(split, tokenizer, max_length) for suffix, split in data.evals.items()}
     if len(eval_sets) == 1:
-        eval_arg: Any = eval_sets[""]
-        eval_keys = {"": ""}
-    else:  # MNLI: the Trainer prefixes each set's metrics with its key
-        names = {"": "matched", "_mm": "mismatched"}
-        eval_arg = {names[s]: ds for s, ds in eval_sets.items()}
-        eval_keys = {names[s]: s for s in eval_sets}
+        return eval_sets[""], {"": ""}
+    names = {"": "matched", "_mm": "mismatched"}  # MNLI: the Trainer prefixes each set's metrics with its key
+    return {names[s]: ds for s, ds in eval_sets.items()}, {names[s]: s for s in eval_sets}
 
-    def metrics_fn(eval_pred: Any) -> dict[str, float]:
-        preds = predictions_from_logits(task, eval_pred.predictions)
-        values = compute_metrics(task, preds, np.asarray(eval_pred.label_ids))
-        return {k: (float("nan") if v is None else v) for k, v in values.items()}
+
+def _metrics(task: GlueTask, eval_pred: Any) -> dict[str, float]:
+    """The task's GLUE metrics of one evaluation (``compute_metrics`` of the Trainer); None as NaN."""
+    import numpy as np
+
+    preds = predictions_from_logits(task, eval_pred.predictions)
+    values = compute_metrics(task, preds, np.asarray(eval_pred.label_ids))
+    return {k: (float("nan") if v is None else v) for k, v in values.items()}
+
+
+def _training_arguments(spec: FinetuneSpec, run_dir: Path, settings: Mapping[str, Any], *, compiled: bool,
+                        bars: bool, trackers: tuple[str, ...], eval_batch_size: int | None,
+                        dataloader_num_workers: int) -> Any:
+    """The Trainer's arguments: the recipe (the spec), evaluated and saved every epoch, the runtime settings
+    (precision, TF32, optimizer, device), the sampler, the trackers and the compile choice."""
+    from transformers import TrainingArguments
+
+    from harness.finetune.compilation import training_arguments
 
     cuda = settings["device"] == "cuda"
-    from harness.finetune.compilation import choose_compile, training_arguments
-
-    compiled = choose_compile(spec.compile, settings["device"], calibrated=(calibration or {}).get("compile"))
-    args = TrainingArguments(
+    return TrainingArguments(
         output_dir=str(run_dir),
         num_train_epochs=spec.epochs,
         max_steps=spec.max_steps if spec.max_steps else -1,
@@ -427,17 +517,16 @@ def _train(
         full_determinism=not cuda,  # deterministic kernels on CPU (same seed, same result)
         **training_arguments(compiled),  # torch_compile=True where compiled (harness.finetune.compilation)
     )
-    check_devices(batching, args.n_gpu if cuda else 0)
-    settings.update({
-        "batching": batching,
-        "compile": compiled,
-        "group_by_length": spec.group_by_length,
-        "eval_batch_size": args.per_device_eval_batch_size,
-        "save_steps": save_steps,
-        "dataloader_num_workers": dataloader_num_workers,
-        "n_gpu": args.n_gpu if cuda else 0,
-        "report_to": list(trackers),
-    })
+
+
+def _callbacks(args: Any, cuda: bool, run_dir: Path, resume: Path | None, *, save_steps: int | None,
+               tracker_kwargs: dict[str, Any] | None, extra: Sequence[Any]) -> tuple[list[Any], Any, Any]:
+    """(callbacks, efficiency tracker or None, token accounting): the tracker and the token count first (their
+    files are part of each checkpoint, written before its completion marker), then the marker, then ``extra``
+    (e.g. the calibration's burst timer, harness.grid.calibrate)."""
+    from harness.energy.tracker import EfficiencyTracker, read_checkpoint_efficiency
+    from harness.finetune.callbacks import CheckpointCallback, EfficiencyCallback, TokenAccountingCallback
+
     callbacks: list[Any] = []
     tracker = None
     if tracker_kwargs is not None:
@@ -447,68 +536,20 @@ def _train(
         tracker = EfficiencyTracker(cuda_devices=used, previous=read_checkpoint_efficiency(resume),
                                     ledger_dir=run_dir.parent.parent / "energy", run_id=run_dir.name,
                                     **tracker_kwargs)
-        callbacks.append(EfficiencyCallback(tracker))  # before the marker: its file is part of the checkpoint
+        callbacks.append(EfficiencyCallback(tracker))
     tokens = TokenAccountingCallback(TokenAccountingCallback.read_checkpoint(resume))
-    callbacks.append(tokens)  # before the marker, as the tracker
-    callbacks.append(CheckpointCallback(save_steps))
-    callbacks.extend(extra_callbacks)  # e.g. the calibration's burst timer (harness.grid.calibrate)
-    environment = contextlib.ExitStack()  # the trackers' offline defaults, while training
-    tracker_env = environment.enter_context(tracker_environment(trackers, run_dir.parent.parent, run_dir.name))
-    if trackers:
-        settings["tracker_environment"] = tracker_env
-    trainer = Trainer(
-        model=model,
-        args=args,
-        train_dataset=train_ds,
-        eval_dataset=eval_arg,
-        processing_class=tokenizer,
-        data_collator=make_collator(tokenizer, batching),
-        compute_metrics=metrics_fn,
-        callbacks=callbacks,
-    )
-    if not bars:  # readable lines instead of the printed log dicts
-        from transformers.trainer_callback import PrinterCallback
+    callbacks += [tokens, CheckpointCallback(save_steps), *extra]
+    return callbacks, tracker, tokens
 
-        trainer.remove_callback(PrinterCallback)
-        trainer.add_callback(ReadableLogCallback())
-    log.info("training %s on %s: %d examples, %s …", spec.model, task.name, len(data.train),
-             f"{spec.max_steps} steps" if spec.max_steps else f"{spec.epochs:g} epochs")
-    resumed_from = None
-    if resume is not None:
-        resumed_from = checkpoint_step(resume)
-        log.info("resuming %s from %s", run_dir.name, resume)
-    try:
-        train_out = trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
-    finally:
-        environment.close()
-        if tracker is not None and tracker.started and tracker.result is None:
-            tracker.stop()  # training raised: stop codecarbon's thread
+
+def _outcome(trainer: Any, task: GlueTask, eval_keys: dict[str, str]) -> dict[str, Any]:
+    """The record's metrics after training: the final epoch's, the best over epochs, and the history."""
     history = history_from_log(trainer.state.log_history, task, eval_keys)
     if not history or history[-1]["step"] != trainer.state.global_step:
         # Training stopped between epoch ends (cannot happen with epoch evaluation; kept as a guard).
         trainer.evaluate()
         history = history_from_log(trainer.state.log_history, task, eval_keys)
     names = task.metric_names()
-    final = {n: history[-1].get(n) for n in names}
     best, best_epoch = best_over_epochs(history, names)
-    efficiency = tracker.result if tracker is not None else None
-    return {
-        "metrics": final,
-        "metrics_best": best,
-        "metrics_best_epoch": best_epoch,
-        "history": history,
-        "efficiency": efficiency,
-        "tokens": tokens.result(),
-        "settings": settings,
-        "train": {
-            "global_step": trainer.state.global_step,
-            "epochs": round(float(trainer.state.epoch or 0.0), 4),
-            "train_loss": float(train_out.training_loss),
-            "train_samples": len(data.train),
-            "eval_samples": {_EVAL_NAMES[s] if len(data.evals) > 1 else "dev": len(v) for s, v in data.evals.items()},
-            "data_source": data.source,
-            "model_parameters": int(sum(p.numel() for p in model.parameters())),
-        },
-        "resumed_from": resumed_from,
-        **({"peft": peft_record} if peft_record is not None else {}),
-    }
+    return {"metrics": {n: history[-1].get(n) for n in names}, "metrics_best": best,
+            "metrics_best_epoch": best_epoch, "history": history}
