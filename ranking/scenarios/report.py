@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.floor.errors import UserError
+from harness.floor.json_io import JsonProblem, read_json
 from harness.floor.paths import write_bytes_atomic as _write
 from ranking.scenarios.compare import (
     Comparison,
@@ -119,8 +120,8 @@ def report_files(cmp: Comparison, maps: Sequence[SimplexMap] = ()) -> list[str]:
 def _previous_report_files(out: Path) -> set[str] | None:
     """The files the manifest in ``out`` says an earlier report wrote; None without a readable manifest."""
     try:
-        doc = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = read_json(out / MANIFEST)
+    except (OSError, JsonProblem):
         return None
     files = doc.get("files") if isinstance(doc, dict) else None
     if not isinstance(files, list):
