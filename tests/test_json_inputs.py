@@ -323,3 +323,33 @@ def test_corrupt_ledger_lines_are_rejected_by_reason(tmp_path):
                                    "GPU-x.jsonl:4: holds a number of more than 4300 digits",
                                    "GPU-x.jsonl:5: not a JSON line"]
     assert ledger.rejected[4].startswith("GPU-x.jsonl:6: mj is 'xxx") and len(ledger.rejected[4]) < 120
+
+
+# ---------------------------------------------------------------------- files handed in with a declared reader
+@pytest.mark.parametrize("content", [DEEP, LONG_NUMBER])
+def test_a_calibration_file_nested_or_numbered_beyond_reading_is_one_line(tmp_path, content):
+    from harness.grid.calibration_file import FIX, read_calibration_file
+
+    path = _write(tmp_path / "cpu-test-4.json", content)
+    with pytest.raises(UserError) as err:
+        read_calibration_file(path)
+    text = str(err.value)
+    assert text.startswith(f"calibration file {path}: not readable JSON (") and text.endswith(FIX)
+    assert "\n" not in text and len(text) < 400
+
+
+@pytest.mark.parametrize("content,why", [
+    (DEEP, "nested too deeply to read"),
+    (LONG_NUMBER, "holds a number of more than 4300 digits"),
+    (b'{"data": "\xff"}', "not UTF-8 text"),
+    ('{"data": {', "not valid JSON"),
+])
+def test_a_stereoset_file_beyond_reading_is_one_line_naming_it(tmp_path, content, why):
+    from harness.bias.data import load_stereoset
+
+    path = _write(tmp_path / "bias/stereoset/dev.json", content)
+    with pytest.raises(UserError) as err:
+        load_stereoset(tmp_path)
+    text = str(err.value)
+    assert text.startswith(f"{path}: not a StereoSet JSON file with a 'data' key (") and why in text
+    assert "\n" not in text and len(text) < 400
