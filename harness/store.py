@@ -561,14 +561,19 @@ def _inherited_attempt(store: RunStore, spec: Any) -> Run | None:
     text = os.environ.get(ATTEMPT_ENV)
     if not text:
         return None
-    try:
-        info = json.loads(text)
-    except json.JSONDecodeError:
+    try:  # a value its parent did not write (left exported in a shell): no attempt to join, the run is its own
+        info = parse_json(text)
+    except JsonProblem:
         return None
-    if info.get("run_id") != spec.run_id() or info.get("root") != os.path.realpath(store.root):
+    if not isinstance(info, dict) or info.get("run_id") != spec.run_id() \
+            or info.get("root") != os.path.realpath(store.root):
         return None
-    run = Run(store, spec, "run", lock_fd=info.get("lock_fd"))
-    run.attempt, run.started = str(info["attempt"]), float(info["started"])
+    lock_fd, attempt, started = info.get("lock_fd"), info.get("attempt"), info.get("started")
+    if not (lock_fd is None or type(lock_fd) is int) or not isinstance(attempt, str) \
+            or type(started) not in (int, float):
+        return None
+    run = Run(store, spec, "run", lock_fd=lock_fd)
+    run.attempt, run.started = attempt, float(started)
     return run
 
 

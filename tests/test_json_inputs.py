@@ -353,3 +353,22 @@ def test_a_stereoset_file_beyond_reading_is_one_line_naming_it(tmp_path, content
     text = str(err.value)
     assert text.startswith(f"{path}: not a StereoSet JSON file with a 'data' key (") and why in text
     assert "\n" not in text and len(text) < 400
+
+
+# ---------------------------------------------------------------------- the attempt a child joins (environment)
+@pytest.mark.parametrize("value", [DEEP, "[1]", "not json", '{"run_id": "RID", "root": "ROOT", "attempt": 5}',
+                                   '{"run_id": "RID", "root": "ROOT", "attempt": "a", "started": "x"}',
+                                   '{"run_id": "RID", "root": "ROOT", "attempt": "a", "started": 1, "lock_fd": "3"}'])
+def test_a_stray_attempt_in_the_environment_is_ignored_and_the_run_is_its_own(tmp_path, monkeypatch, value):
+    import os
+
+    from harness.specs import BiasSpec
+    from harness.store import ATTEMPT_ENV, RunStore
+
+    spec = BiasSpec("tiny:bert", "crows_pairs", limit=2)
+    store = RunStore(tmp_path)
+    monkeypatch.setenv(ATTEMPT_ENV, value.replace("RID", spec.run_id()).replace("ROOT", os.path.realpath(tmp_path)))
+    with store.run(spec) as run:
+        assert run.state == "run" and run.lock_fd is not None  # it took the lock itself
+        run.finish({"metrics": {"x": 1.0}})
+    assert store.is_done(spec.run_id())
