@@ -372,3 +372,26 @@ def test_a_stray_attempt_in_the_environment_is_ignored_and_the_run_is_its_own(tm
         assert run.state == "run" and run.lock_fd is not None  # it took the lock itself
         run.finish({"metrics": {"x": 1.0}})
     assert store.is_done(spec.run_id())
+
+
+@pytest.mark.parametrize("content,why", [
+    (DEEP, "is nested too deeply to read (thousands of levels of [ or {)"),
+    ('{"files": [NaN]}', "holds NaN, which is no JSON number"),
+    ('{"files": ["rank_probabilities.png"', "is not valid JSON (Expecting ',' delimiter: line 1, column 36): cut "
+                                           "short or edited"),
+    ('{"files": "all"}', "lists no files"),
+    (None, "is missing"),
+])
+def test_an_earlier_report_with_a_corrupt_manifest_is_refused_by_name_and_kept(tmp_path, content, why):
+    from ranking.scenarios.report import MANIFEST, stale_report_files
+
+    if content is not None:
+        _write(tmp_path / MANIFEST, content)
+    _write(tmp_path / "rank_probabilities.png", b"png")
+    with pytest.raises(UserError) as err:
+        stale_report_files(tmp_path, ["report.html"])
+    assert str(err.value) == (f"--out {tmp_path}: holds rank_probabilities.png from an earlier report that lists no "
+                              f"files ({MANIFEST} {why}), and this report writes none of them: remove it, or choose "
+                              "another --out")
+    assert (tmp_path / "rank_probabilities.png").exists()
+    assert stale_report_files(tmp_path, ["report.html", "rank_probabilities.png"]) == []  # all overwritten: fine
