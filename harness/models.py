@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.floor.errors import UserError
+from harness.floor.json_io import JsonProblem, parse_json, read_json
 from harness.store import RunNotStarted
 
 log = logging.getLogger(__name__)
@@ -453,7 +454,6 @@ def check_weight_files(folder: Path) -> None:
 def _safetensors_length(path: Path) -> int | None:
     """The byte length a safetensors file's header implies (8 + header + the end of the last tensor); None when
     the header cannot be read."""
-    import json
     import struct
 
     try:
@@ -464,9 +464,9 @@ def _safetensors_length(path: Path) -> int | None:
             (size,) = struct.unpack("<Q", raw)
             if size > 100_000_000:
                 return None
-            header = json.loads(fh.read(size))
+            header = parse_json(fh.read(size))
         ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"]
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):  # JsonProblem is a ValueError
         return None
     return 8 + size + max(ends, default=0)
 
@@ -603,7 +603,6 @@ def dimensions_on_disk(name: str, model_args: Any = None) -> ModelDimensions | N
     """:class:`ModelDimensions` of ``name`` read from disk only, never the hub: a tiny model's, a local
     folder's ``config.json``, or the one in the Hugging Face cache; ``None`` when none is there (what a grid's
     load uses: it must not need the network or a downloaded model)."""
-    import json
     from types import SimpleNamespace
 
     name = canonical_model(name)
@@ -624,8 +623,8 @@ def dimensions_on_disk(name: str, model_args: Any = None) -> ModelDimensions | N
     if not isinstance(path, (str, Path)):
         return None
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = read_json(path, allow_nan=True)
+    except (OSError, JsonProblem):
         return None
     if not isinstance(doc, dict):
         return None
@@ -933,12 +932,10 @@ _SPECIAL_ROLES = ("eos", "bos", "pad", "unk", "mask", "cls", "sep")
 
 
 def _read_json(path: Path) -> Any:
-    import json
 
     try:
-        with path.open(encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
+        return read_json(path, allow_nan=True)
+    except (OSError, JsonProblem):
         return None
 
 

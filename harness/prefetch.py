@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.floor.errors import UserError
+from harness.floor.json_io import JsonProblem, read_json_object
 from harness.kinds import get_kind, kind_of, kinds
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,6 @@ def prefetch_model(name: str, model_args: Sequence[tuple[str, Any]] = ()) -> Pat
 
 def model_cached(name: str, model_args: Sequence[tuple[str, Any]] = ()) -> bool:
     """True when the HF cache holds ``name``'s config and a full set of weights (no network)."""
-    import json
 
     from huggingface_hub import try_to_load_from_cache
 
@@ -128,9 +128,12 @@ def model_cached(name: str, model_args: Sequence[tuple[str, Any]] = ()) -> bool:
         index_path = cached(index)
         if index_path:
             try:
-                shards = set(json.loads(Path(index_path).read_text())["weight_map"].values())
-            except (OSError, ValueError, KeyError):
+                weight_map = read_json_object(index_path).get("weight_map")
+            except (OSError, JsonProblem):  # unreadable: as if not cached (a download fetches it again)
                 continue
+            if not isinstance(weight_map, dict) or not all(isinstance(s, str) for s in weight_map.values()):
+                continue
+            shards = set(weight_map.values())
             if shards and all(cached(s) for s in shards):
                 return True
     return False

@@ -55,6 +55,7 @@ from typing import Any
 
 from harness.floor import paths as floor_paths
 from harness.floor.errors import UserError
+from harness.floor.json_io import JsonProblem, parse_json, read_json, read_json_object
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
@@ -65,6 +66,7 @@ LIFECYCLE_FIELDS = ("schema", "run_id", "kind", "model", "identity", "status", "
 _NAMING = ("model", "task", "seed", "dataset")  # identity keys copied to the top of a record
 ATTEMPT_ENV = "VNR_RUN_ATTEMPT"  # set by the isolated runner for its child: the attempt it joins
 _LOCK_TRIES = 5
+_MARKER_MAX_BYTES = 1 << 20  # a running marker is a few hundred bytes: a bigger file is not one
 
 
 class RunNotStarted(UserError):
@@ -336,10 +338,12 @@ class RunStore:
             return None, f"its result file cannot be read ({exc.strerror or exc})"
         if not text.strip():
             return None, "its result file is empty"
-        try:
-            rec = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError):  # cut short (atomic writes never leave this)
-            return None, "its result file is not valid JSON (cut short or edited)"
+        try:  # NaN kept: record_problem names the metric that holds it
+            rec = parse_json(text, allow_nan=True)
+        except JsonProblem as exc:  # cut short (atomic writes never leave this), nested or numbered beyond reading
+            why = str(exc)
+            return None, ("its result file is not valid JSON (cut short or edited)" if why.startswith("not valid JSON")
+                          else f"its result file {why}" if why.startswith("holds") else f"its result file is {why}")
         return (rec, None) if isinstance(rec, dict) else (None, "its result file is not a JSON object")
 
     def is_done(self, run: Any) -> bool:
@@ -378,8 +382,8 @@ class RunStore:
         if not self.runs_dir.is_dir():
             return
         for path in sorted(self.runs_dir.glob("*.json")):
-            with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError, OSError):
-                rec = json.loads(path.read_text())
+            with contextlib.suppress(JsonProblem, OSError):
+                rec = read_json(path, allow_nan=True)
                 if isinstance(rec, dict):
                     yield rec
 
@@ -409,11 +413,12 @@ class RunStore:
             self.running_path(rid).unlink()
 
     def running_info(self, rid: str) -> dict[str, Any] | None:
+        """The running marker's content; None without one, or where it is no JSON object (a marker the next
+        attempt writes again: an unreadable one means nothing is known about that attempt)."""
         try:
-            info = json.loads(self.running_path(rid).read_text())
-        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError):
+            return read_json_object(self.running_path(rid), max_bytes=_MARKER_MAX_BYTES)
+        except (OSError, JsonProblem):
             return None
-        return info if isinstance(info, dict) else None
 
     def remove_checkpoints(self, rid: str) -> None:
         shutil.rmtree(self.checkpoint_dir(rid), ignore_errors=True)
@@ -556,14 +561,19 @@ def _inherited_attempt(store: RunStore, spec: Any) -> Run | None:
     text = os.environ.get(ATTEMPT_ENV)
     if not text:
         return None
-    try:
-        info = json.loads(text)
-    except json.JSONDecodeError:
+    try:  # a value its parent did not write (left exported in a shell): no attempt to join, the run is its own
+        info = parse_json(text)
+    except JsonProblem:
         return None
-    if info.get("run_id") != spec.run_id() or info.get("root") != os.path.realpath(store.root):
+    if not isinstance(info, dict) or info.get("run_id") != spec.run_id() \
+            or info.get("root") != os.path.realpath(store.root):
         return None
-    run = Run(store, spec, "run", lock_fd=info.get("lock_fd"))
-    run.attempt, run.started = str(info["attempt"]), float(info["started"])
+    lock_fd, attempt, started = info.get("lock_fd"), info.get("attempt"), info.get("started")
+    if not (lock_fd is None or type(lock_fd) is int) or not isinstance(attempt, str) \
+            or type(started) not in (int, float):
+        return None
+    run = Run(store, spec, "run", lock_fd=lock_fd)
+    run.attempt, run.started = attempt, float(started)
     return run
 
 

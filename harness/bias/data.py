@@ -28,7 +28,6 @@ pairs of each (type, split) file pair, so every type and split is present.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -41,6 +40,7 @@ from typing import Any
 from harness.bias import evaluators
 from harness.bias.evaluators import STEREOSET_LABELS
 from harness.floor.errors import UserError
+from harness.floor.json_io import JsonProblem, parse_json
 from harness.floor.paths import write_bytes_atomic
 
 log = logging.getLogger(__name__)
@@ -197,8 +197,8 @@ def load_stereoset(
     _check_limit(limit)
     path = resolve_files("stereoset", data_root) / "bias/stereoset/dev.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))["data"]
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+        data = parse_json(path.read_bytes(), allow_nan=True)["data"]
+    except (JsonProblem, KeyError, TypeError) as exc:  # nested or numbered beyond reading too: one line
         raise UserError(f"{path}: not a StereoSet JSON file with a 'data' key ({_first_line(exc)})") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: 'data' must map section names to lists of items")

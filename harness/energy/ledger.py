@@ -54,6 +54,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.floor.json_io import JsonProblem, parse_json
+from harness.floor.schema import show
+
 log = logging.getLogger(__name__)
 
 SLOT_ENV = "VNR_GPU_SLOT"
@@ -122,7 +125,7 @@ class GpuLedger:
         """
         self.rejected: list[str] = []
         try:
-            with open(self.path, encoding="utf-8") as fh:
+            with open(self.path, "rb") as fh:  # bytes: a line that is not UTF-8 is one rejected line
                 fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
                 try:
                     lines = fh.read().splitlines()
@@ -132,11 +135,12 @@ class GpuLedger:
             return []
         out = []
         for number, line in enumerate(lines, start=1):
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                if number < len(lines):
-                    self._reject(number, "not a JSON line")
+            try:  # NaN kept: event_problem names the field that holds it
+                item = parse_json(line, allow_nan=True)
+            except JsonProblem as exc:
+                if number < len(lines):  # the last line may be being written
+                    why = str(exc)
+                    self._reject(number, "not a JSON line" if why.startswith(("not valid JSON", "empty")) else why)
                 continue
             why = event_problem(item)
             if why:
@@ -170,7 +174,7 @@ def event_problem(item: Any) -> str | None:
         if value is None and not required:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"{key} is {value!r} (not a number)"
+            return f"{key} is {_shown(value)} (not a number)"
         if not math.isfinite(value):
             return f"{key} is {value} (not finite)"
         if value < 0:
@@ -178,11 +182,16 @@ def event_problem(item: Any) -> str | None:
     util = item.get("util")
     if util is not None:
         if not isinstance(util, dict):
-            return f"util is {util!r} (not a mapping of pid to percent)"
+            return f"util is {_shown(util)} (not a mapping of pid to percent)"
         for pid, value in util.items():
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
-                return f"util of pid {pid} is {value!r} (not a percentage)"
+                return f"util of pid {pid if len(pid) <= 20 else pid[:19] + '…'} is {_shown(value)} (not a percentage)"
     return None
+
+
+def _shown(value: Any) -> str:
+    """A refused ledger value in a warning: a number as Python writes it, anything else bounded (:func:`show`)."""
+    return repr(value) if isinstance(value, int | float) and not isinstance(value, bool) else show(value)
 
 
 def interval_problem(start: Mapping[str, Any], end: Mapping[str, Any]) -> str | None:

@@ -40,7 +40,6 @@ that a resumed run adds what it spent before the interruption.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
@@ -62,6 +61,8 @@ from harness.energy.intensity import (
 from harness.energy.ledger import SLOT_ENV, START, STOP, TICK, GpuLedger, attribute, ledger_name
 from harness.energy.nvml import MJ_PER_KWH, NvmlEnergyMeter
 from harness.floor.errors import UserError
+from harness.floor.json_io import JsonProblem, read_json_object
+from harness.floor.schema import show
 
 log = logging.getLogger(__name__)
 
@@ -431,8 +432,18 @@ def read_checkpoint_efficiency(checkpoint: str | Path | None) -> dict[str, Any] 
     """The efficiency totals stored in a checkpoint by the efficiency callback, if any."""
     if checkpoint is None:
         return None
-    with contextlib.suppress(FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
-        data = json.loads((Path(checkpoint) / CHECKPOINT_FILE).read_text())
-        if isinstance(data, dict) and all(math.isfinite(float(data.get(k) or 0.0)) for k in _SUMMED):
-            return data
-    return None
+    path = Path(checkpoint) / CHECKPOINT_FILE
+    try:
+        data = read_json_object(path, max_bytes=1 << 20)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except JsonProblem as exc:
+        log.warning("efficiency totals %s are not used (%s): they start again from zero", path, exc)
+        return None
+    for key in _SUMMED:
+        value = data.get(key) or 0.0
+        if type(value) not in (int, float) or not math.isfinite(value):
+            log.warning("efficiency totals %s are not used (%s is %s, not a number): they start again from zero",
+                        path, key, show(value))
+            return None
+    return data

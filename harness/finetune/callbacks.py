@@ -8,8 +8,8 @@ into a checkpoint before the checkpoint is marked complete.
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,8 @@ from transformers import TrainerCallback
 
 from harness.energy.tracker import CHECKPOINT_FILE, EfficiencyTracker
 from harness.finetune.checkpoints import mark_complete
+from harness.floor.json_io import JsonProblem, read_json_object
+from harness.floor.schema import show
 from harness.store import atomic_write_json
 
 log = logging.getLogger("harness.finetune")
@@ -96,9 +98,25 @@ class TokenAccountingCallback(TrainerCallback):
 
     @staticmethod
     def read_checkpoint(checkpoint: Path | None) -> dict[str, Any] | None:
-        """The totals saved in ``checkpoint`` (None without a checkpoint or file)."""
-        path = Path(checkpoint) / TOKENS_FILE if checkpoint is not None else None
-        return json.loads(path.read_text()) if path is not None and path.is_file() else None
+        """The totals saved in ``checkpoint`` (None without a checkpoint or file, or with a warning where the file
+        is no JSON object of finite, non-negative counts: the counts then start again from zero)."""
+        if checkpoint is None:
+            return None
+        path = Path(checkpoint) / TOKENS_FILE
+        try:
+            doc = read_json_object(path, max_bytes=1 << 20)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except JsonProblem as exc:
+            log.warning("token counts %s are not used (%s): counting starts from zero", path, exc)
+            return None
+        for key in _COUNTS:
+            value = doc.get(key, 0)
+            if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+                log.warning("token counts %s are not used (%s is %s, not a count): counting starts from zero", path,
+                            key, show(value))
+                return None
+        return doc
 
     def _count(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not module.training:

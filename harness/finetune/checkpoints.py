@@ -9,7 +9,6 @@ while saving resumes from the previous complete one.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -17,6 +16,8 @@ import shutil
 import time
 from pathlib import Path
 
+from harness.floor.json_io import JsonProblem, read_json_object
+from harness.floor.schema import show
 from harness.store import atomic_write_json
 
 log = logging.getLogger(__name__)
@@ -35,15 +36,41 @@ def checkpoint_step(folder: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
+#: the files of ours a checkpoint may hold beside the marker (the token counts of
+#: :class:`harness.finetune.callbacks.TokenAccountingCallback`, the efficiency totals of
+#: :data:`harness.energy.tracker.CHECKPOINT_FILE`): where one is there, it must be a JSON object too
+_OWN_FILES = ("vnr-tokens.json", "efficiency.json")
+
+
 def is_complete_checkpoint(folder: Path) -> bool:
-    """True when ``folder`` was fully written: our marker and a readable ``trainer_state.json``."""
-    try:
-        json.loads((folder / COMPLETE_MARKER).read_text())
-        state = json.loads((folder / "trainer_state.json").read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        return False
+    """True when ``folder`` was fully written: our marker, a ``trainer_state.json`` whose ``global_step`` is the
+    folder's step, and our own files there readable. A marker, state or file of ours that is there but cut
+    short, not JSON or of another shape makes it incomplete (with a warning naming the file): it is not resumed
+    from, and :func:`drop_incomplete_checkpoints` removes it, so its steps are trained again."""
     step = checkpoint_step(folder)
-    return step is not None and int(state.get("global_step", -1)) == step
+    if step is None:
+        return False
+    names = (COMPLETE_MARKER, "trainer_state.json", *(n for n in _OWN_FILES if (folder / n).exists()))
+    docs = {}
+    for name in names:
+        try:
+            docs[name] = read_json_object(folder / name, allow_nan=name == "trainer_state.json")
+        except (FileNotFoundError, NotADirectoryError):  # not (yet) written: a half-written checkpoint
+            return False
+        except JsonProblem as exc:
+            log.warning("checkpoint %s is not used: its %s %s", folder, name, _as_clause(exc))
+            return False
+    state_step = docs["trainer_state.json"].get("global_step")
+    if type(state_step) is not int or state_step != step:
+        log.warning("checkpoint %s is not used: its trainer_state.json has global_step %s, not %d", folder,
+                    show(state_step), step)
+        return False
+    return True
+
+
+def _as_clause(exc: JsonProblem) -> str:
+    why = str(exc)
+    return why if why.startswith("holds") else f"is {why}"
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.floor.errors import UserError
+from harness.floor.json_io import JsonProblem, kind_of, read_json_object
+from harness.floor.schema import show
 from harness.grid.local import Spec
 from harness.grid.settings import SlurmSettings
 from harness.kinds import calibrated
@@ -140,20 +142,41 @@ def write_array_file(folder: Path, specs: Sequence[Spec], *, only: Sequence[str]
     return path
 
 
+_ARRAY_KEYS = ("only", "runs_per_gpu", "calibrate", "gpus", "run_ids")
+
+
+def _array_doc_problem(doc: dict[str, Any]) -> str | None:
+    """Why an array file's object is not the one :func:`write_array_file` writes (runs_per_gpu is checked after)."""
+    missing = [k for k in _ARRAY_KEYS if k not in doc]
+    if missing:
+        return f"no {', '.join(missing)}"
+    for key in ("only", "run_ids"):
+        if not isinstance(doc[key], list) or not all(isinstance(x, str) for x in doc[key]):
+            return f"{key} is {kind_of(doc[key]) if not isinstance(doc[key], list) else 'a list'}, not a list of text"
+    if type(doc["calibrate"]) is not bool:
+        return f"calibrate is {show(doc['calibrate'])}, not true or false"
+    if type(doc["gpus"]) is not int or doc["gpus"] < 0:
+        return f"gpus is {show(doc['gpus'])}, not a whole number"
+    return None
+
+
 def read_array_file(path: str | Path) -> ArrayPlan:
     """The plan :func:`write_array_file` wrote; a :class:`UserError` naming the file where it cannot be one."""
     try:
-        doc = json.loads(Path(path).read_text())
-        plan = ArrayPlan(only=[str(p) for p in doc["only"]], runs_per_gpu=doc["runs_per_gpu"],
-                         calibrate=bool(doc["calibrate"]), gpus=int(doc["gpus"]), run_ids=[str(r) for r in doc["run_ids"]])
+        doc = read_json_object(path)
+        problem = _array_doc_problem(doc)
+        if problem:
+            raise JsonProblem(problem)
+        plan = ArrayPlan(only=list(doc["only"]), runs_per_gpu=doc["runs_per_gpu"], calibrate=doc["calibrate"],
+                         gpus=doc["gpus"], run_ids=list(doc["run_ids"]))
     except OSError as exc:
         raise UserError(f"--array-file {path}: cannot be read ({exc.strerror or exc}); size the array again with "
                         "`vnr run CONFIG --sbatch-args`") from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except JsonProblem as exc:
         raise UserError(f"--array-file {path}: not an array file written by `vnr run --sbatch-args` ({exc}); "
                         "size the array again") from None
     if not (plan.runs_per_gpu == "auto" or (type(plan.runs_per_gpu) is int and plan.runs_per_gpu >= 1)):
-        raise UserError(f"--array-file {path}: runs_per_gpu {plan.runs_per_gpu!r} is neither auto nor a positive "
+        raise UserError(f"--array-file {path}: runs_per_gpu {show(plan.runs_per_gpu)} is neither auto nor a positive "
                         "whole number; size the array again")
     return plan
 

@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.floor.errors import UserError
+from harness.floor.json_io import JsonProblem, read_json_object
 from harness.grid.local import check_gpus, cpu_cores, cpu_threads, visible_gpus
 from harness.kinds import calibrated, kind_of
 from harness.specs import FinetuneSpec
@@ -290,6 +291,25 @@ def memory_probe(model: Any, spec: FinetuneSpec) -> None:
     model.zero_grad(set_to_none=True)
     if device.type == "cuda":
         torch.cuda.synchronize()
+
+
+def worker_result(path: Path, windows: int, precision: str = "?", n: int = 0) -> dict[str, Any]:
+    """What a burst worker that exited well wrote to ``path``; a one-line ``RuntimeError`` (as for a worker that
+    failed) where the file is missing, cut short, not JSON or not the shape :func:`run_worker` writes."""
+    try:
+        doc = read_json_object(path, max_bytes=1 << 20)
+    except (OSError, JsonProblem) as exc:
+        why = f"is {exc.strerror or type(exc).__name__}" if isinstance(exc, OSError) else str(exc)
+        why = why if why.startswith(("holds", "is ")) else f"is {why}"
+        raise RuntimeError(f"a calibration worker ({precision}, N={n}) left no usable result: {path} {why}") from None
+    times = doc.get("t1")
+    fine = (type(doc.get("index")) is int and type(doc.get("window_samples")) is int and doc["window_samples"] >= 0
+            and type(doc.get("peak_memory_bytes")) is int and "losses" in doc and isinstance(times, list) and len(times) >= windows
+            and all(type(t) in (int, float) and math.isfinite(t) for t in times[:windows]))
+    if not fine:
+        raise RuntimeError(f"a calibration worker ({precision}, N={n}) left no usable result: {path} lacks its "
+                           "index, window_samples, peak_memory_bytes, losses or one finite t1 per window")
+    return doc
 
 
 def run_worker(plan: BurstPlan) -> dict[str, Any]:
@@ -552,7 +572,7 @@ def run_burst(spec: FinetuneSpec, n: int, precision: str, *, device: Device, war
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    workers = sorted((json.loads(o.read_text()) for o in outs), key=lambda w: w["index"])
+    workers = sorted((worker_result(o, windows, precision, n) for o in outs), key=lambda w: w["index"])
     samples = sum(int(w["window_samples"]) for w in workers)  # per window, all workers
     durations = [max(float(w["t1"][k]) for w in workers) - go[k] for k in range(windows)]
     rates = [samples / d if d > 0 else None for d in durations]

@@ -85,7 +85,7 @@ def read_calibration_file(path: str | Path) -> dict[str, Any]:
     where = f"calibration file {path}"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # nested thousands of levels deep
         first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise UserError(f"{where}: not readable JSON ({first}); {FIX}") from None
     if not isinstance(doc, dict):

@@ -22,7 +22,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.floor.errors import UserError
+from harness.floor.json_io import read_json
 from harness.grid.arrays import array_size, group_size, task_packing, task_specs
 from harness.grid.config import SlurmSettings, slurm_value
 from harness.grid.local import Spec
@@ -193,13 +193,13 @@ def read_manifests(output: Path) -> dict[str, list[tuple[str, str]]]:
         return out
     for path in sorted(folder.glob("*.json")):
         try:
-            doc = json.loads(path.read_text())
+            doc = read_json(path)
             pairs = []
             for index, ids in doc["tasks"].items():
                 for rid in ids if isinstance(ids, list) else [ids]:
                     pairs.append((str(index), str(rid)))
             out[str(doc["array_job_id"])] = pairs
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):  # JsonProblem is a ValueError
             continue
     return out
 

@@ -55,11 +55,17 @@ class SpecStatus:
 def _pid_alive(pid: Any) -> bool:
     try:
         os.kill(int(pid), 0)
-    except (ProcessLookupError, ValueError, TypeError):
+    except (ProcessLookupError, ValueError, TypeError, OverflowError):  # gone, or a marker's pid no pid can be
         return False
     except PermissionError:
         return True
     return True
+
+
+def _marker_field(value: Any) -> str:
+    """A running marker's host, pid or job as the status line shows it: one line, at most 60 characters."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _marker_job(info: dict[str, Any]) -> str | None:
@@ -96,7 +102,8 @@ def grid_status(exp: Experiment, specs: Sequence[Spec] | None = None, *, use_squ
         info = store.running_info(rid)
         if info is not None:
             job = _marker_job(info)
-            where = f"{info.get('host', '?')} pid {info.get('pid', '?')}" + (f" job {job}" if job else "")
+            where = (f"{_marker_field(info.get('host', '?'))} pid {_marker_field(info.get('pid', '?'))}"
+                     + (f" job {_marker_field(job)}" if job else ""))
             if job and squeue is not None:
                 alive = squeue.get(job) in _ACTIVE
             elif info.get("host") == host:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.floor.errors import UserError
+from harness.floor.json_io import JsonProblem, read_json
 from harness.floor.paths import write_bytes_atomic as _write
 from ranking.scenarios.compare import (
     Comparison,
@@ -118,14 +119,23 @@ def report_files(cmp: Comparison, maps: Sequence[SimplexMap] = ()) -> list[str]:
 
 def _previous_report_files(out: Path) -> set[str] | None:
     """The files the manifest in ``out`` says an earlier report wrote; None without a readable manifest."""
+    return _read_manifest(out)[0]
+
+
+def _read_manifest(out: Path) -> tuple[set[str] | None, str]:
+    """(the files the manifest in ``out`` lists, "") or (None, why there are none: it is missing or unusable)."""
     try:
-        doc = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        doc = read_json(out / MANIFEST)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, "is missing"
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror or type(exc).__name__}"
+    except JsonProblem as exc:
+        return None, f"{exc}" if str(exc).startswith("holds") else f"is {exc}"
     files = doc.get("files") if isinstance(doc, dict) else None
     if not isinstance(files, list):
-        return None
-    return {f for f in files if f in REPORT_FILES}
+        return None, "lists no files"
+    return {f for f in files if f in REPORT_FILES}, ""
 
 
 def stale_report_files(out: Path, planned: Sequence[str]) -> list[str]:
@@ -134,12 +144,12 @@ def stale_report_files(out: Path, planned: Sequence[str]) -> list[str]:
     From the manifest; without one, report files there that this report would not overwrite are
     refused (a UserError naming them): nothing says they are a report's, so none is removed.
     """
-    previous = _previous_report_files(out)
+    previous, why = _read_manifest(out)
     if previous is None:
         unknown = [f for f in REPORT_FILES if f not in planned and (out / f).is_file()]
         if unknown:
             raise UserError(f"--out {out}: holds {', '.join(unknown)} from an earlier report that lists no files "
-                            f"({MANIFEST} is missing), and this report writes none of them: remove "
+                            f"({MANIFEST} {why}), and this report writes none of them: remove "
                             f"{'it' if len(unknown) == 1 else 'them'}, or choose another --out")
         return []
     return sorted(f for f in previous if f not in planned and (out / f).is_file())
