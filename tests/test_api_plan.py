@@ -49,6 +49,16 @@ def test_ranking_rank_is_the_one_rank():
     assert defined == ["ranking/api.py"]
 
 
+def test_rank_and_the_plan_take_the_same_choices_with_the_same_defaults():
+    """ranking.rank spells its choices out (for help() and editors) and hands them to RankPlan.build: the two
+    lists cannot drift apart (a choice rank took but the plan ignored, or another default)."""
+    from ranking.plan import RankPlan
+
+    choices = list(inspect.signature(ranking.rank).parameters.values())[1:]  # without the table
+    plan = list(inspect.signature(RankPlan.build).parameters.values())
+    assert [(p.name, p.kind, p.default) for p in choices] == [(p.name, p.kind, p.default) for p in plan]
+
+
 def test_drop_incomplete_through_ranking_rank():
     t = ScoreTable(("A", "B", "C"), (Criterion("x"), Criterion("y")),
                    np.array([[0.9, np.nan], [0.5, 0.6], [0.4, 0.3]]))

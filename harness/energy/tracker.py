@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import socket
 import threading
@@ -61,8 +60,7 @@ from harness.energy.intensity import (
 from harness.energy.ledger import SLOT_ENV, START, STOP, TICK, GpuLedger, attribute, ledger_name
 from harness.energy.nvml import MJ_PER_KWH, NvmlEnergyMeter
 from harness.floor.errors import UserError
-from harness.floor.json_io import JsonProblem, read_json_object
-from harness.floor.schema import show
+from harness.floor.json_io import read_totals
 
 log = logging.getLogger(__name__)
 
@@ -432,18 +430,4 @@ def read_checkpoint_efficiency(checkpoint: str | Path | None) -> dict[str, Any] 
     """The efficiency totals stored in a checkpoint by the efficiency callback, if any."""
     if checkpoint is None:
         return None
-    path = Path(checkpoint) / CHECKPOINT_FILE
-    try:
-        data = read_json_object(path, max_bytes=1 << 20)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except JsonProblem as exc:
-        log.warning("efficiency totals %s are not used (%s): they start again from zero", path, exc)
-        return None
-    for key in _SUMMED:
-        value = data.get(key) or 0.0
-        if type(value) not in (int, float) or not math.isfinite(value):
-            log.warning("efficiency totals %s are not used (%s is %s, not a number): they start again from zero",
-                        path, key, show(value))
-            return None
-    return data
+    return read_totals(Path(checkpoint) / CHECKPOINT_FILE, _SUMMED, what="efficiency totals", warn=log.warning)

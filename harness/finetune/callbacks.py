@@ -9,7 +9,6 @@ into a checkpoint before the checkpoint is marked complete.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,7 @@ from transformers import TrainerCallback
 
 from harness.energy.tracker import CHECKPOINT_FILE, EfficiencyTracker
 from harness.finetune.checkpoints import mark_complete
-from harness.floor.json_io import JsonProblem, read_json_object
-from harness.floor.schema import show
+from harness.floor.json_io import read_totals
 from harness.store import atomic_write_json
 
 log = logging.getLogger("harness.finetune")
@@ -102,21 +100,8 @@ class TokenAccountingCallback(TrainerCallback):
         is no JSON object of finite, non-negative counts: the counts then start again from zero)."""
         if checkpoint is None:
             return None
-        path = Path(checkpoint) / TOKENS_FILE
-        try:
-            doc = read_json_object(path, max_bytes=1 << 20)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except JsonProblem as exc:
-            log.warning("token counts %s are not used (%s): counting starts from zero", path, exc)
-            return None
-        for key in _COUNTS:
-            value = doc.get(key, 0)
-            if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
-                log.warning("token counts %s are not used (%s is %s, not a count): counting starts from zero", path,
-                            key, show(value))
-                return None
-        return doc
+        return read_totals(Path(checkpoint) / TOKENS_FILE, _COUNTS, what="token counts", nonnegative=True,
+                           warn=log.warning)
 
     def _count(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not module.training:

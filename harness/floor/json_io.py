@@ -112,3 +112,40 @@ def read_json_object(path: str | Path, *, allow_nan: bool = False, max_bytes: in
     if not isinstance(value, dict):
         raise JsonProblem(f"holds {kind_of(value)}, not a JSON object")
     return value
+
+
+def read_totals(path: str | Path, keys: tuple[str, ...], *, what: str, nonnegative: bool = False,
+                warn: Any = None) -> dict[str, Any] | None:
+    """Running totals a checkpoint keeps (token counts, energy totals): the JSON object at ``path`` whose ``keys``
+    are finite numbers (absent or null: 0), or None — no file there, or, with one warning through ``warn`` (a
+    logger's ``warning``) naming ``what``, the file and why, a file that is not such an object (a resumed run
+    then counts from zero rather than stopping).
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.json")
+    >>> _ = open(path, "w").write('{"real": 5, "computed": "7"}')
+    >>> read_totals(path, ("real", "computed"), what="token counts", warn=print)  # doctest: +ELLIPSIS
+    token counts .../t.json are not used (computed is '7', not a number): they start again from zero
+    """
+    try:
+        doc = read_json_object(path, max_bytes=1 << 20)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except JsonProblem as exc:
+        reason = str(exc)
+    else:
+        bad = next((k for k in keys if not _total(doc.get(k) or 0, nonnegative)), None)
+        if bad is None:
+            return doc
+        from harness.floor.schema import show
+
+        reason = f"{bad} is {show(doc[bad])}, not a {'count' if nonnegative else 'number'}"
+    if warn is not None:
+        warn(f"{what} {path} are not used ({reason}): they start again from zero")
+    return None
+
+
+def _total(value: Any, nonnegative: bool) -> bool:
+    import math
+
+    return type(value) in (int, float) and math.isfinite(value) and not (nonnegative and value < 0)
