@@ -48,6 +48,7 @@ from typing import Any
 
 from harness.floor.errors import UserError
 from harness.floor.json_io import JsonProblem, parse_json, read_json
+from harness.floor.schema import show
 from harness.store import RunNotStarted
 
 log = logging.getLogger(__name__)
@@ -326,8 +327,6 @@ def canonical_model(name: str) -> str:
     >>> canonical_model("tiny:bert")
     'tiny:bert'
     """
-    from harness.floor.schema import show
-
     if not isinstance(name, str) or not name.strip():
         raise ModelError(f"model name must be a non-empty string, not {show(name)}")
     name = name.strip()

@@ -14,6 +14,7 @@ Standard library only, as the whole floor (:mod:`harness.floor`).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,4 @@ def read_totals(path: str | Path, keys: tuple[str, ...], *, what: str, nonnegati
 
 
 def _total(value: Any, nonnegative: bool) -> bool:
-    import math
-
     return type(value) in (int, float) and math.isfinite(value) and not (nonnegative and value < 0)
