@@ -10,8 +10,8 @@
 
 Every function returns the run's record (the dict stored in ``<output>/runs/<run_id>.json``), or for a
 grid one outcome per spec. ``data_root=None`` means the same everywhere: ``$VNR_DATA_ROOT`` if set, else
-the public source; it is resolved here, once, by :func:`harness.floor.paths.resolve_data_root`. Bad input raises
-:class:`harness.floor.errors.UserError` (the CLI turns it into one line and exit 2). Nothing heavy is imported
+the public source; it is resolved here, once, by :func:`ranking.floor.paths.resolve_data_root`. Bad input raises
+:class:`ranking.floor.errors.UserError` (the CLI turns it into one line and exit 2). Nothing heavy is imported
 until a function runs.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.finetune.api import finetune
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 __all__ = ["finetune", "run_grid", "score_bias"]
 
@@ -47,9 +47,9 @@ def score_bias(
     ``votenrank`` (the Vote'n'Rank authors' fairness computation, :mod:`harness.bias.votenrank`). ``model``
     may also be a ready :class:`~harness.specs.BiasSpec`.
     """
-    from harness.floor.paths import resolve_data_root
     from harness.kinds import get_kind, spec_kind
     from harness.schema import output_path
+    from ranking.floor.paths import resolve_data_root
 
     where = "harness.score_bias"
     kind = get_kind("bias")
@@ -95,11 +95,11 @@ def run_grid(
     """
     from dataclasses import replace
 
-    from harness.floor.paths import resolve_data_root
-    from harness.floor.schema import validate
     from harness.grid.config import load_experiment, select_specs
     from harness.grid.local import execute
     from harness.grid.settings import LocalSettings
+    from ranking.floor.paths import resolve_data_root
+    from ranking.floor.schema import validate
 
     given = {key: value for key, value in (("runs_per_gpu", runs_per_gpu), ("calibrate", calibrate),
                                            ("calibration_budget_s", calibration_budget_s), ("gpus", gpus))

@@ -6,7 +6,7 @@ command being run (:data:`COMMANDS` says which module holds which command), so
 ``vnr --help`` and ``vnr rank --help`` start without numpy, pandas or torch and
 ``vnr rank`` never loads torch. A command of the harness extra in an install
 without it (no torch / transformers / codecarbon) exits 2 with one line naming
-the extra to install. A :class:`harness.floor.errors.UserError` anywhere becomes one
+the extra to install. A :class:`ranking.floor.errors.UserError` anywhere becomes one
 line on stderr and exit status 2, and so does an ``OSError`` (disk full, read-only
 output, a file where a folder should be): the path and the system's words for it.
 """
@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from harness.floor.errors import EXIT_USAGE, UserError, describe_os_error
+from ranking.floor.errors import EXIT_USAGE, UserError, describe_os_error
 
 #: command → (module whose ``register`` adds it, one-line summary for ``vnr --help``).
 #: tests/test_imports.py checks that each module registers exactly the commands listed for it.

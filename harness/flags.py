@@ -1,9 +1,9 @@
 """Command-line flags generated from declared fields (as ``HfArgumentParser`` does for dataclasses).
 
 A field of a spec or of a kind's run options (:mod:`harness.specs`) is declared once, with its type, checks
-and :class:`~harness.floor.schema.Help`; ``vnr finetune`` and ``vnr bias`` add one flag per field from that
+and :class:`~ranking.floor.schema.Help`; ``vnr finetune`` and ``vnr bias`` add one flag per field from that
 declaration, so a flag's help is the field's own description (the config's JSON Schema shows the same text)
-and its value is checked by the same declaration as a config's key (:func:`harness.floor.schema.validate`, the
+and its value is checked by the same declaration as a config's key (:func:`ranking.floor.schema.validate`, the
 error naming the flag). A field's flag is ``--field-name`` unless the field names another
 (``Annotated[..., Cli("--lr")]``); a true/false field is a switch with its negation
 (``--keep-checkpoints`` / ``--no-keep-checkpoints``).
@@ -61,13 +61,13 @@ def flag(cls: type, name: str) -> str:
 
 
 def _is_switch(hint: Any) -> bool:
-    from harness.floor.schema import Flag
+    from ranking.floor.schema import Flag
 
     return any(isinstance(meta, Flag) for meta in _metadata(hint))
 
 
 def _help(field: Any, hint: Any, required: bool, defaults: bool) -> str:
-    from harness.floor.schema import description
+    from ranking.floor.schema import description
 
     text = description(hint) or field.name.replace("_", " ")
     default = field.default
@@ -91,7 +91,7 @@ def add_flags(parser: Any, cls: type, *, skip: Sequence[str] = (), only: Sequenc
               defaults: bool = True) -> None:
     """One flag per field of ``cls`` (``only`` those, if given) but those in ``skip`` (given by flags of their
     own): text, read and checked by the field's declaration when :func:`values` hands it to
-    :func:`harness.floor.schema.validate`. A field without a default is a required flag; ``defaults=False``: the
+    :func:`ranking.floor.schema.validate`. A field without a default is a required flag; ``defaults=False``: the
     help names no default (the flags override a config's values, whose defaults apply)."""
     hints = _hints(cls)
     for field in fields(cls):
@@ -119,6 +119,6 @@ def values(args: argparse.Namespace, cls: type, *, skip: Sequence[str] = (), onl
 
 
 def names(*classes: type) -> typing.Callable[[str], str]:
-    """Field name → its flag, for :func:`harness.floor.schema.validate`'s errors (``--lr: nan is not a finite number``)."""
+    """Field name → its flag, for :func:`ranking.floor.schema.validate`'s errors (``--lr: nan is not a finite number``)."""
     table = {f.name: flag(cls, f.name) for cls in classes for f in fields(cls)}
     return lambda name: table.get(name, "--" + name.replace("_", "-"))

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 #: kind name → (its :class:`RunKind` record as ``"module:attr"``, what a run of it does).
 KINDS: dict[str, tuple[str, str]] = {
@@ -116,7 +116,7 @@ class RunKind:
         """
         from dataclasses import fields
 
-        from harness.floor.schema import validate
+        from ranking.floor.schema import validate
 
         option_names = {f.name for f in fields(self.options)}
         options = {k: v for k, v in values.items() if k in option_names}

@@ -29,7 +29,7 @@ Family quirks are keyed by ``model_type`` (:data:`QUIRKS`), never by a model's n
   it trained (:func:`load_next_sentence_model` checks the loading info), never a random one.
 
 Errors (a typo'd id, a gated or private repo, weights missing offline, a directory without
-``config.json``, corrupted weights) are :class:`ModelError`, a :class:`~harness.floor.errors.UserError`: one
+``config.json``, corrupted weights) are :class:`ModelError`, a :class:`~ranking.floor.errors.UserError`: one
 line naming the model and what to do.
 """
 
@@ -46,10 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
-from harness.floor.json_io import JsonProblem, parse_json, read_json
-from harness.floor.schema import show
 from harness.store import RunNotStarted
+from ranking.floor.errors import UserError
+from ranking.floor.json_io import JsonProblem, parse_json, read_json
+from ranking.floor.schema import show
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ def _check_subfolder(text: str, where: str) -> str:
     >>> _check_subfolder("../other", "x")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: x: subfolder '../other' leaves the model folder: give a folder inside it (e.g. encoder)
+    ranking.floor.errors.UserError: x: subfolder '../other' leaves the model folder: give a folder inside it (e.g. encoder)
     """
     from pathlib import PurePosixPath, PureWindowsPath
 

@@ -15,7 +15,7 @@ download cache of :mod:`harness.bias.data` (``$VNR_CACHE_DIR``, default ``~/.cac
 
 :func:`check_available` is the up-front check ``vnr run`` / ``vnr status`` make: when the hub cannot be
 reached (``HF_HUB_OFFLINE``, or a 3 s connection probe fails), anything the grid needs that is not on
-disk is named in one :class:`~harness.floor.errors.UserError` with the prefetch command, before any work,
+disk is named in one :class:`~ranking.floor.errors.UserError` with the prefetch command, before any work,
 with no download attempts and no retries.
 """
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
-from harness.floor.json_io import JsonProblem, read_json_object
 from harness.kinds import get_kind, kind_of, kinds
+from ranking.floor.errors import UserError
+from ranking.floor.json_io import JsonProblem, read_json_object
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +219,7 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from huggingface_hub import constants
 
-    from harness.floor.paths import resolve_data_root
+    from ranking.floor.paths import resolve_data_root
 
     root = resolve_data_root(args.data_root)
     prefetch(args.config, data_root=root, only=args.only)

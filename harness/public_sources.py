@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 PREFETCH = "vnr prefetch CONFIG"

@@ -1,26 +1,26 @@
 """The harness's input schemas: what is the harness's own (the seed range, the precisions a run knows, a
-results folder argument) on top of the floor's one schema core (:mod:`harness.floor.schema`: the field
-markers, :func:`~harness.floor.schema.validate` and the one translator of a refusal into the one-line
-:class:`~harness.floor.errors.UserError` a person reads), which every declaration imports from there.
+results folder argument) on top of the floor's one schema core (:mod:`ranking.floor.schema`: the field
+markers, :func:`~ranking.floor.schema.validate` and the one translator of a refusal into the one-line
+:class:`~ranking.floor.errors.UserError` a person reads), which every declaration imports from there.
 
 Every input kind (a grid config, a run spec's values from the CLI or the Python API, SLURM and local
 settings) is a declared, typed schema, validated once by pydantic where it enters. Run specs and settings
 are plain dataclasses whose annotations carry the markers (``Annotated[float, Number(gt=0)]``); the
 markers hold no pydantic import until a value is validated, so importing a spec stays light.
 
->>> from harness.floor.schema import validate
+>>> from ranking.floor.schema import validate
 >>> validate(tuple[Seed, Seed], [0, -1], where="seeds")
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: seeds: [1]: -1 is below 0
+ranking.floor.errors.UserError: seeds: [1]: -1 is below 0
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from harness.floor.errors import UserError
-from harness.floor.schema import Number, one_line, show
+from ranking.floor.errors import UserError
+from ranking.floor.schema import Number, one_line, show
 
 SEED_MAX = 2**32 - 1  # numpy's and torch's seed range
 # The numeric precisions a run can be asked for (every run kind: harness.specs, harness.finetune.train,

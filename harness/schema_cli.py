@@ -19,7 +19,7 @@ import json
 import sys
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 KINDS = ("config", "criteria", "leaderboard", "scenario")
 

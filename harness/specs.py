@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass, fields
 from typing import Annotated, Any, Literal
 
 from harness.flags import Cli
-from harness.floor.errors import UserError
-from harness.floor.schema import (
+from harness.schema import PRECISIONS, Seed
+from harness.store import run_id
+from ranking.floor.errors import UserError
+from ranking.floor.schema import (
     Before,
     Check,
     Count,
@@ -31,8 +33,6 @@ from harness.floor.schema import (
     check_fields,
     validate,
 )
-from harness.schema import PRECISIONS, Seed
-from harness.store import run_id
 
 # Bump when a code change makes earlier results of that kind incomparable.
 FINETUNE_CODE_VERSION = 1
@@ -110,7 +110,7 @@ ModelArgs = Annotated[Any, Help("keyword arguments of from_pretrained (revision,
 class FinetuneSpec:
     """One fine-tuning run: (model, task, seed) and the hyper-parameters (paper defaults).
 
-    Every field is declared with its checks (:mod:`harness.schema`, on the floor's :mod:`harness.floor.schema`): a grid config's ``hyperparameters:``,
+    Every field is declared with its checks (:mod:`harness.schema`, on the floor's :mod:`ranking.floor.schema`): a grid config's ``hyperparameters:``,
     the flags of ``vnr finetune`` and the arguments of ``harness.finetune`` are validated against them.
     """
 

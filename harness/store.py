@@ -7,7 +7,7 @@ What it holds, and nothing else:
   changed hyper-parameter gets a new id instead of a stale result.
 * **Atomic, strict-JSON files.** :func:`atomic_write_bytes`, :func:`atomic_write_json` and
   :func:`atomic_write_parquet` go through the floor's one atomic writer
-  (:func:`harness.floor.paths.write_atomic`): a temporary file in the same directory, given the
+  (:func:`ranking.floor.paths.write_atomic`): a temporary file in the same directory, given the
   mode the umask allows (``0o666 & ~umask``, as ``open()`` would), fsynced and renamed over the
   final name: a reader sees the old file or the whole new one. JSON is strict
   (``allow_nan=False``): a non-finite float is stored as ``null`` and a run
@@ -53,9 +53,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.floor import paths as floor_paths
-from harness.floor.errors import UserError
-from harness.floor.json_io import JsonProblem, parse_json, read_json, read_json_object
+from ranking.floor import paths as floor_paths
+from ranking.floor.errors import UserError
+from ranking.floor.json_io import JsonProblem, parse_json, read_json, read_json_object
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
@@ -102,7 +102,7 @@ def run_id(identity: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------- atomic, strict files
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically, creating missing folders: the floor's one writer
-    (:func:`harness.floor.paths.write_atomic`: temporary file, umask mode, fsync, rename, fsync of the folder)."""
+    (:func:`ranking.floor.paths.write_atomic`: temporary file, umask mode, fsync, rename, fsync of the folder)."""
     floor_paths.write_atomic(path, lambda tmp: tmp.write_bytes(data), parents=True)
 
 
@@ -148,7 +148,7 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
 
 
 def atomic_write_parquet(path: str | Path, frame: Any) -> None:
-    """Write a DataFrame as parquet, atomically (:func:`harness.floor.paths.write_atomic`)."""
+    """Write a DataFrame as parquet, atomically (:func:`ranking.floor.paths.write_atomic`)."""
     floor_paths.write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False), parents=True)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 __all__ = ["Criterion", "RankPlan", "RankResult", "ScoreTable", "UserError", "load_table", "rank"]
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.plan import RankPlan, used_settings
 from ranking.result import RuleResult
 from ranking.table import ScoreTable

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 #: board name → "module:function" (imported when used).
 BOARDS: dict[str, str] = {

@@ -44,7 +44,6 @@ import math
 import sys
 from typing import Any
 
-from harness.floor.errors import UserError
 from ranking.cli_types import (
     TABLE_HELP,
     add_table_options,
@@ -55,6 +54,7 @@ from ranking.cli_types import (
     rule_help,
     table_from_args,
 )
+from ranking.floor.errors import UserError
 
 TIES = ("default", "votenrank")
 PRESETS = ("default", "votenrank")  # = ranking.settings.PRESETS
@@ -291,7 +291,7 @@ def resolve_rules(requested: list[str] | None, known: list[str]) -> list[str]:
     >>> resolve_rules(["bordaa"], ["borda"])
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: unknown rule 'bordaa' (rules: borda, all)
+    ranking.floor.errors.UserError: unknown rule 'bordaa' (rules: borda, all)
     """
     out: list[str] = []
     for name in requested or ["all"]:
@@ -312,7 +312,7 @@ def parse_group_weights(text: str | None) -> dict[str, float]:
     >>> parse_group_weights("performance")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: --group-weights: 'performance' is not GROUP=WEIGHT
+    ranking.floor.errors.UserError: --group-weights: 'performance' is not GROUP=WEIGHT
     """
     out: dict[str, float] = {}
     for item in (text or "").split(","):
@@ -540,7 +540,7 @@ def run_criteria_init(args: argparse.Namespace) -> int:
         return 0
     target = existing or (path.with_name("criteria.yaml") if not path.with_name("criteria.yaml").exists()
                           else path.with_suffix(".yaml"))
-    from harness.floor.paths import write_text_atomic
+    from ranking.floor.paths import write_text_atomic
 
     write_text_atomic(target, text)
     print(f"wrote {target}: check each direction and weight, then `vnr rank {args.table}`")

@@ -80,7 +80,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
 #: Draws per interval by default (``--draws``).

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.floor.errors import UserError
-from harness.floor.yaml_io import read_yaml
+from ranking.floor.errors import UserError
+from ranking.floor.yaml_io import read_yaml
 from ranking.table import Criterion, ScoreTable, _csv_header
 
 _SLASH = re.compile(r"^\s*[^/]+/[^/]+\s*$")

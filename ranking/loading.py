@@ -41,8 +41,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
-from harness.floor.paths import resolve_data_root
+from ranking.floor.errors import UserError
+from ranking.floor.paths import resolve_data_root
 
 #: Words that, as a whole word of a column name, mark a cost (lower is better).
 COST_WORDS = frozenset(

@@ -48,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.result import RuleResult
 from ranking.settings import (
     SETTINGS,

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linprog
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.pairwise import criterion_signs
 from ranking.settings import get_preset
 from ranking.table import ScoreTable

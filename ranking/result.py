@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 
 def positions_from_scores(scores: np.ndarray, atol: float = 0.0) -> np.ndarray:

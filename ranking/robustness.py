@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
 MEANS = ("arithmetic_mean", "geometric_mean", "optimality_gap")

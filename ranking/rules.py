@@ -69,7 +69,7 @@ Missing scores (``missing=`` for positional rules)
     ``m`` present models gives ``m-1 … 0``); a model without a score gets no
     points from that criterion. This is never the same as a score of 0.
     ``"error"``: a missing score on a criterion of positive weight is a
-    :class:`~harness.floor.errors.UserError` naming the model and the criterion.
+    :class:`~ranking.floor.errors.UserError` naming the model and the criterion.
     Majority rules skip the pairs where either score is missing; mean
     baselines replace a missing score by the criterion's median.
 
@@ -92,7 +92,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.pairwise import (
     BLOCK_ELEMENTS,
     DENSE_LIMIT,
@@ -188,7 +188,7 @@ def get_rule(name: str) -> RuleSpec:
     >>> get_rule("bordaa")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: unknown rule 'bordaa' (rules: plurality, borda, dowdall, threshold, baldwin, condorcet, copeland, minimax, arithmetic_mean, geometric_mean, optimality_gap)
+    ranking.floor.errors.UserError: unknown rule 'bordaa' (rules: plurality, borda, dowdall, threshold, baldwin, condorcet, copeland, minimax, arithmetic_mean, geometric_mean, optimality_gap)
     """
     try:
         return RULES[name]

@@ -8,8 +8,8 @@ for an editor to check files as they are typed. A file that does not fit gives O
     criteria.yaml: criteria.acc.weight: weight -1 is negative — write a number >= 0 (0 = shown but not ranked)
 
 (``file: key.path: what is wrong — what to write instead``, in the words of the floor's one translator,
-:mod:`harness.floor.schema`, so a bad value reads the same in a grid config or a calibration file), raised as
-:class:`~harness.floor.errors.UserError` (exit 2 on the command line). What needs the table or the rules to
+:mod:`ranking.floor.schema`, so a bad value reads the same in a grid config or a calibration file), raised as
+:class:`~ranking.floor.errors.UserError` (exit 2 on the command line). What needs the table or the rules to
 judge (a column the CSV lacks, a pattern matching nothing, an unknown group) is checked by the reader
 that has them, in the same one-line form.
 
@@ -19,7 +19,7 @@ and ``vnr --help`` stay light.
 >>> validate(SIDECAR, {"criteria": {"acc": {"direction": "up"}}}, "criteria.yaml")
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: criteria.yaml: criteria.acc.direction: 'up' is not one of higher, lower, target
+ranking.floor.errors.UserError: criteria.yaml: criteria.acc.direction: 'up' is not one of higher, lower, target
 >>> validate(SIDECAR, {"criteria": {"kwh": {"direction": "lower", "weight": "1/2"}}}, "c.yaml").criteria["kwh"].weight
 0.5
 """
@@ -40,9 +40,9 @@ from pydantic import (
     model_validator,
 )
 
-from harness.floor import schema as floor_schema
-from harness.floor.errors import UserError
-from harness.floor.schema import Flag, Number, show
+from ranking.floor import schema as floor_schema
+from ranking.floor.errors import UserError
+from ranking.floor.schema import Flag, Number, show
 
 # The allowed values, spelled here so that printing a schema imports no numpy; tests/test_schema_ranking.py
 # checks they equal ranking.table.DIRECTIONS, ranking.rules.TIES, ranking.settings.SETTINGS and PRESETS,
@@ -405,7 +405,7 @@ KINDS: dict[str, type[BaseModel]] = {"criteria": Sidecar, "leaderboard": Leaderb
 def validate(model: type[BaseModel], doc: Any, where: Any) -> Any:
     """``doc`` (parsed YAML or a Python mapping) as a ``model``, or ONE :class:`UserError` line naming
     ``where`` (the file), the key path, what is wrong and what to write instead: the floor's one translator
-    (:func:`harness.floor.schema.validate`), so a bad value reads the same here as in a grid config."""
+    (:func:`ranking.floor.schema.validate`), so a bad value reads the same here as in a grid config."""
     if doc is None:
         raise UserError(f"{where}: the file is empty — write the {_title(model)} (`vnr schema "
                         f"{_kind(model)}` prints its schema)")

@@ -82,7 +82,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.result import RuleResult
 from ranking.rules import HUGE, get_rule, safe_weights
 from ranking.table import Criterion, ScoreTable
@@ -118,7 +118,7 @@ def get_preset(name: str | None) -> Preset:
     >>> get_preset("paper")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: unknown preset 'paper' (choose one of: default, votenrank)
+    ranking.floor.errors.UserError: unknown preset 'paper' (choose one of: default, votenrank)
     """
     key = "default" if name is None else name
     if key not in PRESETS:
@@ -190,7 +190,7 @@ def check_params(rule: str, params: Mapping[str, Any]) -> None:
     >>> check_params("borda", {"gamma": 1})
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: rule borda has no parameter 'gamma' (parameters: missing, atol)
+    ranking.floor.errors.UserError: rule borda has no parameter 'gamma' (parameters: missing, atol)
     """
     spec = get_rule(rule)
     accepted = [
@@ -216,7 +216,7 @@ def resolve_group_weights(table: ScoreTable, group_weights: Mapping[str, float] 
     >>> resolve_group_weights(worked_example(), {})
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: the weighted and two-step settings need criterion groups, but the score table in worked example has none
+    ranking.floor.errors.UserError: the weighted and two-step settings need criterion groups, but the score table in worked example has none
     """
     groups = table.group_names
     where = f" in {table.source}" if table.source else ""

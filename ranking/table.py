@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import yaml
 
-from harness.floor.errors import UserError
-from harness.floor.yaml_io import read_yaml
+from ranking.floor.errors import UserError
+from ranking.floor.yaml_io import read_yaml
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -144,11 +144,11 @@ def _check_criterion(c: Criterion, known_groups: Sequence[str] | None) -> Criter
     >>> _check_criterion(Criterion("acc", direction="up"), None)
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: criterion 'acc': direction 'up' is not one of higher, lower, target
+    ranking.floor.errors.UserError: criterion 'acc': direction 'up' is not one of higher, lower, target
     >>> _check_criterion(Criterion("bias", direction="target"), None)
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: criterion 'bias': direction target needs a target value (the best score, e.g. target: 0)
+    ranking.floor.errors.UserError: criterion 'bias': direction target needs a target value (the best score, e.g. target: 0)
     """
     if not isinstance(c.name, str) or not c.name.strip():
         raise UserError(f"criterion name {c.name!r} is empty: give every column a name")
@@ -580,7 +580,7 @@ class ScoreTable:
         """
         import pandas as pd
 
-        from harness.floor.paths import write_text_atomic
+        from ranking.floor.paths import write_text_atomic
 
         path = Path(path)
         frame = self.frame()
@@ -702,7 +702,7 @@ def _no_control_characters(names: Sequence[str], what: str, where: str) -> None:
     >>> _no_control_characters(["a", "b" + chr(27) + "c"], "model", " in t.csv")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: model 'b\\x1bc' in t.csv has a control character ('\\x1b' at position 2): remove it (a name is printable text)
+    ranking.floor.errors.UserError: model 'b\\x1bc' in t.csv has a control character ('\\x1b' at position 2): remove it (a name is printable text)
     """
     for name in names:
         at = control_character_at(name)

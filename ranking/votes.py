@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 VOTES = ("benchmark", "column")
 DEFAULT_VOTE = "benchmark"

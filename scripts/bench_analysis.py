@@ -26,10 +26,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.floor.paths import write_text_atomic  # noqa: E402
 from ranking.analysis.diversity import kendall_w, kendall_w_loops  # noqa: E402
 from ranking.analysis.kemeny import disagreement_matrix, kemeny_brute_force, kemeny_dp  # noqa: E402
 from ranking.analysis.sensitivity import win_rate_matrix, win_rate_matrix_loops  # noqa: E402
+from ranking.floor.paths import write_text_atomic  # noqa: E402
 from ranking.table import ScoreTable  # noqa: E402
 
 ROWS: list[dict] = []

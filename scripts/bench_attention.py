@@ -181,7 +181,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from harness.finetune.tasks import load_task
-    from harness.floor.paths import resolve_data_root
+    from ranking.floor.paths import resolve_data_root
 
     device = "cpu" if opts.cpu or not torch.cuda.is_available() else "cuda"
     precision = opts.precision or ("bf16" if device == "cuda" else "fp32")

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.bias.align import shared_token_positions  # noqa: E402
 from harness.bias.data import load_crows_pairs  # noqa: E402
-from harness.floor.paths import resolve_data_root  # noqa: E402
+from ranking.floor.paths import resolve_data_root  # noqa: E402
 
 
 def build_model(texts: list[str], quick: bool):

@@ -256,10 +256,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--candidates: a comma-separated list of positive integers, e.g. 1,2,4,8,16")
 
     from harness.finetune.tasks import get_task
-    from harness.floor.paths import resolve_data_root
     from harness.grid.calibrate import Limits, detect_device, ensure_calibration
     from harness.models import load_tokenizer
     from harness.specs import FinetuneSpec
+    from ranking.floor.paths import resolve_data_root
 
     data_root = resolve_data_root(opts.data_root)
     device = detect_device()

@@ -33,8 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.floor.paths import write_text_atomic  # noqa: E402
 from ranking.api import rank  # noqa: E402
+from ranking.floor.paths import write_text_atomic  # noqa: E402
 from ranking.intervals import draw_source, rank_intervals, score_draws  # noqa: E402
 from ranking.table import Criterion, ScoreTable  # noqa: E402
 

@@ -34,7 +34,7 @@ from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.floor.paths import write_text_atomic  # noqa: E402
+from ranking.floor.paths import write_text_atomic  # noqa: E402
 from ranking.prospective import prospective  # noqa: E402
 from ranking.result import positions_from_scores  # noqa: E402
 from ranking.rules import get_rule, rule_names  # noqa: E402

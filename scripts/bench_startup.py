@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.floor.paths import write_text_atomic  # noqa: E402
+from ranking.floor.paths import write_text_atomic  # noqa: E402
 
 VNR = [sys.executable, "-m", "harness"]
 

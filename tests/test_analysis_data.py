@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.floor.errors import UserError
 from ranking.analysis.data import (
     BENCHBENCH,
     benchbench_kind,
@@ -14,6 +13,7 @@ from ranking.analysis.data import (
     load_instance_table,
     load_ranking_nlp,
 )
+from ranking.floor.errors import UserError
 from ranking.loading import load_table
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.floor.errors import UserError
 from ranking.analysis.diversity import diversity, kendall_w, kendall_w_loops, knn_impute
+from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.floor.errors import UserError
 from ranking.analysis.instance import aggregate_instances, select_metrics
 from ranking.analysis.synthetic import run_synthetic
+from ranking.floor.errors import UserError
 
 
 def _frame(rows):

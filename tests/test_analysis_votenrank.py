@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.floor.errors import UserError
 from ranking.analysis._common import kendall_tau, make_ranker, rank_distance, spearman_rho
 from ranking.analysis.votenrank import (
     agreement_at_k,
@@ -15,6 +14,7 @@ from ranking.analysis.votenrank import (
     iia_experiment,
     missing_experiment,
 )
+from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
 

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 import ranking
 import ranking.api
-from harness.floor.errors import UserError
 from ranking.analysis._common import make_ranker
 from ranking.api import apply_plan
+from ranking.floor.errors import UserError
 from ranking.plan import RankPlan
 from ranking.rules import rule_names, worked_example
 from ranking.scenarios.bootstrap import error_bootstrap, tie_split

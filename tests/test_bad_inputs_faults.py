@@ -22,9 +22,9 @@ import pytest
 
 from harness.cli import main
 from harness.energy.ledger import GpuLedger, attribute, measured_total
-from harness.floor import paths as floor_paths
 from harness.grid.config import load_experiment
 from harness.store import RunStore
+from ranking.floor import paths as floor_paths
 
 
 def one_line(argv, capsys, code: int = 2) -> str:

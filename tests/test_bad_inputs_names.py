@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.leaderboard import load_leaderboard
 from ranking.table import Criterion, ScoreTable
 

@@ -17,7 +17,7 @@ from harness.bias.data import (
     strip_winobias_line,
     tokenizer_texts,
 )
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 
 def test_crows_pairs(data_root):

@@ -31,10 +31,10 @@ from harness.bias.data import (  # noqa: E402
 from harness.bias.evaluators import evaluate_crows_pairs, evaluate_stereoset, evaluate_winobias  # noqa: E402
 from harness.bias.scoring import make_scorer  # noqa: E402
 from harness.cli import main  # noqa: E402
-from harness.floor.errors import UserError  # noqa: E402
 from harness.models import load_model  # noqa: E402
 from harness.specs import BiasSpec  # noqa: E402
 from harness.store import RunStore  # noqa: E402
+from ranking.floor.errors import UserError  # noqa: E402
 
 N_CROWS, N_STEREO, N_WINO_LINES = 10, 8, 8  # WinoBias: 8 lines = 4 line pairs per file
 TOL = 1e-5

@@ -178,7 +178,7 @@ def test_a_failing_burst_worker_is_one_line_and_its_output_is_kept(tmp_path, mon
     import re
     import sys
 
-    from harness.floor.errors import UserError
+    from ranking.floor.errors import UserError
 
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\n"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.floor.errors import UserError
 from harness.grid.calibrate import Device, calibration_path, ensure_calibration, shape_key
 from harness.grid.calibration_file import FIX, read_calibration_file
 from harness.specs import FinetuneSpec
+from ranking.floor.errors import UserError
 
 DEVICE = Device("cpu-test-4", "cpu", "test cpu", 8 * 2**30, 4)
 SPEC = FinetuneSpec("tiny:bert", "rte", 0, batch_size=8, max_length=64)

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from harness.finetune.compilation import COMPILE_OPTIONS, CPU_NOTE, choose_compile
-from harness.floor.errors import UserError
 from harness.specs import FinetuneSpec
+from ranking.floor.errors import UserError
 
 # Measured (torch 2.13 CPU, inductor, transformers 5.24; this test's model, data and 6 steps): the largest
 # relative difference of a step's training loss between compiled and eager was 8.6e-08 (one float32 ulp at

@@ -11,8 +11,8 @@ import pytest
 
 from harness.cli import main as vnr
 from harness.finetune.adapters import default_target_modules, parse_peft, target_modules
-from harness.floor.errors import UserError
 from harness.grid.config import load_experiment
+from ranking.floor.errors import UserError
 
 
 def _finetune(capsys, tmp_path: Path, data_root: Path, *extra: str, model: str = "tiny:bert") -> str:

@@ -16,9 +16,9 @@ import pytest
 from harness.cli import main as vnr
 from harness.finetune import run_finetune
 from harness.finetune.checkpoints import COMPLETE_MARKER, latest_checkpoint
-from harness.floor.errors import UserError
 from harness.specs import FinetuneSpec
 from harness.store import RunStore
+from ranking.floor.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = {"max_steps": 12, "max_train_samples": 64, "max_eval_samples": 48, "batch_size": 8, "learning_rate": 5e-4}

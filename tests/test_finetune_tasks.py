@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.finetune.tasks import TASKS, get_task, load_task, read_glue_tsv
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 # task: (train rows, {suffix: dev rows}, first train label, first dev label) per the data README
 SHARED = {

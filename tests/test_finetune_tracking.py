@@ -11,7 +11,7 @@ from harness.energy import intensity
 from harness.energy.intensity import grid_intensity
 from harness.energy.nvml import MJ_PER_KWH, NvmlEnergyMeter
 from harness.energy.tracker import EfficiencyTracker, add_previous, read_checkpoint_efficiency
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 
 class FakeNvml:

@@ -1,4 +1,4 @@
-"""The floor (:mod:`harness.floor`): one wording for a bad value, whichever input carries it, and one atomic
+"""The floor (:mod:`ranking.floor`): one wording for a bad value, whichever input carries it, and one atomic
 writer that never leaves a half-written file."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.floor import paths as floor_paths
-from harness.floor.errors import UserError
-from harness.floor.schema import SHOWN, show
+from ranking.floor import paths as floor_paths
+from ranking.floor.errors import UserError
+from ranking.floor.schema import SHOWN, show
 
 LONG = "x" * 10_000
 #: how a 10 000-character text is shown in every message: quoted, cut at SHOWN characters
@@ -112,8 +112,8 @@ def test_an_unknown_key_reads_the_same_everywhere_and_lists_the_allowed_keys(tmp
 
 
 def test_a_long_value_in_a_key_path_or_in_a_check_s_own_message_is_cut(tmp_path):
-    from harness.floor.schema import validate
     from harness.grid.schema import ExperimentConfig
+    from ranking.floor.schema import validate
 
     for doc, start in [
         ({"finetune": {"models": ["tiny:bert"], "tasks": [LONG]}}, "g.yaml: finetune.tasks[0]: unknown GLUE task "),
@@ -125,7 +125,7 @@ def test_a_long_value_in_a_key_path_or_in_a_check_s_own_message_is_cut(tmp_path)
 
 
 def test_the_translator_is_the_ranking_side_s_too(tmp_path):
-    import harness.floor.schema as core
+    import ranking.floor.schema as core
     from ranking import schemas
 
     assert schemas.floor_schema is core  # the ranking side validates through the floor's one core

@@ -11,11 +11,11 @@ import yaml
 
 from harness.bias import data as bias_data
 from harness.finetune import tasks as glue_tasks
-from harness.floor.errors import UserError
 from harness.grid.collect import collect
 from harness.grid.config import parse_experiment
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import RunStore
+from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
 DOC = {

@@ -11,12 +11,12 @@ import yaml
 
 import harness.grid.collect as collect_module
 from harness.cli import main
-from harness.floor.errors import UserError
 from harness.grid.collect import collect
 from harness.grid.config import parse_experiment
 from harness.specs import FinetuneSpec
 from harness.store import RunStore
 from ranking import load_table, rank
+from ranking.floor.errors import UserError
 from ranking.table import sha256_of
 
 # Three models, five tasks, one seed. Per task, the models' order (best first):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.floor.errors import UserError
 from harness.grid.config import load_experiment, parse_experiment, parse_time_min, select_specs
 from harness.specs import BiasSpec, FinetuneSpec
+from ranking.floor.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = REPO / "configs" / "experiments" / "paper.yaml"
@@ -306,7 +306,7 @@ def test_precisions_are_the_ones_the_runs_accept():
     assert set(PRECISIONS) == set(FINETUNE) == set(BIAS)
 
 
-@pytest.mark.parametrize("module", ["harness.schema", "harness.floor.schema"])
+@pytest.mark.parametrize("module", ["harness.schema", "ranking.floor.schema"])
 def test_schema_docstring_examples(module):
     import importlib
 

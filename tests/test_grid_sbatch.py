@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from harness import cli
-from harness.floor.errors import UserError
 from harness.grid.config import SlurmSettings, parse_experiment
 from harness.grid.slurm import sbatch_script
+from ranking.floor.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = {"finetune": {"models": ["tiny:bert"], "tasks": ["rte"], "seeds": [0]}}

@@ -85,9 +85,9 @@ def test_records_collect_cannot_use_are_shown_not_a_traceback(exp, monkeypatch):
 ])
 def test_a_hand_damaged_record_is_judged_alike_by_status_run_and_collect(exp, monkeypatch, damage, why):
     """status shows it failed with the reason, run redoes it, collect refuses it by name: never done."""
-    from harness.floor.errors import UserError
     from harness.grid.collect import collect
     from harness.grid.local import RAN, SKIPPED, execute
+    from ranking.floor.errors import UserError
 
     monkeypatch.setattr(status_mod, "squeue_states", lambda user_only=True: None)
     store = RunStore(exp.output)

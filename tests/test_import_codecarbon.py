@@ -17,7 +17,7 @@ import pytest
 
 import ranking
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.importers import codecarbon
 from ranking.importers.common import Options
 

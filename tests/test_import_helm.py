@@ -20,7 +20,7 @@ import yaml
 
 import ranking
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.importers.helm import board_scores, win_rates
 
 REPO = Path(__file__).resolve().parents[1]

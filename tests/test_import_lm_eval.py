@@ -15,7 +15,7 @@ from lm_eval_files import MMLU, SIZES, leaves, results_03, results_04, write_04
 
 import ranking
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.importers.lm_eval import board_scores, group_parity
 from ranking.votes import vote_weights
 

@@ -18,8 +18,8 @@ import pytest
 
 import ranking
 from harness.cli import main
-from harness.floor.errors import UserError
 from ranking.boards import board_scores
+from ranking.floor.errors import UserError
 from ranking.importers import open_llm
 from ranking.importers.common import Options
 

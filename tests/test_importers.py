@@ -13,7 +13,7 @@ import yaml
 
 import ranking
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.scenarios import load_scenario
 from ranking.scenarios.bootstrap import error_bootstrap
 from ranking.table import Criterion, ScoreTable

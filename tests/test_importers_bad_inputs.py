@@ -13,7 +13,7 @@ import pytest
 
 import ranking
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.importers.common import Options, pick_newest
 
 BIG = int("1" + "0" * 400)  # beyond a float's range

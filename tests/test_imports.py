@@ -1,5 +1,5 @@
-"""Import structure: ranking never imports torch or ``harness`` (but the floor, :mod:`harness.floor`); the floor
-imports nothing of the project; no import cycles; a fast, lazy ``vnr``."""
+"""Import structure: ranking never imports torch or ``harness``; the floor (:mod:`ranking.floor`) imports nothing
+of the project; no import cycles; a fast, lazy ``vnr``."""
 
 from __future__ import annotations
 
@@ -21,14 +21,13 @@ def python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
 
 
-def test_ranking_does_not_import_torch_or_harness_beyond_its_floor():
+def test_ranking_does_not_import_torch_or_harness():
     code = (
         "import sys, ranking, ranking.rules, ranking.settings, ranking.prospective, ranking.leaderboard\n"
         "import ranking.loading, ranking.api, ranking.cli, ranking.scenarios.cli, ranking.analysis.cli\n"
         "import ranking.importers.cli, ranking.importers.lm_eval, ranking.importers.open_llm, ranking.importers.helm\n"
         "import ranking.importers.mteb, ranking.importers.codecarbon\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'harness')\n"
-        "             and m != 'harness' and not m.startswith('harness.floor'))\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'harness'))\n"
         "print(','.join(bad))\n"
     )
     out = python(code)
@@ -37,12 +36,12 @@ def test_ranking_does_not_import_torch_or_harness_beyond_its_floor():
 
 
 def test_the_floor_imports_nothing_of_the_project_and_nothing_heavy():
-    modules = sorted(p.stem for p in (ROOT / "harness" / "floor").glob("*.py") if p.stem != "__init__")
+    modules = sorted(p.stem for p in (ROOT / "ranking" / "floor").glob("*.py") if p.stem != "__init__")
     code = (
         "import sys\n"
-        + "".join(f"import harness.floor.{m}\n" for m in modules)
-        + "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('ranking', 'torch', 'transformers', 'numpy',\n"
-        "             'pandas') or (m.startswith('harness.') and not m.startswith('harness.floor')))\n"
+        + "".join(f"import ranking.floor.{m}\n" for m in modules)
+        + "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('harness', 'torch', 'transformers', 'numpy',\n"
+        "             'pandas') or (m.startswith('ranking.') and not m.startswith('ranking.floor')))\n"
         "print(','.join(bad))\n"
     )
     out = python(code)
@@ -209,6 +208,15 @@ def test_no_import_cycles():
     assert graph["ranking.rules"] >= {"ranking.result", "ranking.table"}  # the walk sees imports
     assert "ranking.loading" in graph["ranking"]  # ... including the lazy ones inside functions
     assert cycles(graph) == []
+
+
+def test_no_arrow_runs_back_up_from_ranking_to_the_harness():
+    """The harness stands on ranking (its floor, presets, tables), never the reverse: no module of ``ranking``
+    names one of ``harness``, at module level or inside a function."""
+    graph = import_graph(module_files())
+    up = sorted(f"{m} -> {d}" for m, deps in graph.items() if m.split(".")[0] == "ranking"
+                for d in deps if d.split(".")[0] == "harness")
+    assert up == []
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

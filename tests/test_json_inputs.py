@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.floor.errors import UserError
-from harness.floor.json_io import JsonProblem, parse_json, read_json, read_json_object
+from ranking.floor.errors import UserError
+from ranking.floor.json_io import JsonProblem, parse_json, read_json, read_json_object
 
 DEEP = "[" * 100_000
 LONG_NUMBER = '{"a": ' + "7" * 5000 + "}"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.leaderboard import dedupe, load_leaderboard
 from ranking.loading import load_table
 

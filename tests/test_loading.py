@@ -11,7 +11,7 @@ import pytest
 
 import ranking
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 COSTLY = "model,accuracy,energy_kwh,train_hours\nA,0.9,3,2\nB,0.8,1,1\nC,0.7,2,3\n"
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.floor.errors import UserError
 from harness.models import (
     ModelError,
     canonical_model,
@@ -27,6 +26,7 @@ from harness.models import (
     scoring_head,
 )
 from harness.specs import BiasSpec, FinetuneSpec
+from ranking.floor.errors import UserError
 
 TEXTS = ["the quick brown fox jumps over the lazy dog .", "a man and a woman walk to the shop .",
          "she is a nurse and he is a doctor .", "the movie was great fun", "the film was dull and long"] * 4

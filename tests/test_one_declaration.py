@@ -14,10 +14,10 @@ import pytest
 
 from harness import flags
 from harness.cli import build_parser, main
-from harness.floor.errors import UserError
-from harness.floor.schema import validate
 from harness.grid.config import parse_experiment
 from harness.kinds import get_kind, kinds
+from ranking.floor.errors import UserError
+from ranking.floor.schema import validate
 
 # how each kind's identifying fields are given: CLI flags, config section, API call
 BASE = {

@@ -35,9 +35,9 @@ from harness.finetune.batching import (  # noqa: E402
     padded_width,
 )
 from harness.finetune.tasks import get_task, load_task  # noqa: E402
-from harness.floor.errors import UserError  # noqa: E402
 from harness.models import load_tokenizer, tiny_config  # noqa: E402
 from harness.specs import FinetuneSpec  # noqa: E402
+from ranking.floor.errors import UserError  # noqa: E402
 
 FAMILIES = ("bert", "roberta", "deberta-v2", "distilbert", "gpt2", "llama")
 DECODERS = ("gpt2", "llama")

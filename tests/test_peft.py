@@ -17,10 +17,10 @@ from harness.cli import main as vnr
 from harness.finetune import run_finetune
 from harness.finetune.adapters import TARGET_MODULES, apply_peft, head_modules, parse_peft
 from harness.finetune.tasks import get_task, load_task
-from harness.floor.errors import UserError
 from harness.grid.config import load_experiment
 from harness.specs import FinetuneSpec
 from harness.store import RunStore
+from ranking.floor.errors import UserError
 
 RTE = get_task("rte")
 SMALL = {"max_steps": 12, "max_train_samples": 64, "max_eval_samples": 32, "batch_size": 8, "learning_rate": 5e-3}

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.pairwise import criterion_signs, pairwise
 from ranking.prospective import STRICT_MARGIN, prospective
 from ranking.rules import get_rule, worked_example

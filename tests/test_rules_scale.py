@@ -7,7 +7,6 @@ import pytest
 
 import ranking.pairwise as pairwise_mod
 import ranking.rules as rules_mod
-from harness.floor.errors import UserError
 from ranking.analysis.kemeny import (
     EXACT_LIMIT,
     blocked_ranking_cost,
@@ -15,6 +14,7 @@ from ranking.analysis.kemeny import (
     kemeny,
     ranking_cost,
 )
+from ranking.floor.errors import UserError
 from ranking.settings import apply_setting
 from ranking.table import Criterion, ScoreTable
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.rules import rule_names, worked_example
 from ranking.settings import SETTINGS, apply_setting, weighted_table
 from ranking.table import ScoreTable

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.rules import get_rule, rule_names
 from ranking.table import Criterion, ScoreTable
 

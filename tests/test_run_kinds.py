@@ -19,13 +19,13 @@ from typing import Annotated, Any
 import pytest
 
 from harness import kinds as kinds_module
-from harness.floor.errors import UserError
-from harness.floor.schema import Count, Help, Name, check_fields
 from harness.grid.schema import listed
 from harness.grid.sections import Axis, GridSection
 from harness.kinds import KINDS, RunKind, get_kind, kind_of, kinds, spec_kind
 from harness.specs import BiasSpec, FinetuneSpec
 from harness.store import RunStore, run_id
+from ranking.floor.errors import UserError
+from ranking.floor.schema import Count, Help, Name, check_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from test_scenarios_util import MODELS, SEEDED, USER, write_results
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.scenarios import load_scenario
 from ranking.scenarios.bootstrap import bootstrap, read_seeds, resample_values, tie_split
 from ranking.scenarios.cli import run_rank_scenario

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from test_scenarios_util import PAPER
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.scenarios import load_scenario
 from ranking.scenarios.casestudy import load_case_study
 

@@ -9,7 +9,7 @@ import pytest
 from test_scenarios_util import REPO, USER, scenario_file, write_results
 
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.scenarios import load_scenario
 from ranking.scenarios.scenario import match_criteria
 from ranking.schemas import parse_weight

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.floor.errors import UserError
 from harness.grid.config import LocalSettings, SlurmSettings, config_json_schema, parse_experiment
 from harness.specs import BiasSpec, FinetuneRunOptions, FinetuneSpec
+from ranking.floor.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = REPO / "configs" / "experiments" / "paper.yaml"

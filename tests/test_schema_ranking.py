@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.schemas import KINDS, json_schema
 from ranking.table import ScoreTable
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.table import Criterion, ScoreTable
 
 

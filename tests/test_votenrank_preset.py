@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.prospective import prospective
 from ranking.scenarios.compare import compare
 from ranking.scenarios.scenario import Scenario

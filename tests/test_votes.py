@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import ranking
 from harness.cli import main
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.rules import rule_names
 from ranking.table import Criterion, ScoreTable
 from ranking.votes import apply_votes, vote_weights

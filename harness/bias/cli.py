@@ -16,10 +16,10 @@ from typing import Any
 from harness import flags
 from harness.bias.data import REGISTRY
 from harness.flags import add_flags
-from harness.floor.errors import UserError
-from harness.floor.paths import folder
 from harness.models import add_model_arguments
 from harness.specs import BiasRunOptions, BiasSpec
+from ranking.floor.errors import UserError
+from ranking.floor.paths import folder
 
 
 def register(subparsers: Any) -> None:

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.bias.data import get_dataset
-from harness.floor.errors import UserError
 from harness.grid.collect import SCORING_SOURCES, Table, _keys, _num, _some
+from ranking.floor.errors import UserError
 
 
 def collect_bias(table: Table, specs: Sequence[Any]) -> None:

@@ -39,9 +39,9 @@ from typing import Any
 
 from harness.bias import evaluators
 from harness.bias.evaluators import STEREOSET_LABELS
-from harness.floor.errors import UserError
-from harness.floor.json_io import JsonProblem, parse_json
-from harness.floor.paths import write_bytes_atomic
+from ranking.floor.errors import UserError
+from ranking.floor.json_io import JsonProblem, parse_json
+from ranking.floor.paths import write_bytes_atomic
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from typing import Annotated
 from pydantic import WithJsonSchema
 
 from harness.bias.data import DATASETS
-from harness.floor.schema import Check, Text
 from harness.grid.schema import _known, listed
 from harness.grid.sections import Axis, GridSection
 from harness.specs import _bias_dataset
+from ranking.floor.schema import Check, Text
 
 # Grids name bias sets canonically (they become matrix column names): the registry's keys.
 BIAS_DATASETS = tuple(DATASETS)

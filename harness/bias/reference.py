@@ -54,7 +54,7 @@ cosmetic: the script's per-domain ``Count`` counts each item three times.
 
 Where a script cannot score an example (a candidate without a word at the
 BLANK's index, or whose template word has no tokens — none in the public
-data), the reference mode refuses with a :class:`~harness.floor.errors.UserError`
+data), the reference mode refuses with a :class:`~ranking.floor.errors.UserError`
 naming it rather than invent a score.
 
 >>> script_spans([101, 7, 8, 9, 102], [101, 7, 5, 9, 102])
@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 CROWS_MASKED_NOTE = (
     "reference scoring (Nangia et al. metric.py): pairs aligned as (sent_more, sent_less) for stereo and "

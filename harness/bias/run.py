@@ -24,8 +24,8 @@ from harness.bias.evaluators import (
     evaluate_winobias,
     fill_in,
 )
-from harness.floor.errors import UserError
 from harness.store import RunStore, atomic_write_parquet
+from ranking.floor.errors import UserError
 
 __all__ = ["Evaluation", "evaluate", "evaluate_crows_pairs", "evaluate_stereoset", "evaluate_winobias", "fill_in",
            "load_examples", "run_bias", "validate_spec"]
@@ -114,7 +114,7 @@ def run_bias(
     ``ok``); on an error the lifecycle stores a ``failed`` record and it re-raises.
     ``data_root`` None means ``$VNR_DATA_ROOT``, else the public sources.
     """
-    from harness.floor.paths import resolve_data_root
+    from ranking.floor.paths import resolve_data_root
 
     store = RunStore(output)
     rid = spec.run_id()

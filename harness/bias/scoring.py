@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
 from harness.schema import PRECISIONS  # one list of precisions for every run kind
+from ranking.floor.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -53,7 +53,7 @@ from harness.bias.results import (  # not from the evaluators, which dispatch he
     Evaluation,
     crows_pair_columns,
 )
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 LOSS_NOTE = (
     "votenrank scoring (the Vote'n'Rank authors' fairness computation): loss = masked LMs: mean NLL of "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 DEFAULT_COUNTRY = "USA"
 COUNTRY_ENV = "VNR_COUNTRY_ISO_CODE"
@@ -57,7 +57,7 @@ def check_location(country_iso_code: str | None = None, region: str | None = Non
     >>> check_location("FRA", "bretagne")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: region 'bretagne' for the carbon intensity: codecarbon has regions for USA and CAN only; leave --region out for FRA
+    ranking.floor.errors.UserError: region 'bretagne' for the carbon intensity: codecarbon has regions for USA and CAN only; leave --region out for FRA
     """
     country, region = resolve_location(country_iso_code, region)
     scope_slurm_array_task()

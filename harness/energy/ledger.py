@@ -54,8 +54,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.floor.json_io import JsonProblem, parse_json
-from harness.floor.schema import show
+from ranking.floor.json_io import JsonProblem, parse_json
+from ranking.floor.schema import show
 
 log = logging.getLogger(__name__)
 

@@ -59,8 +59,8 @@ from harness.energy.intensity import (
 )
 from harness.energy.ledger import SLOT_ENV, START, STOP, TICK, GpuLedger, attribute, ledger_name
 from harness.energy.nvml import MJ_PER_KWH, NvmlEnergyMeter
-from harness.floor.errors import UserError
-from harness.floor.json_io import read_totals
+from ranking.floor.errors import UserError
+from ranking.floor.json_io import read_totals
 
 log = logging.getLogger(__name__)
 

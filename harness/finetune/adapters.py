@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any, Literal
 
-from harness.floor.errors import UserError
-from harness.floor.schema import Count, Help, Number, PositiveFloat, validate
+from ranking.floor.errors import UserError
+from ranking.floor.schema import Count, Help, Number, PositiveFloat, validate
 
 __all__ = ["LORA_DEFAULTS", "PEFT_METHODS", "TARGET_MODULES", "apply_peft", "default_target_modules", "head_modules",
            "parse_peft", "target_modules"]
@@ -39,7 +39,7 @@ _PEFT_OFF = ("", "none", "full")
 
 @dataclass(frozen=True)
 class LoraSettings:
-    """LoRA's settings (checked by the floor's schema core, :mod:`harness.floor.schema`; the defaults are the LoRA paper's common choice)."""
+    """LoRA's settings (checked by the floor's schema core, :mod:`ranking.floor.schema`; the defaults are the LoRA paper's common choice)."""
 
     method: Annotated[Literal[PEFT_METHODS], Help("the PEFT method: lora")] = "lora"
     r: Annotated[Count, Help("rank of the adapters")] = 8
@@ -67,7 +67,7 @@ def parse_peft(value: Any, where: str | None = "peft") -> tuple[tuple[str, Any],
     >>> parse_peft({"r": 0})
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: peft: r: 0 is below 1
+    ranking.floor.errors.UserError: peft: r: 0 is below 1
     """
     if value is None or (isinstance(value, str) and value.strip().lower() in _PEFT_OFF):
         return ()
@@ -189,7 +189,7 @@ def target_modules(settings: Mapping[str, Any], family: str, model: str) -> tupl
     >>> target_modules({"method": "lora"}, "t5x", "m")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: peft: no default target_modules for m (model_type t5x): give them, e.g. --peft-args target_modules=q_proj+v_proj
+    ranking.floor.errors.UserError: peft: no default target_modules for m (model_type t5x): give them, e.g. --peft-args target_modules=q_proj+v_proj
     """
     given = settings.get("target_modules")
     if given:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 
 def finetune(
@@ -38,11 +38,11 @@ def finetune(
     A finished run is returned from the store; an interrupted one resumes.
 
     Every argument is checked by the field that declares it (:meth:`harness.kinds.RunKind.prepare`) before
-    anything is written: a bad one raises :class:`~harness.floor.errors.UserError` naming it.
+    anything is written: a bad one raises :class:`~ranking.floor.errors.UserError` naming it.
     """
-    from harness.floor.paths import resolve_data_root
     from harness.kinds import get_kind, spec_kind
     from harness.schema import output_path
+    from ranking.floor.paths import resolve_data_root
 
     where = "harness.finetune"
     kind = get_kind("finetune")

@@ -58,7 +58,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 PADDING_OPTIONS = ("auto", "flatten", "bucket", "pad")
 PAD_MULTIPLE = 8
@@ -110,7 +110,7 @@ def choose_batching(model_type: str, padding: str = "auto", calibrated: str | No
     >>> choose_batching("deberta-v2", "flatten")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: padding flatten is not supported for model_type deberta-v2 in sequence classification: its disentangled attention builds its mask and relative positions from attention_mask (no prepared-mask or position_ids path): DeBERTa keeps bucketed padding; use padding: auto or bucket
+    ranking.floor.errors.UserError: padding flatten is not supported for model_type deberta-v2 in sequence classification: its disentangled attention builds its mask and relative positions from attention_mask (no prepared-mask or position_ids path): DeBERTa keeps bucketed padding; use padding: auto or bucket
     """
     check_padding(padding)
     flattens = model_type in FLAT_DECODERS or model_type in FLAT_ENCODERS
@@ -138,7 +138,7 @@ def check_devices(batching: dict[str, Any], n_gpu: int) -> None:
     >>> check_devices({"mode": "flattened"}, 2)
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: padding flatten needs one device per run, and this run sees 2 GPUs (the Trainer would split each flattened batch across them): make one GPU visible (CUDA_VISIBLE_DEVICES) or use padding: auto
+    ranking.floor.errors.UserError: padding flatten needs one device per run, and this run sees 2 GPUs (the Trainer would split each flattened batch across them): make one GPU visible (CUDA_VISIBLE_DEVICES) or use padding: auto
     """
     if batching["mode"] == "flattened" and n_gpu > 1:
         raise UserError(f"padding flatten needs one device per run, and this run sees {n_gpu} GPUs (the Trainer "

@@ -17,8 +17,8 @@ from transformers import TrainerCallback
 
 from harness.energy.tracker import CHECKPOINT_FILE, EfficiencyTracker
 from harness.finetune.checkpoints import mark_complete
-from harness.floor.json_io import read_totals
 from harness.store import atomic_write_json
+from ranking.floor.json_io import read_totals
 
 log = logging.getLogger("harness.finetune")
 

@@ -16,9 +16,9 @@ import shutil
 import time
 from pathlib import Path
 
-from harness.floor.json_io import JsonProblem, read_json_object
-from harness.floor.schema import show
 from harness.store import atomic_write_json
+from ranking.floor.json_io import JsonProblem, read_json_object
+from ranking.floor.schema import show
 
 log = logging.getLogger(__name__)
 

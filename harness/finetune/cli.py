@@ -17,10 +17,10 @@ from typing import Any
 
 from harness import flags
 from harness.flags import add_flags
-from harness.floor.errors import UserError
-from harness.floor.paths import folder
 from harness.models import add_model_arguments
 from harness.specs import FinetuneRunOptions, FinetuneSpec
+from ranking.floor.errors import UserError
+from ranking.floor.paths import folder
 
 
 def register(subparsers: Any) -> None:
@@ -80,7 +80,7 @@ def peft_from_args(method: str | None, settings: str | None) -> tuple[tuple[str,
     >>> peft_from_args(None, "r=4")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: --peft-args needs --peft lora
+    ranking.floor.errors.UserError: --peft-args needs --peft lora
     """
     from harness.finetune.adapters import parse_peft
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from harness.energy import basis
 from harness.finetune.tasks import get_task
-from harness.floor.errors import UserError
 from harness.grid.collect import (
     EFFICIENCY_METRICS,
     ENERGY_BASED,
@@ -25,6 +24,7 @@ from harness.grid.collect import (
     _some,
     _std,
 )
+from ranking.floor.errors import UserError
 
 
 def criterion_name(task: str, metric: str) -> str:

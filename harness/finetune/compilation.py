@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 COMPILE_OPTIONS = ("auto", "on", "off")
 CPU_NOTE = "not measured: CPU"

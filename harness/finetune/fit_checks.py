@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 __all__ = ["check_fits_dimensions", "check_fits_model"]
 
@@ -31,7 +31,7 @@ def check_fits_model(spec: Any, info: Any) -> None:
     >>> check_fits_model(FinetuneSpec("tiny:bert", "rte", 0, max_length=4096), resolve_model("tiny:bert"))
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: max_length 4096 is beyond tiny:bert's positions: its position embeddings hold 512 tokens (max_position_embeddings); give max_length 512 or less
+    ranking.floor.errors.UserError: max_length 4096 is beyond tiny:bert's positions: its position embeddings hold 512 tokens (max_position_embeddings); give max_length 512 or less
     """
     from harness.models import model_dimensions
 

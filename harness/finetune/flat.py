@@ -53,7 +53,7 @@ from typing import Any
 
 import torch
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 #: attn_implementation -> how a flattened encoder batch keeps its examples apart (module docs).
 ATTENTION_LAYOUTS: dict[str, str] = {
@@ -73,7 +73,7 @@ def check_flat_attention(model_type: str, attn_implementation: str | None) -> No
     >>> check_flat_attention("bert", "paged|sdpa")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: padding flatten for model_type bert needs an attention backend that keeps packed examples apart: attn_implementation 'paged|sdpa' is not one of sdpa, eager, flex_attention, flash_attention_2, flash_attention_3, flash_attention_4; use one of them or padding: auto
+    ranking.floor.errors.UserError: padding flatten for model_type bert needs an attention backend that keeps packed examples apart: attn_implementation 'paged|sdpa' is not one of sdpa, eager, flex_attention, flash_attention_2, flash_attention_3, flash_attention_4; use one of them or padding: auto
     """
     from harness.finetune.batching import FLAT_ENCODERS
 

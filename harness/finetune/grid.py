@@ -18,11 +18,11 @@ from typing import Annotated, Any
 from pydantic import WithJsonSchema
 
 from harness.finetune.tasks import TASKS
-from harness.floor.errors import UserError
-from harness.floor.schema import Check, Text
 from harness.grid.schema import Seeds, _known, listed
 from harness.grid.sections import Axis, GridSection
 from harness.specs import FinetuneSpec, _glue_task
+from ranking.floor.errors import UserError
+from ranking.floor.schema import Check, Text
 
 # Grids name tasks canonically (they become matrix column names): the registry's keys.
 GLUE_TASKS = tuple(TASKS)

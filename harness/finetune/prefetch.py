@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 
 def _glue_in_root(task: str, data_root: Path | None) -> bool:

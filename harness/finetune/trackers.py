@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 TRACKERS = ("tensorboard", "wandb", "mlflow")
 # The package each tracker needs (what pip installs), and the module that proves it is there.
@@ -39,7 +39,7 @@ def parse_report_to(value: Any, where: str | None = "report_to") -> tuple[str, .
     >>> parse_report_to("all")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: report_to: 'all' is not a tracker: use none or any of tensorboard, wandb, mlflow
+    ranking.floor.errors.UserError: report_to: 'all' is not a tracker: use none or any of tensorboard, wandb, mlflow
     """
     if value is None:
         return ()

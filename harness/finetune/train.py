@@ -52,9 +52,9 @@ from harness.finetune.trackers import (
     report_to_argument,
     tracker_environment,
 )
-from harness.floor.errors import UserError
 from harness.specs import PRECISIONS, FinetuneSpec
 from harness.store import RunFailed, RunStore, strict_json
+from ranking.floor.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -214,8 +214,8 @@ def run_finetune(
         log.info("%s is done: %s", rid, store.result_path(rid))
         return stored
     # Bad input fails here, before anything is recorded.
-    from harness.floor.paths import resolve_data_root
     from harness.models import check_head, check_local_files, resolve_model
+    from ranking.floor.paths import resolve_data_root
 
     task = get_task(spec.task)
     from harness.finetune.batching import choose_batching

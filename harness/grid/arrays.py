@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
-from harness.floor.json_io import JsonProblem, kind_of, read_json_object
-from harness.floor.schema import show
 from harness.grid.local import Spec
 from harness.grid.settings import SlurmSettings
 from harness.kinds import calibrated
+from ranking.floor.errors import UserError
+from ranking.floor.json_io import JsonProblem, kind_of, read_json_object
+from ranking.floor.schema import show
 
 
 def task_specs(specs: Sequence[Spec], index: int, runs_per_gpu: int = 1) -> list[Spec]:

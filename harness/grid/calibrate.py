@@ -72,11 +72,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
-from harness.floor.json_io import JsonProblem, read_json_object
 from harness.grid.local import check_gpus, cpu_cores, cpu_threads, visible_gpus
 from harness.kinds import calibrated, kind_of
 from harness.specs import FinetuneSpec
+from ranking.floor.errors import UserError
+from ranking.floor.json_io import JsonProblem, read_json_object
 
 log = logging.getLogger("harness.grid")
 
@@ -370,7 +370,7 @@ def run_worker(plan: BurstPlan) -> dict[str, Any]:
             control.should_evaluate = False
             control.should_save = False
 
-    from harness.floor.paths import resolve_data_root
+    from ranking.floor.paths import resolve_data_root
 
     with tempfile.TemporaryDirectory(prefix="vnr-calibration-") as tmp:
         result = _train(spec, get_task(spec.task), Path(tmp) / "run", None,

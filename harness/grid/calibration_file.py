@@ -6,7 +6,7 @@ wrong shape (a list, an entry without ``chosen``), a ``NaN``, ``runs_per_gpu: "t
 it would start runs until memory runs out), a precision no run knows (``fp64``), or a file measured on
 another device kind (copied or renamed beside this one) is refused in one line that names the file and the
 key, and says what to do: move it aside (or delete it) and the grid calibrates again on this device. The file is
-validated by the floor's one schema core (:func:`harness.floor.schema.validate`), in the words every input is
+validated by the floor's one schema core (:func:`ranking.floor.schema.validate`), in the words every input is
 refused in.
 
 >>> import json, tempfile
@@ -16,7 +16,7 @@ refused in.
 >>> read_calibration_file(folder / "cpu-x-2.json")
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: calibration file ...cpu-x-2.json: entries.k.chosen.runs_per_gpu: 1000000000 is above 64; move it aside (or delete it) and the grid calibrates again on this device
+ranking.floor.errors.UserError: calibration file ...cpu-x-2.json: entries.k.chosen.runs_per_gpu: 1000000000 is above 64; move it aside (or delete it) and the grid calibrates again on this device
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.floor.errors import UserError
-from harness.floor.schema import Name, Number, validate
 from harness.grid.settings import MAX_RUNS_PER_GPU
 from harness.schema import PRECISIONS
+from ranking.floor.errors import UserError
+from ranking.floor.schema import Name, Number, validate
 
 __all__ = ["CalibrationFile", "read_calibration_file"]
 

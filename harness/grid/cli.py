@@ -112,8 +112,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _load(args: argparse.Namespace):
-    from harness.floor.paths import check_output_dir
     from harness.grid.config import load_experiment, select_specs
+    from ranking.floor.paths import check_output_dir
 
     exp = load_experiment(args.config, output=args.output)
     check_output_dir(exp.output, "output")  # a file there, or under a file: one line, before any work
@@ -125,9 +125,9 @@ def slurm_settings(exp, args: argparse.Namespace):
     (:class:`~harness.grid.config.SlurmSettings`) as the config's keys, each refusal naming its flag."""
     from dataclasses import replace
 
-    from harness.floor.errors import UserError
-    from harness.floor.schema import validate
     from harness.grid.config import SlurmSettings
+    from ranking.floor.errors import UserError
+    from ranking.floor.schema import validate
 
     given = values(args, SlurmSettings, only=(*SLURM_FIELDS, *PACKING_FIELDS))
     if args.additional:
@@ -153,7 +153,7 @@ def local_settings(exp, args: argparse.Namespace):
     config's keys, each refusal naming its flag."""
     from dataclasses import replace
 
-    from harness.floor.schema import validate
+    from ranking.floor.schema import validate
 
     given = values(args, LocalSettings, only=(*PACKING_FIELDS, *LOCAL_FIELDS))
     checked = validate(LocalSettings, given, names=names(LocalSettings))
@@ -170,7 +170,7 @@ LOCAL_FIELDS = ("gpus",)
 def check_flag_combinations(args: argparse.Namespace) -> None:
     """Flags that contradict each other are refused, not silently ignored (--dry-run, --list, --count and
     --sbatch-args already exclude each other in the parser)."""
-    from harness.floor.errors import UserError
+    from ranking.floor.errors import UserError
 
     slurm = args.executor == "slurm" or args.sbatch_args
     given = next((flag(SlurmSettings, name) for name in SLURM_FIELDS if getattr(args, name, None) is not None), None)
@@ -198,9 +198,9 @@ def check_flag_combinations(args: argparse.Namespace) -> None:
 def run_command(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from harness.floor.paths import resolve_data_root
     from harness.grid.status import grid_status
     from harness.store import RunStore
+    from ranking.floor.paths import resolve_data_root
 
     check_flag_combinations(args)
     exp, specs = _load(args)
@@ -382,9 +382,9 @@ def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True)
     (``VNR_SETUP_FILE``); both through one ``--export`` (after the config's own ``export`` value, if any;
     else ``ALL``).
     """
-    from harness.floor.errors import UserError
     from harness.grid import arrays, slurm
     from harness.store import atomic_write_bytes
+    from ranking.floor.errors import UserError
 
     output = slurm.check_log_path(Path(exp.output).resolve())
     logs = output / "logs" / "sbatch"
@@ -450,9 +450,9 @@ def status_command(args: argparse.Namespace) -> int:
 def _note_not_on_disk(statuses: list, specs: list, config: str) -> None:
     """One note (stderr) naming what the runs still to do need and the disk lacks (read from disk only, no
     hub probe): status itself needs none of it, `vnr run` will (offline: after `vnr prefetch`)."""
-    from harness.floor.errors import UserError
-    from harness.floor.paths import resolve_data_root
     from harness.prefetch import missing
+    from ranking.floor.errors import UserError
+    from ranking.floor.paths import resolve_data_root
 
     todo = {s.run_id for s in statuses if s.state != "done"}
     try:
@@ -466,8 +466,8 @@ def _note_not_on_disk(statuses: list, specs: list, config: str) -> None:
 
 
 def collect_command(args: argparse.Namespace) -> int:
-    from harness.floor.errors import UserError
     from harness.grid.collect import collect, describe
+    from ranking.floor.errors import UserError
 
     exp, _ = _load(args)
     extra = []

@@ -61,10 +61,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.energy import basis
-from harness.floor.errors import UserError
 from harness.grid.config import Experiment
 from harness.kinds import kinds
 from harness.store import STATUS_FAILED, RunStore, record_problem
+from ranking.floor.errors import UserError
 
 log = logging.getLogger("harness.grid")
 

@@ -65,9 +65,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
-from harness.floor.yaml_io import read_yaml
-
 # the settings and SLURM checks live in harness.grid.settings; they are named here for the grid's users
 from harness.grid.settings import (  # noqa: F401
     MAX_RUNS_PER_GPU,
@@ -78,6 +75,8 @@ from harness.grid.settings import (  # noqa: F401
     slurm_value,
 )
 from harness.kinds import kind_of, kinds
+from ranking.floor.errors import UserError
+from ranking.floor.yaml_io import read_yaml
 
 Spec = Any  # a run spec, of any kind of harness.kinds.KINDS
 
@@ -140,9 +139,9 @@ def config_json_schema() -> dict[str, Any]:
 def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "experiment") -> Experiment:
     """Validate a config mapping against :class:`harness.grid.schema.ExperimentConfig` and expand it
     (see the module docstring for the format)."""
-    from harness.floor.schema import validate
     from harness.grid.schema import experiment_config
     from harness.grid.sections import expand
+    from ranking.floor.schema import validate
     from ranking.settings import get_preset
 
     if not isinstance(doc, Mapping):
@@ -244,7 +243,7 @@ def only_patterns(patterns: Sequence[str] | None) -> list[str]:
     >>> only_patterns(["bias,"])
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: --only 'bias,': an empty pattern is no selection (an unset shell variable?): give a run id, model, task or model/task glob, or leave --only out for every run
+    ranking.floor.errors.UserError: --only 'bias,': an empty pattern is no selection (an unset shell variable?): give a run id, model, task or model/task glob, or leave --only out for every run
     """
     out = []
     for pattern in patterns or ():

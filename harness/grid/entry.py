@@ -41,9 +41,9 @@ from typing import Any
 import submitit
 
 from harness.environment import pin_array_task_job_id
-from harness.floor.errors import EXIT_USAGE, UserError, describe_os_error
 from harness.grid.local import FAILED, Outcome, Spec, execute, run_spec, summary_line
 from harness.store import RunFailed, RunStore, error_line
+from ranking.floor.errors import EXIT_USAGE, UserError, describe_os_error
 
 log = logging.getLogger("harness.grid")
 
@@ -158,7 +158,7 @@ def _run_one_isolated(payload: str, output: Path, data_root: Path | None, progre
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m harness.grid.entry CONFIG --index N``: run the N-th task of the grid (plain sbatch).
 
-    Like ``vnr``: a bad input (a :class:`~harness.floor.errors.UserError`, or an ``OSError`` such as an output under a
+    Like ``vnr``: a bad input (a :class:`~ranking.floor.errors.UserError`, or an ``OSError`` such as an output under a
     file) is one line on stderr and exit 2; a failed run is one line naming the failed runs and where their
     records and logs are, exit 1.
     """
@@ -194,13 +194,13 @@ def _index(text: str) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     from harness.flags import add_flags, names, values
-    from harness.floor.paths import resolve_data_root
     from harness.grid import arrays
     from harness.grid.config import load_experiment, only_patterns, select_specs
     from harness.grid.settings import SlurmSettings
+    from ranking.floor.paths import resolve_data_root
 
     sizing = ("runs_per_gpu", "calibrate")  # what sizes the array (the budget: the config's, as submitted)
-    from harness.floor.schema import validate
+    from ranking.floor.schema import validate
 
     parser = _Parser(prog=f"python -m {PROG}", description=main.__doc__)
     parser.add_argument("config", nargs="?", help="experiment config YAML")

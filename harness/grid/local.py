@@ -51,9 +51,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.floor.errors import UserError
 from harness.kinds import get_kind, kind_of
 from harness.store import STATUS_OK, RunFailed, RunStore
+from ranking.floor.errors import UserError
 
 log = logging.getLogger("harness.grid")
 

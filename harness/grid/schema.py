@@ -20,9 +20,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from harness.floor.schema import Check, Name, OneLine, Text, adapter, fields_model
 from harness.grid.settings import LocalSettings, SlurmSettings, slurm_name
 from harness.schema import Seed
+from ranking.floor.schema import Check, Name, OneLine, Text, adapter, fields_model
 from ranking.settings import PRESETS
 
 PresetName = Literal[tuple(PRESETS)]  # type: ignore[valid-type]

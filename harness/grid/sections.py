@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 REQUIRED: Any = ...  # an axis without a default: the key must be given
 
@@ -66,7 +66,7 @@ class GridSection:
 
     def options_model(self, kind: Any) -> Any:
         """The model of ``options:`` / ``overrides[].set``: the spec's other fields, each optional."""
-        from harness.floor.schema import fields_model
+        from ranking.floor.schema import fields_model
 
         return fields_model(kind.spec, exclude=self.naming(), optional=True)
 
@@ -246,7 +246,7 @@ def model_args(entry: Any) -> dict[str, Any]:
 
 def _spec(cls: type, data: dict[str, Any], where: str) -> Any:
     """One spec; its values were checked with the config, so a refusal here is about their combination."""
-    from harness.floor.schema import validate
+    from ranking.floor.schema import validate
 
     return validate(cls, data, where=where)
 

@@ -7,7 +7,7 @@ otherwise reaches the sbatch script.
 >>> LocalSettings(runs_per_gpu=10**11)
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: local.runs_per_gpu: 100000000000 is above 64
+ranking.floor.errors.UserError: local.runs_per_gpu: 100000000000 is above 64
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from harness.flags import Cli
-from harness.floor.errors import UserError
-from harness.floor.schema import (
+from ranking.floor.errors import UserError
+from ranking.floor.schema import (
     Before,
     Check,
     Count,
@@ -334,9 +334,9 @@ def slurm_value(key: str, value: Any, where: str) -> Any:
     >>> slurm_value("partition", "gpu\\ntouch /tmp/x", "--partition")
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: --partition: 'gpu\\ntouch /tmp/x' contains a control character ('\\n'); give it on one line
+    ranking.floor.errors.UserError: --partition: 'gpu\\ntouch /tmp/x' contains a control character ('\\n'); give it on one line
     """
-    from harness.floor.schema import validate
+    from ranking.floor.schema import validate
 
     key = {"time": "time_min", "name": "job_name"}.get(key, key)
     checked = validate(SlurmSettings, {key: value}, names=lambda _: where)

@@ -33,12 +33,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
-from harness.floor.json_io import read_json
 from harness.grid.arrays import array_size, group_size, task_packing, task_specs
 from harness.grid.config import SlurmSettings, slurm_value
 from harness.grid.local import Spec
 from harness.store import atomic_write_json
+from ranking.floor.errors import UserError
+from ranking.floor.json_io import read_json
 
 log = logging.getLogger("harness.grid")
 
@@ -54,7 +54,7 @@ def check_log_path(path: Path, where: str = "output") -> Path:
     >>> check_log_path(Path("/tmp/my grid"))
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: output: '/tmp/my grid' cannot hold SLURM logs: a path without spaces, quotes, '%', '#', '$', '`', ';' or backslashes
+    ranking.floor.errors.UserError: output: '/tmp/my grid' cannot hold SLURM logs: a path without spaces, quotes, '%', '#', '$', '`', ';' or backslashes
     """
     text = str(path)
     if any(ord(c) < 32 or ord(c) == 127 or c.isspace() or c in "'\"%#$`;\\" for c in text):

@@ -186,9 +186,9 @@ def format_rows(rows: list[dict[str, Any]], *, wide: bool = False) -> str:
 
 # ---------------------------------------------------------------------- commands
 def run_agreement(args: argparse.Namespace) -> int:
-    from harness.floor.errors import UserError
     from ranking.analysis._common import parse_int_list
     from ranking.analysis.votenrank import compare_rankings
+    from ranking.floor.errors import UserError
     from ranking.rules import rule_names
 
     table = _load(args)
@@ -292,9 +292,9 @@ def run_kemeny(args: argparse.Namespace) -> int:
 
 
 def run_instance(args: argparse.Namespace) -> int:
-    from harness.floor.paths import resolve_data_root
     from ranking.analysis.data import load_instance_table
     from ranking.analysis.instance import aggregate_instances
+    from ranking.floor.paths import resolve_data_root
 
     frame = load_instance_table(args.table, resolve_data_root(args.data_root))
     metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
@@ -313,8 +313,8 @@ def run_instance(args: argparse.Namespace) -> int:
 
 
 def run_synthetic(args: argparse.Namespace) -> int:
-    from harness.floor.errors import UserError
     from ranking.analysis.synthetic import run_synthetic as simulate
+    from ranking.floor.errors import UserError
 
     values = None
     if args.values:
@@ -360,7 +360,7 @@ def plot_tradeoff(rows: list[dict[str, Any]], out: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness.floor.errors import UserError
+    from ranking.floor.errors import UserError
 
     fig, ax = plt.subplots(figsize=(7, 5))
     for kind, marker in (("cardinal", "o"), ("ordinal", "s")):

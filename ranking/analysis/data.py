@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.table import Criterion, ScoreTable
 
 CARDINAL = ("glue", "superglue", "openllm", "mmlu", "bbh", "mteb", "vtab", "helm_capability", "imagenet")

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
 from ranking.analysis._common import column_ranks
+from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
 IMPUTE_CHOICES = ("knn", "median", "drop")

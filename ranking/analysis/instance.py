@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.floor.errors import UserError
 from ranking.analysis._common import column_ranks, kendall_tau, positions
+from ranking.floor.errors import UserError
 
 HUMAN_PREFIX = "H:"
 

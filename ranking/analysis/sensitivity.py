@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
 from ranking.analysis._common import Ranker, fast_table, positions, rank_distance
 from ranking.analysis.diversity import complete_values
+from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
 LOWER_BOUND_NOTE = "lower bound: the search finds a perturbation this bad; the worst one may be worse"

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
 from ranking.analysis._common import column_ranks, kendall_tau
+from ranking.floor.errors import UserError
 
 METHODS = ("mean", "one_level", "two_level")
 

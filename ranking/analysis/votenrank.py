@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
 from ranking.analysis._common import Ranker, fast_table, kendall_tau, spearman_rho
+from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
 

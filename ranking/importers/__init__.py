@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 #: format name → (module with ``read(paths, options)``, what it reads).
 FORMATS: dict[str, tuple[str, str]] = {

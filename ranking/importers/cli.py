@@ -14,8 +14,8 @@ import argparse
 import sys
 from typing import Any
 
-from harness.floor.errors import UserError
 from ranking.cli_types import column_list
+from ranking.floor.errors import UserError
 from ranking.importers import FORMATS, ON_DUPLICATE
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.importers.common import (
     Options,
     assemble,
@@ -72,13 +72,13 @@ def model_map(mapping: Mapping[str, str] | str | Path | None) -> dict[str, str] 
     {'p1': 'org/a'}
     >>> model_map({"p1": None})
     Traceback (most recent call last):
-    harness.floor.errors.UserError: codecarbon model map: project 'p1' maps to null, not a model name: write `p1: ORG/MODEL` (a model name as text)
+    ranking.floor.errors.UserError: codecarbon model map: project 'p1' maps to null, not a model name: write `p1: ORG/MODEL` (a model name as text)
     """
     if mapping is None:
         return None
     where = "codecarbon model map"
     if isinstance(mapping, (str, Path)):
-        from harness.floor.yaml_io import read_yaml
+        from ranking.floor.yaml_io import read_yaml
 
         where = f"codecarbon model map {mapping}"
         doc = read_yaml(mapping, "codecarbon model map")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 
 def print_note(message: str) -> None:
@@ -94,7 +94,7 @@ def in_range(value: float | None, lo: float | None, hi: float | None, where: str
     0.5
     >>> in_range(1.5, 0, 1, "r.json: model 'A', acc", Options())
     Traceback (most recent call last):
-    harness.floor.errors.UserError: r.json: model 'A', acc is 1.5, outside its range [0, 1]: fix the source, or pass --out-of-range missing to import it as missing
+    ranking.floor.errors.UserError: r.json: model 'A', acc is 1.5, outside its range [0, 1]: fix the source, or pass --out-of-range missing to import it as missing
     >>> o = Options(out_of_range="missing", sink=None); in_range(-2.0, 0, None, "c.csv: line 3, duration", o), o.notes[0].message
     (None, 'c.csv: line 3, duration is -2, outside its range [0, ∞): imported as missing (--out-of-range missing)')
     """
@@ -178,7 +178,7 @@ def expect(value: Any, kind: str, file: Path | str, path: Sequence[str | int], s
 
     >>> expect([1], "object", "r.json", ["versions"], "an object of task → version")
     Traceback (most recent call last):
-    harness.floor.errors.UserError: r.json: .versions must be an object of task → version, not a list
+    ranking.floor.errors.UserError: r.json: .versions must be an object of task → version, not a list
     """
     types, name = KINDS[kind]
     if not isinstance(value, types):
@@ -304,10 +304,10 @@ def score(value: Any, what: str, *, missing: Sequence[str] = (), absent: str = "
     (0.5, None, None, None, None)
     >>> score("40%", "c.csv: line 2, model 'A', column 'BBH'")
     Traceback (most recent call last):
-    harness.floor.errors.UserError: c.csv: line 2, model 'A', column 'BBH' is '40%', not a number (leave it empty for a missing score)
+    ranking.floor.errors.UserError: c.csv: line 2, model 'A', column 'BBH' is '40%', not a number (leave it empty for a missing score)
     >>> score(1e999, "r.json: model 'A', task 't', metric 'acc'")
     Traceback (most recent call last):
-    harness.floor.errors.UserError: r.json: model 'A', task 't', metric 'acc' is Infinity, not a finite number
+    ranking.floor.errors.UserError: r.json: model 'A', task 't', metric 'acc' is Infinity, not a finite number
     """
     if value is None or type(value).__name__ in ("NAType", "NaTType"):
         return None
@@ -428,7 +428,7 @@ def check_name(name: str, what: str, source: str) -> str:
     'org/model'
     >>> check_name("a\\rb", "model", "x.json")
     Traceback (most recent call last):
-    harness.floor.errors.UserError: x.json: model name 'a\\rb' holds a control character: fix the name in the source
+    ranking.floor.errors.UserError: x.json: model name 'a\\rb' holds a control character: fix the name in the source
     """
     if not isinstance(name, str) or not name.strip():
         raise UserError(f"{source}: a {what} name is empty: name every {what} in the source")

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.importers.common import (
     Options,
     assemble,

@@ -27,7 +27,7 @@ import logging
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.intervals import SEED_COLUMNS, read_seeds  # noqa: F401  (read here by the scenario CLI and tests)
 from ranking.scenarios.compare import column_plans, run_column
 from ranking.scenarios.scenario import Scenario

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
 from ranking.cli_types import add_uncertainty_flags, int_in_range, non_negative_int, rule_help
+from ranking.floor.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ MAX_RESOLUTION = 400
 # ---------------------------------------------------------------------- shared steps
 def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Path | None, str]:
     """(scenario, scenario table, seeds path or None, source description) from the CLI options."""
-    from harness.floor.paths import resolve_data_root
+    from ranking.floor.paths import resolve_data_root
     from ranking.loading import cost_columns
     from ranking.scenarios.scenario import load_scenario
     from ranking.table import find_sidecar
@@ -132,7 +132,7 @@ def run_rank_scenario(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- report
 def run_report(args: argparse.Namespace) -> int:
-    from harness.floor.paths import check_output_dir
+    from ranking.floor.paths import check_output_dir
     from ranking.scenarios.report import write_report
     from ranking.scenarios.simplex import simplex_map
 

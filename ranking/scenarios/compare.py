@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.result import RuleResult, positions_from_scores
 from ranking.scenarios.scenario import Column, Scenario
 from ranking.table import ScoreTable

@@ -18,7 +18,7 @@ files that no manifest lists (a report from before the manifest) is refused, nam
 leaving a figure beside a report that says it has none.
 
 Every file is written atomically (a temporary file, then a rename) with the umask's permissions
-(:func:`harness.floor.paths.write_bytes_atomic`). Every score and weight on the page goes through one
+(:func:`ranking.floor.paths.write_bytes_atomic`). Every score and weight on the page goes through one
 formatter, :func:`ranking.textable.number` (the live table's JavaScript ``fmt`` is its exact port).
 """
 
@@ -36,9 +36,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.floor.errors import UserError
-from harness.floor.json_io import JsonProblem, read_json
-from harness.floor.paths import write_bytes_atomic as _write
+from ranking.floor.errors import UserError
+from ranking.floor.json_io import JsonProblem, read_json
+from ranking.floor.paths import write_bytes_atomic as _write
 from ranking.scenarios.compare import (
     Comparison,
     criterion_order,

@@ -46,7 +46,7 @@ leaderboard's own order for a table imported from one (:mod:`ranking.boards`).
 
 Criteria that belong to no group are left out when the scenario has groups (a warning names them).
 Every mistake (unknown key, unknown group, a weight that does not parse, a
-pattern matching nothing, ...) is a :class:`~harness.floor.errors.UserError` naming
+pattern matching nothing, ...) is a :class:`~ranking.floor.errors.UserError` naming
 the file and the entry.
 
 >>> sc = Scenario.from_mapping({"groups": {"g": {"criteria": ["a*"]}},
@@ -68,8 +68,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
-from harness.floor.yaml_io import read_yaml
+from ranking.floor.errors import UserError
+from ranking.floor.yaml_io import read_yaml
 from ranking.table import ScoreTable
 
 log = logging.getLogger(__name__)

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.result import RuleResult, positions_from_scores
 from ranking.rules import get_rule
 from ranking.scenarios.scenario import Column

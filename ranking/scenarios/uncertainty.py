@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.scenarios.compare import Comparison, column_plans, run_column
 
 

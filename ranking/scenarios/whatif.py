@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 from ranking.scenarios.compare import group_weight_vector
 from ranking.scenarios.scenario import Column
 from ranking.scenarios.simplex import linear_basis, loop_winners, rank_at, simplex_grid

@@ -1,7 +1,7 @@
 """Reading YAML config files (scenarios, criteria sidecars, leaderboard specs, experiment configs).
 
 One reader, so a missing, unreadable or malformed file always fails the same way:
-a :class:`~harness.floor.errors.UserError` that names the file and what kind of file it is.
+a :class:`~ranking.floor.errors.UserError` that names the file and what kind of file it is.
 A mapping that repeats a key is refused, naming the key and both lines (plain YAML
 loaders keep the last value silently, so half of a file could be ignored unseen).
 
@@ -16,7 +16,7 @@ nested aliases expand to gigabytes ("billion laughs").
 >>> parse_yaml("a: &x [1, 2]\\nb: *x\\n", "scenario", "s.yaml")
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: s.yaml: line 1: an anchor (&x) — config files take no anchors or aliases: write the value out
+ranking.floor.errors.UserError: s.yaml: line 1: an anchor (&x) — config files take no anchors or aliases: write the value out
 
 >>> import tempfile, os
 >>> with tempfile.TemporaryDirectory() as d:
@@ -27,14 +27,14 @@ harness.floor.errors.UserError: s.yaml: line 1: an anchor (&x) — config files 
 >>> parse_yaml("a: 1\\nb: 2\\na: 3\\n", "scenario", "s.yaml")
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: s.yaml: line 3: key 'a' appears twice in one mapping (first on line 1) — keep one of them
+ranking.floor.errors.UserError: s.yaml: line 3: key 'a' appears twice in one mapping (first on line 1) — keep one of them
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 _LOADER = None
 

@@ -10,7 +10,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 DATA_ROOT_ENV = "VNR_DATA_ROOT"
 
@@ -43,7 +43,7 @@ def check_output_dir(path: str | Path, option: str = "--out") -> Path:
     >>> check_output_dir(f)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    harness.floor.errors.UserError: --out .../report.html is a file: give a folder (it is created if missing)
+    ranking.floor.errors.UserError: --out .../report.html is a file: give a folder (it is created if missing)
     """
     out = Path(path).expanduser()
     if out.exists() and not out.is_dir():

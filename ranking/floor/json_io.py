@@ -8,7 +8,7 @@ levels deep (Python's ``RecursionError``), a number of more digits than Python c
 caller allows, or (:func:`read_json_object`) valid JSON that is not an object. A file that is not there is
 not a problem of its content: :class:`FileNotFoundError` (and :class:`NotADirectoryError`) pass through.
 
-Standard library only, as the whole floor (:mod:`harness.floor`).
+Standard library only, as the whole floor (:mod:`ranking.floor`).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def read_totals(path: str | Path, keys: tuple[str, ...], *, what: str, nonnegati
         bad = next((k for k in keys if not _total(doc.get(k) or 0, nonnegative)), None)
         if bad is None:
             return doc
-        from harness.floor.schema import show
+        from ranking.floor.schema import show
 
         reason = f"{bad} is {show(doc[bad])}, not a {'count' if nonnegative else 'number'}"
     if warn is not None:

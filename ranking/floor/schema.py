@@ -30,19 +30,19 @@ Example(lr=3e-05)
 >>> validate(Example, {"lr": float("nan")}, where="x.yaml")
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: x.yaml: lr: nan is not a finite number
+ranking.floor.errors.UserError: x.yaml: lr: nan is not a finite number
 >>> validate(Example, {"lr": 0}, names={"lr": "--lr"}.get)
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: --lr: 0 must be above 0
+ranking.floor.errors.UserError: --lr: 0 must be above 0
 >>> validate(Example, {"lr": [1]}, where="x.yaml")
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: x.yaml: lr: [1] is not a number — write peak learning rate
+ranking.floor.errors.UserError: x.yaml: lr: [1] is not a number — write peak learning rate
 >>> validate(Example, {"lr": 1, "l" * 10_000: 2}, where="x.yaml")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-harness.floor.errors.UserError: x.yaml: unknown key 'llll...llll… — remove it or fix its spelling (allowed: lr)
+ranking.floor.errors.UserError: x.yaml: unknown key 'llll...llll… — remove it or fix its spelling (allowed: lr)
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from harness.floor.errors import UserError
+from ranking.floor.errors import UserError
 
 __all__ = [
     "Number", "Text", "Check", "Before", "Flag", "Refusal", "Shown", "Help", "Count", "PositiveFloat", "OneLine",
