@@ -283,7 +283,7 @@ def _rankable(table: ScoreTable) -> tuple[ScoreTable, np.ndarray]:
         tuple(m for m, k in zip(table.models, keep) if k),
         tuple(c for c, u in zip(crits, used) if u),
         table.values[np.ix_(keep, used)],
-        source=table.source,
+        source=table.source, derived=table.derived,
     )
     return sub, keep
 

@@ -200,6 +200,11 @@ class ScoreTable:
     standard_errors: np.ndarray | None = field(default=None, repr=False)
     #: the leaderboard the table was imported from (a key of :data:`ranking.boards.BOARDS`), or None.
     board: str | None = None
+    #: True for a table computed from a checked one by new values (bootstrap draws, :meth:`with_values`) and the
+    #: sub-tables of such a table: its scores may leave the declared ranges on purpose. Every other table, however
+    #: it is built (a CSV, a frame, an importer, the constructor in Python), is refused when a score leaves its
+    #: criterion's ``range``.
+    derived: bool = field(default=False, repr=False, kw_only=True)
 
     def __post_init__(self) -> None:
         # a name's edge spaces are never meaningful: "A" and "A " are one model (a duplicate), on every entry
@@ -246,6 +251,8 @@ class ScoreTable:
             object.__setattr__(self, "standard_errors", _checked_errors(self.standard_errors, models, criteria, where))
         if not any(c.weight > 0 for c in criteria):
             raise UserError(f"all criterion weights{where} are zero: at least one must be positive")
+        if not self.derived:  # the one range check, wherever a table enters
+            _check_ranges(values, models, criteria, where)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -289,9 +296,7 @@ class ScoreTable:
                     f"score of model {str(model)!r} on criterion {str(col)!r}{where} is {cell!r}, not a number"
                 )
             values[:, j] = numeric.to_numpy(dtype=float)
-        table = cls(tuple(str(m) for m in frame.index), crits, values, source=source)
-        table.check_ranges()
-        return table
+        return cls(tuple(str(m) for m in frame.index), crits, values, source=source)
 
     @classmethod
     def from_csv(
@@ -365,10 +370,8 @@ class ScoreTable:
                     raise UserError(f"{errors_path.name} changed since {Path(sidecar).name} was written — import "
                                     f"the table again, or remove the standard_errors_sha256 line of {sidecar}")
             errors = read_standard_errors(errors_path, models, columns, model_column)
-        table = cls(models, crits, values, source=str(path), standard_errors=errors,
-                    board=spec.board if spec is not None else None)
-        table.check_ranges()
-        return table
+        return cls(models, crits, values, source=str(path), standard_errors=errors,
+                   board=spec.board if spec is not None else None)
 
     @classmethod
     def load(cls, path: str | Path) -> ScoreTable:
@@ -384,14 +387,6 @@ class ScoreTable:
                 return cls.from_csv(path / "matrix.csv")
             raise UserError(f"{path} is a directory without matrix.csv: pass a CSV")
         return cls.from_csv(path)
-
-    def check_ranges(self) -> None:
-        """A one-line :class:`UserError` for the first score outside its criterion's declared ``range``.
-
-        Checked where scores enter (a CSV with its sidecar, a frame, an importer); tables derived from a checked
-        one (bootstrap draws, the changed cells of a robustness search) may leave the range on purpose.
-        """
-        _check_ranges(self.values, self.models, self.criteria, f" in {self.source}" if self.source else "")
 
     # ------------------------------------------------------------------ views
     @property
@@ -473,7 +468,7 @@ class ScoreTable:
     # ------------------------------------------------------------------ transformations
     def with_values(self, values: np.ndarray) -> ScoreTable:
         """A copy with new values (and no standard errors: they described the old ones)."""
-        return ScoreTable(self.models, self.criteria, values, source=self.source)
+        return ScoreTable(self.models, self.criteria, values, source=self.source, derived=True)
 
     def _errors(self, rows: Any = slice(None), cols: Any = slice(None)) -> np.ndarray | None:
         """The standard errors of the sub-table ``rows`` × ``cols`` (None when the table has none)."""
@@ -482,7 +477,7 @@ class ScoreTable:
     def with_standard_errors(self, errors: np.ndarray | None) -> ScoreTable:
         """A copy with per-score standard errors (models × criteria, NaN = unknown; None: none)."""
         return ScoreTable(self.models, self.criteria, self.values, source=self.source, standard_errors=errors,
-                          board=self.board)
+                          board=self.board, derived=self.derived)
 
     def with_weights(self, weights: Mapping[str, float] | Sequence[float] | np.ndarray) -> ScoreTable:
         """A copy with new weights: a mapping (name → weight; others unchanged) or one per criterion."""
@@ -498,7 +493,7 @@ class ScoreTable:
             crits = tuple(replace(c, weight=float(x)) for c, x in zip(self.criteria, w))
         crits = tuple(_check_criterion(c, None) for c in crits)
         return ScoreTable(self.models, crits, self.values, source=self.source, standard_errors=self.standard_errors,
-                          board=self.board)
+                          board=self.board, derived=self.derived)
 
     def with_criteria(self, criteria: Sequence[Criterion]) -> ScoreTable:
         """A copy with the criteria's attributes replaced (same names, same order)."""
@@ -506,12 +501,12 @@ class ScoreTable:
             raise ValueError("with_criteria needs the same criterion names in the same order")
         crits = tuple(_check_criterion(c, None) for c in criteria)
         return ScoreTable(self.models, crits, self.values, source=self.source, standard_errors=self.standard_errors,
-                          board=self.board)
+                          board=self.board, derived=self.derived)
 
     def select_models(self, models: Sequence[str]) -> ScoreTable:
         idx = [self.model_index(m) for m in models]
         return ScoreTable(tuple(self.models[i] for i in idx), self.criteria, self.values[idx], source=self.source,
-                          standard_errors=self._errors(idx), board=self.board)
+                          standard_errors=self._errors(idx), board=self.board, derived=self.derived)
 
     def drop_models(self, models: Iterable[str]) -> ScoreTable:
         drop = set(models)
@@ -523,7 +518,7 @@ class ScoreTable:
         idx = [self.names.index(self.criterion(n).name) for n in names]
         return ScoreTable(
             self.models, tuple(self.criteria[j] for j in idx), self.values[:, idx], source=self.source,
-            standard_errors=self._errors(cols=idx),
+            standard_errors=self._errors(cols=idx), derived=self.derived,
         )
 
     def group(self, name: str) -> ScoreTable:
@@ -538,7 +533,7 @@ class ScoreTable:
             tuple(self.criteria[j] for j in cols),
             values[keep],
             source=self.source,
-            standard_errors=self._errors(keep, cols),
+            standard_errors=self._errors(keep, cols), derived=self.derived,
         )
 
     def incomplete_models(self, among: np.ndarray | None = None) -> list[str]:

@@ -208,3 +208,31 @@ def test_standard_errors_file_lies_beside_the_sidecar_bound_by_its_hash(tmp_path
     assert doc["standard_errors_sha256"] == hashlib.sha256((tmp_path / "stderr.csv").read_bytes()).hexdigest()
     back = ScoreTable.from_csv(tmp_path / "scores.csv", tmp_path / "scores.yaml")
     np.testing.assert_array_equal(back.standard_errors, _with_errors().standard_errors)
+
+
+def test_a_score_outside_its_declared_range_is_refused_however_the_table_enters(tmp_path):
+    """One check in the constructor: the Python API, a frame and a CSV + sidecar give the same line."""
+    import pandas as pd
+
+    from ranking.api import rank
+
+    crits = (Criterion("acc", range=(0.0, 1.0)), Criterion("kwh", direction="lower", range=(0.0, None)))
+    line = r"^score of model 'B' on criterion 'acc' is 1.5, outside its range \[0, 1\]: fix the score"
+    with pytest.raises(UserError, match=line):
+        ScoreTable(("A", "B"), crits, np.array([[0.5, 1.0], [1.5, 2.0]]))
+    with pytest.raises(UserError, match=r"model 'A' on criterion 'kwh' is -1, outside its range \[0, \]"):
+        ScoreTable(("A", "B"), crits, np.array([[0.5, -1.0], [0.9, 2.0]]))
+    with pytest.raises(UserError, match=line.replace("is 1.5", "in frame is 1.5")):
+        ScoreTable.from_frame(pd.DataFrame({"acc": [0.5, 1.5]}, index=["A", "B"]), criteria=crits[:1],
+                              source="frame")
+    (tmp_path / "m.csv").write_text("model,acc\nA,0.5\nB,1.5\n")
+    (tmp_path / "m.yaml").write_text("criteria:\n  acc: {range: [0, 1]}\n")
+    with pytest.raises(UserError, match=r"'B' on criterion 'acc' in .*m.csv is 1.5, outside its range \[0, 1\]"):
+        ScoreTable.from_csv(tmp_path / "m.csv")
+    # a table in range ranks; one derived from it by new values (bootstrap draws) may leave the range
+    t = ScoreTable(("A", "B"), crits, np.array([[0.5, 1.0], [1.0, 0.5]]))
+    assert rank(t, "borda").results["borda"].winners == ("B",)
+    drawn = t.with_values(np.array([[0.5, 1.0], [1.2, 0.5]]))
+    assert drawn.select_models(["B"]).values[0, 0] == 1.2
+    with pytest.raises(UserError, match=line.replace("1.5", "1.2")):
+        ScoreTable(drawn.models, drawn.criteria, drawn.values)  # built anew, it is checked

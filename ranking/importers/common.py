@@ -414,10 +414,8 @@ def assemble(
         options.note(f"{source}: some models have no score on some columns, left empty (missing): {listed}",
                      kind="missing")
     errors_known = bool(np.isfinite(se).any())
-    table = ScoreTable(tuple(models), tuple(criteria), values, source=source,
-                       standard_errors=se if errors_known else None, board=board)
-    table.check_ranges()
-    return table
+    return ScoreTable(tuple(models), tuple(criteria), values, source=source,
+                      standard_errors=se if errors_known else None, board=board)
 
 
 def check_name(name: str, what: str, source: str) -> str:
