@@ -1,39 +1,51 @@
 """The fewest score changes that flip the pick: per rule and model, how many cells must change for it to win.
 
-``cells_to_win(table, rule)`` gives every model the smallest number of score cells (of criteria of
-positive weight) whose change makes it rank first under the rule, alone or tied (the winner: 0), and
-which cells. What a changed cell may become:
+``cells_to_win(table, rule)`` gives every model the smallest number of score cells (present scores of criteria
+of positive weight) whose change makes it rank first under the rule, alone or tied (the winner: 0), and which
+cells, with a value for each that does it.
 
-* order-based rules (positional, majority): **any value** — only the cell's place among its column's
-  other scores matters;
-* the means (arithmetic, geometric, optimality gap): **a value within its column's observed range**
-  (from the column's lowest to its highest score). Unbounded, one cell always suffices for a mean
-  (raise the model's own score far enough), which says nothing; the range is the honest scale.
+**What a changed cell may become**, for every rule: a value within its criterion's declared ``range`` (an open
+end: the observed one), else within its **observed range** (from the column's lowest to its highest score) —
+a saturated benchmark cannot be exceeded; the result's ``ranges`` say which bound each criterion has. (The
+geometric mean refuses scores <= 0: its low end is at least the column's lowest positive score.)
 
-Exact where we can prove it, a bound where we cannot, and the answer says which (``kind``):
+**Candidate values, and why they are complete.**
 
-``exact`` for the means (basic setting, no missing score among the used criteria)
-    Scores are sums of per-cell contributions ``u_ij = w_j h(x_ij)`` (``h`` increasing in the oriented
-    score: the identity, ``log``, ``min(x/scale, γ)``). A change to the candidate ``c``'s own cell moves
-    only ``c``'s score, a change to a rival's cell only that rival's, so any solution can be replaced,
-    cell for cell, by setting ``c``'s changed cells to their column's best value and each rival's to
-    its column's worst. For a fixed number ``a`` of ``c``'s own cells the best choice is the ``a``
-    largest gains ``G_a``; each rival ``r`` then independently needs the fewest of its own cells whose
-    losses cover its deficit ``T_r − T_c − G_a`` — the largest losses first (a prefix of the sorted
-    losses reaches any sum with the fewest items). The answer is ``min_a (a + Σ_r q_r(a))``.
+* Order-based rules (every rule that is not ``cardinal``, with no tie tolerance ``atol``) see a column only
+  through the weak order of its oriented scores (higher is better; a target column: minus the distance).
+  The *anchors* of a column are its distinct scores and the two ends of its oriented range; with ``t`` changed
+  cells in a column, the candidates are the anchors and ``t`` points inside each gap between consecutive
+  anchors. Any in-range choice of the ``t`` values is carried by an increasing map that fixes every anchor and
+  sends the distinct values inside a gap (at most ``t``) to that gap's points in order onto candidates that
+  give the column the very same weak order (the unchanged scores are anchors), hence the same ranking.
+* The means (arithmetic, geometric, optimality gap; any setting): a model's score depends only on its own row
+  and does not decrease when one of its oriented scores rises. In any winning change, setting the candidate's
+  changed cells to their column's best value (the favourable end; a target column: the target) and each
+  rival's to its worst (the unfavourable end) only helps — so one candidate per cell suffices, and only rivals
+  ranked above the candidate are worth changing.
 
-``exact`` for 0 and 1 (every rule)
-    The winner needs 0. For 1 cell, every single-cell change is tried (order-based rules: each cell in
-    every distinct place of its column, ``2n+1`` places; the means: each cell at its column's best or
-    worst); a non-winner that wins after one of them needs exactly 1.
+**Exact where proven, a bound where not**, and the answer says which (``kind``):
 
-``exact`` for 2 when no single change wins and the search finds 2 (the 1-cell check above is complete).
+``exact``
+    0 for the winner; 1 for any model one change makes win; for the means in the basic setting with complete
+    scores, the closed form below; otherwise ``k`` found after every change of fewer cells was tried over the
+    complete candidates (:data:`EXHAUSTIVE_BUDGET` re-rankings per rule) without a win.
+``at most`` (shown ``≤ k``)
+    a change of ``k`` cells that wins (verified by re-ranking), found by a beam search, not proven minimal.
+``more than K``
+    every change of up to ``K = max_cells`` cells was tried over the complete candidates: none wins.
+``not found within K``
+    the search found none, but was not exhaustive: a win with ``K`` or fewer changes may exist.
+``not searched (…)`` / ``unranked``
+    the beam search runs for the models in the top :data:`SEARCH_MODELS` ranks and at most
+    :data:`SEARCH_BUDGET` re-rankings per rule.
 
-``at most`` otherwise: a beam search over changes to the extremes (the candidate's cells to the column's
-best, a rival ranked above it to the column's worst or just below the candidate), each found set verified
-by re-ranking; it runs for the models in the top :data:`SEARCH_MODELS` ranks and at most
-:data:`SEARCH_BUDGET` re-rankings per rule (the others: ``not searched``, with why).
-``more than K``: nothing found with up to ``max_cells`` changes (the count is then None).
+The closed form for the means (basic setting, no missing score among the used criteria, no target column):
+scores are sums of per-cell contributions ``u_ij = w_j h(x_ij)`` (``h`` increasing in the oriented score: the
+identity, ``log``, ``min(x/scale, γ)``). By the exchange above, for a fixed number ``a`` of the candidate's own
+cells the best choice is the ``a`` largest gains (up to the column's best value) ``G_a``; each rival ``r`` then
+independently needs the fewest of its own cells whose losses (down to the column's worst value) cover its
+deficit ``T_r − T_c − G_a`` — the largest losses first. The answer is ``min_a (a + Σ_r q_r(a))``.
 
 >>> from ranking.rules import worked_example
 >>> r = cells_to_win(worked_example(), "borda")
@@ -56,35 +68,37 @@ from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
 MEANS = ("arithmetic_mean", "geometric_mean", "optimality_gap")
-#: Single-cell changes tried at most per rule for the exact 1-cell check (cells × places).
-SINGLE_BUDGET = 20_000
-#: Beam width of the search beyond one cell.
+#: Re-rankings one rule's exhaustive search may spend (a level of changed cells is tried in full or not at all).
+EXHAUSTIVE_BUDGET = 20_000
+#: Beam width of the search beyond the exhaustive levels.
 BEAM = 8
-#: The search beyond the exact methods runs for the models in the top ranks only, against rivals ranked above.
+#: The beam search runs for the models in the top ranks only, against rivals ranked above.
 SEARCH_MODELS = 10
-#: Re-rankings one rule's search may spend (beyond it, the remaining models are "not searched").
+#: Re-rankings one rule's beam search may spend (beyond it, the remaining models are "not searched").
 SEARCH_BUDGET = 4000
 
 
 @dataclass(frozen=True)
 class CellsToWin:
-    """Per model: the fewest cells to win (None: more than ``max_cells``), whether exact, and which cells."""
+    """Per model: the fewest cells to win (None: none found), whether exact or a bound, and which cells."""
 
     rule: str
     models: tuple[str, ...]
     count: list[int | None]
-    kind: list[str]  # exact | at most | more than K | unranked
+    kind: list[str]  # exact | at most | more than K | not found within K | not searched (…) | unranked
     cells: list[list[tuple[str, str]]]  # (model, criterion) per changed cell
     scope: str  # what a changed cell may become
     ranks: tuple[float, ...] = ()  # the point ranks (the flip sentence names the best-ranked cheapest model)
     new_values: list[list[float]] | None = None  # per model, a value for each changed cell that makes it win
+    #: per criterion: (low, high, "declared" | "observed" | "declared low, observed high" | …) a changed score stays in
+    ranges: tuple[tuple[float, float, str], ...] = ()
 
     def describe(self, i: int) -> str:
-        """``exact: 1 (B on RTE)`` style text for model ``i``."""
+        """``1 (B on RTE)`` or ``≤ 2 (…)`` style text for model ``i``."""
         if self.count[i] is None:
             return self.kind[i]
         cells = ", ".join(f"{m} on {c}" for m, c in self.cells[i])
-        prefix = "at most " if self.kind[i] == "at most" else ""
+        prefix = "≤ " if self.kind[i] == "at most" else ""
         return f"{prefix}{self.count[i]}" + (f" ({cells})" if cells else "")
 
     def flip_sentence(self) -> str:
@@ -95,10 +109,15 @@ class CellsToWin:
             if k is not None and k > 0 and (best is None or (k, rank[i]) < (self.count[best], rank[best])):
                 best = i
         if best is None:
-            if any(k == 0 for k in self.count) and len([k for k in self.count if k == 0]) == len(self.count):
+            if all(k == 0 for k in self.count):
                 return "every model is already a pick (all tie)"
-            limits = {k for k in self.kind if k.startswith("more than")}
-            return f"the pick holds against up to {max(limits) if limits else 'any'} changed scores searched"
+            proven = [k for k in self.kind if k.startswith("more than")]
+            open_ = [k for k in self.kind if k.startswith(("not found", "not searched"))]
+            if proven and not open_:
+                return f"no change of {proven[0][len('more than '):]} or fewer scores makes another model the pick"
+            if open_:
+                return f"no change found that makes another model the pick ({open_[0]}; the search is not exhaustive)"
+            return "no other model is ranked"
         k = self.count[best]
         cells = ", ".join(f"{m} on {c}" for m, c in self.cells[best])
         bound = "at most " if self.kind[best] == "at most" else ""
@@ -116,8 +135,8 @@ class CellsToWin:
         }
 
 
-SCOPE = ("order-based rules: a changed score may take any value; means: any value within its criterion's "
-         "declared range, else its observed range")
+SCOPE = ("a changed score stays within its criterion's declared range, else its observed range (lowest to "
+         "highest score), for every rule")
 
 
 def value_bounds(table: ScoreTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -148,39 +167,165 @@ def value_bounds(table: ScoreTable) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return low, high, best, worst
 
 
-# ---------------------------------------------------------------------- exact for the means
-def _contributions(table: ScoreTable, rule: str, params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray,
-                                                                                    np.ndarray] | None:
-    """(per-cell contributions, the column's best and worst contribution) of a mean rule, or None if unknown."""
+def range_sources(table: ScoreTable) -> list[str]:
+    """Per criterion, where the bounds of a changed score come from: ``declared``, ``observed``, or per end.
+
+    >>> from ranking.table import Criterion
+    >>> range_sources(ScoreTable(("A",), (Criterion("a", range=(0.0, 1.0)), Criterion("b"),
+    ...                                   Criterion("c", range=(0.0, None))), np.array([[0.5, 2.0, 3.0]])))
+    ['declared', 'observed', 'declared low, observed high']
+    """
+    out = []
+    for c in table.criteria:
+        ends = ("observed", "observed") if c.range is None else tuple(
+            "observed" if e is None else "declared" for e in c.range)
+        out.append(ends[0] if ends[0] == ends[1] else f"{ends[0]} low, {ends[1]} high")
+    return out
+
+
+# ---------------------------------------------------------------------- the problem one rule poses
+class _Ranker:
+    """Re-ranks a changed table (None where the rule refuses it), counting the calls."""
+
+    def __init__(self, table: ScoreTable, rule: str, plan: Any, score: Callable[[ScoreTable], Any] | None = None):
+        self.table, self.rule, self.plan = table, rule, plan
+        self.score = score
+        self.calls = 0
+
+    def __call__(self, values: np.ndarray) -> Any:
+        self.calls += 1
+        changed = self.table.with_values(values)
+        try:
+            return self.score(changed) if self.score is not None else self.plan.run_rule(changed, self.rule)
+        except UserError:
+            return None
+
+
+@dataclass
+class _Problem:
+    """What is fixed for one rule on one table: the base ranking, the cells that may change, their bounds."""
+
+    table: ScoreTable
+    rule: str
+    ranker: _Ranker
+    base: Any  # the RuleResult of the unchanged table
+    cardinal: bool  # a mean: one candidate per cell (own: best, rival: worst)
+    order_complete: bool  # the rule sees only each column's order: the order candidates are complete
+    cells: list[tuple[int, int]]  # the cells that may change: present scores of criteria of positive weight
+    low: np.ndarray
+    high: np.ndarray
+    best: np.ndarray  # per criterion, the value a changed score is best at (within the bounds)
+    worst: np.ndarray
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.table.values
+
+    def wins(self, res: Any, i: int) -> bool:
+        return res is not None and res.ranks[i] == 1
+
+    def named(self, pairs: list[tuple[int, int]]) -> list[tuple[str, str]]:
+        return [(self.table.models[a], self.table.names[j]) for a, j in pairs]
+
+    def changed(self, moves: list[tuple[int, int, float]]) -> np.ndarray:
+        trial = np.array(self.values, copy=True)
+        for a, j, v in moves:
+            trial[a, j] = v
+        return trial
+
+    def scope(self) -> str:
+        sources = range_sources(self.table)
+        used = sorted({j for _, j in self.cells})
+        parts = [f"{self.table.names[j]} [{self.low[j]:g}, {self.high[j]:g}] {sources[j]}" for j in used]
+        return "a changed score stays within " + "; ".join(parts)
+
+
+def _problem(table: ScoreTable, rule: str, plan: Any, score: Callable[[ScoreTable], Any] | None) -> _Problem:
+    from ranking.rules import get_rule
+
+    spec = get_rule(rule)
+    ranker = _Ranker(table, rule, plan, score)
+    base = score(table) if score is not None else plan.run_rule(table, rule)  # (the rule's own error, if any)
+    low, high, best, worst = value_bounds(table)
+    if rule == "geometric_mean":  # the rule refuses scores <= 0: the low end is the lowest positive score
+        positive = np.where(table.values > 0, table.values, np.nan)
+        floor = np.nanmin(np.where(np.isnan(positive).all(axis=0), np.nan, positive), axis=0)
+        lifted = np.where((low <= 0) & ~np.isnan(floor), floor, low)
+        best = np.where(best == low, lifted, best)
+        worst = np.where(worst == low, lifted, worst)
+        low = lifted
+    used = np.flatnonzero(table.weights > 0)
+    cells = [(a, int(j)) for a in range(table.n_models) for j in used if not np.isnan(table.values[a, j])]
+    atol = float((base.params or {}).get("atol", 0.0) or 0.0)
+    return _Problem(table, rule, ranker, base, spec.cardinal, not spec.cardinal and atol == 0.0, cells,
+                    low, high, best, worst)
+
+
+@dataclass
+class _Answers:
+    """The per-model answers as they are settled: count, kind, cells, values; ``proven``: the number of changed
+    cells up to which every change was tried without a win (-1: none)."""
+
+    count: list[int | None]
+    kind: list[str]  # "" while open
+    cells: list[list[tuple[str, str]]]
+    new_values: list[list[float]]
+    proven: list[int]
+
+    @classmethod
+    def start(cls, problem: _Problem) -> _Answers:
+        n = problem.table.n_models
+        out = cls([None] * n, [""] * n, [[] for _ in range(n)], [[] for _ in range(n)], [0] * n)
+        for i, r in enumerate(problem.base.ranks):
+            if math.isnan(r):
+                out.kind[i] = "unranked"
+            elif r == 1:
+                out.count[i], out.kind[i] = 0, "exact"
+        return out
+
+    def open(self) -> list[int]:
+        return [i for i, k in enumerate(self.kind) if not k]
+
+    def settle(self, problem: _Problem, i: int, moves: list[tuple[int, int, float]], kind: str) -> None:
+        self.count[i], self.kind[i] = len(moves), kind
+        self.cells[i] = problem.named([(a, j) for a, j, _ in moves])
+        self.new_values[i] = [float(v) for _, _, v in moves]
+
+
+# ---------------------------------------------------------------------- step 1: the closed form for the means
+def _contributions(problem: _Problem, params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray,
+                                                                         np.ndarray] | None:
+    """(per-cell contributions, each column's best and worst contribution within its bounds) of a mean rule, or
+    None where the closed form does not apply (a missing score, a target column, a score <= 0 for the log)."""
+    table, rule = problem.table, problem.rule
     used = table.weights > 0
     x = table.values[:, used]
     if np.isnan(x).any() or any(c.direction == "target" for c, u in zip(table.criteria, used) if u):
-        return None  # (a closest-to-a-target column's contribution is not monotone: the search handles it)
+        return None  # (a closest-to-a-target column's contribution is not monotone in the score)
     w = table.weights[used]
     signs = table.signs[used]
+    ends = np.vstack([x, problem.best[used], problem.worst[used]])
     if rule == "arithmetic_mean":
-        h = x * signs
+        h = ends * signs
     elif rule == "geometric_mean":
-        if (x <= 0).any():
+        if (ends <= 0).any():
             return None
-        h = np.log(x) * signs
+        h = np.log(ends) * signs
     else:
         scale = params.get("scale")
         gamma = float(params.get("gamma", 1.0))
         if scale is None:
             scale = 100.0 if np.nanmax(x) > 1 else 1.0
-        h = np.minimum(x / float(scale), gamma)
+        h = np.minimum(ends / float(scale), gamma)
     u = h * w
-    return u, u.max(axis=0), u.min(axis=0)
+    return u[:-2], u[-2], u[-1]
 
 
-def _exact_mean(table: ScoreTable, rule: str, c: int, params: Mapping[str, Any]
-                ) -> tuple[int, list[tuple[int, int]]] | None:
-    found = _contributions(table, rule, params)
-    if found is None:
-        return None
+def _closed_form_mean(problem: _Problem, c: int, found: tuple[np.ndarray, np.ndarray, np.ndarray]
+                      ) -> tuple[int, list[tuple[int, int]]] | None:
+    """The fewest cells (and which) for model ``c`` under a mean (module docstring), None if none suffices."""
     u, best, worst = found
-    cols = np.flatnonzero(table.weights > 0)
+    cols = np.flatnonzero(problem.table.weights > 0)
     total = u.sum(axis=1)
     gains = best - u[c]
     own = np.argsort(-gains, kind="stable")
@@ -212,170 +357,211 @@ def _exact_mean(table: ScoreTable, rule: str, c: int, params: Mapping[str, Any]
     return answer
 
 
-# ---------------------------------------------------------------------- the search
-def _places(col: np.ndarray) -> np.ndarray:
-    """Every distinct place a new value can take in a column (order only): each score, each gap, both ends."""
-    v = np.unique(col[~np.isnan(col)])
-    span = float(v[-1] - v[0]) if v.size > 1 else 1.0
-    span = span if span > 0 else 1.0
-    mids = (v[1:] + v[:-1]) / 2
-    return np.concatenate([[v[0] - span], v, mids, [v[-1] + span]])
+def _means_in_closed_form(problem: _Problem, answers: _Answers, setting: str, has_score: bool) -> None:
+    if not problem.cardinal or setting != "basic" or has_score:
+        return
+    found = _contributions(problem, {**(problem.base.params or {})})
+    if found is None:
+        return
+    for i in answers.open():
+        answer = _closed_form_mean(problem, i, found)
+        if answer is None:
+            continue  # no change wins: left to the exhaustive search, which proves it where it can
+        k, pairs = answer
+        moves = [(a, j, problem.best[j] if a == i else problem.worst[j]) for a, j in pairs]
+        if problem.wins(problem.ranker(problem.changed(moves)), i):  # a float-borderline answer is searched
+            answers.settle(problem, i, moves, "exact")
 
 
-class _Ranker:
-    def __init__(self, table: ScoreTable, rule: str, plan: Any, score: Callable[[ScoreTable], Any] | None = None):
-        self.table, self.rule, self.plan = table, rule, plan
-        self.score = score
-        self.calls = 0
+# ---------------------------------------------------------------------- step 2: every change, level by level
+def order_candidates(problem: _Problem, j: int, t: int) -> np.ndarray:
+    """The values a changed score of criterion ``j`` may take when ``t`` scores of the column change (order-based
+    rules): the anchors (the column's scores and the ends of its bounds) and ``t`` points inside each gap between
+    consecutive anchors (in oriented order) — complete, see the module docstring."""
+    c = problem.table.criteria[j]
+    col = problem.values[:, j]
+    present = col[~np.isnan(col)]
+    anchors: dict[float, float] = {}
+    for x in (*present.tolist(), float(problem.best[j]), float(problem.worst[j])):
+        anchors.setdefault(float(c.orient(np.array([x]))[0]), x)
+    o = np.array(sorted(anchors))
+    out = [anchors[v] for v in o]
+    for lo, hi in zip(o[:-1], o[1:]):
+        for q in range(1, t + 1):
+            out.append(_unorient(c, lo + (hi - lo) * q / (t + 1), problem.low[j], problem.high[j]))
+    return np.array(out)
 
-    def __call__(self, values: np.ndarray) -> Any:
-        self.calls += 1
-        if self.score is not None:
-            return self.score(self.table.with_values(values))
-        return self.plan.run_rule(self.table.with_values(values), self.rule)
+
+def _unorient(c: Any, o: float, low: float, high: float) -> float:
+    """A score of criterion ``c`` whose oriented value is ``o`` (a target column: on the side within bounds)."""
+    if c.direction != "target":
+        return float(o * c.sign)
+    d = -o
+    return float(c.target + d if c.target + d <= high else c.target - d)
 
 
-def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_cells: int = 3,
-                 rank_kwargs: Mapping[str, Any] | None = None,
-                 score: Callable[[ScoreTable], Any] | None = None, plan: Any = None) -> CellsToWin:
-    """:class:`CellsToWin` of ``rule`` for every model of ``table`` (see the module docstring).
+def _changes(problem: _Problem, subset: tuple[tuple[int, int], ...], candidates: Callable[[int, int], Any]
+             ) -> list[list[float]]:
+    """Per cell of ``subset``, the values to try (the cell's own score left out: no change)."""
+    per_col: dict[int, int] = {}
+    for _, j in subset:
+        per_col[j] = per_col.get(j, 0) + 1
+    return [[v for v in candidates(j, per_col[j]) if v != problem.values[a, j]] for a, j in subset]
 
-    The rule ranks under ``plan`` (a :class:`ranking.plan.RankPlan`, ``table`` prepared by it), else under the
-    plan of ``setting`` and ``rank_kwargs`` (arguments of :func:`ranking.rank`). ``score`` (a table → its
-    :class:`~ranking.result.RuleResult`, e.g. a scenario's column) replaces the plan; the exact method for
-    the means then does not apply (a bound is searched).
-    """
-    from ranking.plan import RankPlan
-    from ranking.rules import get_rule
 
-    spec = get_rule(rule)
-    if plan is None:
-        plan = RankPlan.build(rule, setting=setting, **dict(rank_kwargs or {}))
-    setting = plan.setting
-    ranker = _Ranker(table, rule, plan, score)
-    base = ranker(table.values)
-    n, m = table.shape
-    used = np.flatnonzero(table.weights > 0)
-    values = table.values
-    is_mean = spec.kind == "mean"
-    count: list[int | None] = [None] * n
-    kind = [f"more than {max_cells}"] * n
-    cells: list[list[tuple[str, str]]] = [[] for _ in range(n)]
-    new_values: list[list[float]] = [[] for _ in range(n)]
-    low, high, oriented_best, oriented_worst = value_bounds(table)
+def _exhaustive_orders(problem: _Problem, answers: _Answers, max_cells: int) -> None:
+    """Order-based rules: every change of 1, 2, … cells over the complete candidates, one re-ranking answering
+    for every open model, while a whole level fits in :data:`EXHAUSTIVE_BUDGET`."""
+    import itertools
 
-    def named(pairs: list[tuple[int, int]]) -> list[tuple[str, str]]:
-        return [(table.models[i], table.names[j]) for i, j in pairs]
+    cache: dict[tuple[int, int], np.ndarray] = {}
 
-    for i in range(n):
-        if math.isnan(base.ranks[i]):
-            kind[i] = "unranked"
-        elif base.ranks[i] == 1:
-            count[i], kind[i] = 0, "exact"
+    def candidates(j: int, t: int) -> np.ndarray:
+        if (j, t) not in cache:
+            cache[(j, t)] = order_candidates(problem, j, t)
+        return cache[(j, t)]
 
-    # exact for the means (basic setting, complete scores)
-    if is_mean and setting == "basic" and score is None:
-        params = {**base.params}
-        for i in range(n):
-            if count[i] is not None or kind[i] == "unranked":
+    spent = 0
+    for k in range(1, max_cells + 1):
+        todo = answers.open()
+        if not todo:
+            return
+        if math.comb(len(problem.cells), k) > EXHAUSTIVE_BUDGET - spent:
+            return
+        levels = []
+        size = 0
+        for subset in itertools.combinations(problem.cells, k):
+            options = _changes(problem, subset, candidates)
+            size += math.prod(len(o) for o in options)
+            if size > EXHAUSTIVE_BUDGET - spent:
+                return  # this level does not fit: what is proven stays at k - 1
+            levels.append((subset, options))
+        spent += size
+        for subset, options in levels:
+            for vals in itertools.product(*options):
+                moves = [(a, j, v) for (a, j), v in zip(subset, vals)]
+                res = problem.ranker(problem.changed(moves))
+                for i in todo:
+                    if not answers.kind[i] and problem.wins(res, i):
+                        answers.settle(problem, i, moves, "exact" if answers.proven[i] >= k - 1 else "at most")
+        if problem.order_complete:  # (with a tie tolerance the candidates are not complete: nothing is proven)
+            for i in todo:
+                answers.proven[i] = k
+
+
+def _exhaustive_means(problem: _Problem, answers: _Answers, max_cells: int) -> None:
+    """The means: per open model, every set of 1, 2, … useful cells (its own below the best; those of rivals
+    ranked above it, above the worst), each at its one candidate, while a level fits in the budget."""
+    import itertools
+
+    spent = 0
+    ranks = problem.base.ranks
+    useful: dict[int, list[tuple[int, int, float]]] = {}
+    for i in answers.open():
+        useful[i] = [(a, j, problem.best[j] if a == i else problem.worst[j]) for a, j in problem.cells
+                     if (a == i and problem.values[a, j] != problem.best[j])
+                     or (a != i and ranks[a] < ranks[i] and problem.values[a, j] != problem.worst[j])]
+    live = set(useful)
+    for k in range(1, max_cells + 1):
+        for i in sorted(live):
+            if answers.kind[i]:
+                live.discard(i)
                 continue
-            found = _exact_mean(table, rule, i, params)
-            if found is None:
-                break
-            k, pairs = found
-            trial = np.array(values, copy=True)
-            for a, j in pairs:
-                trial[a, j] = oriented_best[j] if a == i else oriented_worst[j]
-            if ranker(trial).ranks[i] == 1:  # verified (a float-borderline answer is left to the search)
-                count[i], kind[i], cells[i] = k, "exact", named(pairs)
-                new_values[i] = [float(trial[a, j]) for a, j in pairs]
-
-    todo = [i for i in range(n) if count[i] is None and kind[i] != "unranked"]
-    if not todo:
-        return CellsToWin(rule, table.models, count, kind, cells, SCOPE, tuple(base.ranks.tolist()), new_values)
-
-    # exact 1-cell check: every single change, once for all models
-    singles_complete = False
-    places = {j: (np.array([oriented_best[j], oriented_worst[j]]) if is_mean else _places(values[:, j])) for j in used}
-    if n * sum(p.size for p in places.values()) <= SINGLE_BUDGET:
-        singles_complete = not is_mean  # every place of an order-based column; a mean's extremes only
-        for a in range(n):
-            for j in used:
-                for v in places[j]:
-                    if values[a, j] == v:
-                        continue
-                    trial = np.array(values, copy=True)
-                    trial[a, j] = v
-                    ranks = ranker(trial).ranks
-                    for i in todo:
-                        if count[i] is None and ranks[i] == 1:
-                            count[i], kind[i], cells[i] = 1, "exact", named([(a, j)])
-                            new_values[i] = [float(v)]
-        todo = [i for i in todo if count[i] is None]
-
-    # beam search over moves to the extremes, for the models ranked near the top
-    span = np.where(high > low, high - low, 1.0)
-    by_rank = sorted((float(base.ranks[i]), i) for i in range(n) if not math.isnan(base.ranks[i]))
-    searched = {i for _, i in by_rank[:SEARCH_MODELS]}
-    for i in todo:
-        if i not in searched:
-            kind[i] = f"not searched (ranked below the top {SEARCH_MODELS})"
-            continue
-        if ranker.calls > SEARCH_BUDGET:
-            kind[i] = f"not searched (the search's {SEARCH_BUDGET} re-rankings are spent)"
-            continue
-        rivals = [r for rank_r, r in by_rank if r != i and rank_r <= base.ranks[i]][:SEARCH_MODELS]
-        moves: list[tuple[int, int, float]] = []
-        for j in used:
-            target = table.criteria[j].direction == "target"
-            # beyond the extremes for order-based rules; a target column's best is its target, its worst beyond the
-            # bound farther from it
-            away = (1.0 if oriented_worst[j] >= table.criteria[j].target else -1.0) if target else -table.signs[j]
-            moves.append((i, j, oriented_best[j] + (0 if is_mean or target else table.signs[j] * span[j])))
-            for r in rivals:
-                if np.isnan(values[r, j]):
-                    continue
-                moves.append((r, j, oriented_worst[j] + (0 if is_mean else away * span[j])))
-                if not is_mean and not target and not np.isnan(values[i, j]):
-                    moves.append((r, j, values[i, j] - table.signs[j] * 1e-9 * span[j]))
-        beam: list[tuple[tuple[float, ...], list[int]]] = [((0.0, 0.0, 0.0), [])]
-        for depth in range(1, max_cells + 1):
-            scored = []
-            for _, chosen in beam:
-                taken = {(moves[k][0], moves[k][1]) for k in chosen}
-                for k, (a, j, _v) in enumerate(moves):
-                    if (a, j) in taken or (chosen and k < chosen[-1]):
-                        continue
-                    if ranker.calls > SEARCH_BUDGET:
-                        break
-                    trial = np.array(values, copy=True)
-                    for kk in [*chosen, k]:
-                        trial[moves[kk][0], moves[kk][1]] = moves[kk][2]
-                    res = ranker(trial)
-                    if res.ranks[i] == 1:
-                        scored = [((-math.inf, 0.0, 0.0), [*chosen, k])]
-                        break
-                    others = np.delete(res.scores, i)
-                    gap = float(np.nanmax(others) - res.scores[i]) if others.size else 0.0
-                    # a coarse rule (Copeland) often does not move on one change: how far the model climbs in
-                    # the criteria's orders against its rivals breaks the ties between candidate sets
-                    scored.append(((float(res.ranks[i]), gap, -_climb(trial, table.signs, used, i, rivals)),
-                                   [*chosen, k]))
-                if scored and scored[0][0][0] == -math.inf:
+            size = math.comb(len(useful[i]), k)
+            if size > EXHAUSTIVE_BUDGET - spent:
+                live.discard(i)
+                continue
+            spent += size
+            for moves in itertools.combinations(useful[i], k):
+                if problem.wins(problem.ranker(problem.changed(list(moves))), i):
+                    answers.settle(problem, i, list(moves), "exact")
                     break
-            if scored and scored[0][0][0] == -math.inf:
-                chosen = scored[0][1]
-                count[i] = depth
-                exact = depth == 1 or (depth == 2 and singles_complete)
-                kind[i] = "exact" if exact else "at most"
-                cells[i] = named([(moves[k][0], moves[k][1]) for k in chosen])
-                new_values[i] = [float(moves[k][2]) for k in chosen]
+            else:
+                answers.proven[i] = k
+
+
+# ---------------------------------------------------------------------- step 3: a beam search for bounds
+def _moves_for(problem: _Problem, i: int, rivals: list[int]) -> list[tuple[int, int, float]]:
+    """The changes the beam search combines: the model's cells to their best value; a rival's to its worst and,
+    for an order-based rule, to a tie with the model or just below it."""
+    values, table = problem.values, problem.table
+    moves: list[tuple[int, int, float]] = []
+    for j in sorted({j for _, j in problem.cells}):
+        if not np.isnan(values[i, j]) and values[i, j] != problem.best[j]:
+            moves.append((i, j, float(problem.best[j])))
+        if not problem.cardinal and not np.isnan(values[i, j]):
+            c = table.criteria[j]
+            cand = order_candidates(problem, j, 1)
+            o_cand = c.orient(cand)
+            mine = float(c.orient(np.array([values[i, j]]))[0])
+            below = cand[o_cand < mine]
+            just_below = float(below[np.argmax(o_cand[o_cand < mine])]) if below.size else None
+        for r in rivals:
+            if np.isnan(values[r, j]):
+                continue
+            targets = [float(problem.worst[j])]
+            if not problem.cardinal and not np.isnan(values[i, j]):
+                targets += [float(values[i, j])] + ([just_below] if just_below is not None else [])
+            for v in dict.fromkeys(targets):
+                if v != values[r, j]:
+                    moves.append((r, j, v))
+    return moves
+
+
+def _beam_search(problem: _Problem, answers: _Answers, max_cells: int) -> None:
+    """Combine the moves of :func:`_moves_for`, keeping the :data:`BEAM` best sets per depth; each win verified."""
+    ranks = problem.base.ranks
+    by_rank = sorted((float(ranks[i]), i) for i in range(len(ranks)) if not math.isnan(ranks[i]))
+    searched = {i for _, i in by_rank[:SEARCH_MODELS]}
+    used = np.array(sorted({j for _, j in problem.cells}), dtype=int)
+    start = problem.ranker.calls
+    for i in answers.open():
+        if i not in searched:
+            answers.kind[i] = f"not searched (ranked below the top {SEARCH_MODELS})"
+            continue
+        if problem.ranker.calls - start > SEARCH_BUDGET:
+            answers.kind[i] = f"not searched (the search's {SEARCH_BUDGET} re-rankings are spent)"
+            continue
+        rivals = [r for rank_r, r in by_rank if r != i and rank_r <= ranks[i]][:SEARCH_MODELS]
+        moves = _moves_for(problem, i, rivals)
+        beam: list[tuple[tuple[float, ...], list[int]]] = [((0.0, 0.0, 0.0), [])]
+        for _ in range(max_cells):  # sets of 1, 2, … moves (those within the proven sizes cannot win)
+            scored, won = _one_depth(problem, i, rivals, moves, beam, used, start)
+            if won is not None:
+                chosen = [moves[k] for k in won]
+                answers.settle(problem, i, chosen, "exact" if answers.proven[i] >= len(chosen) - 1 else "at most")
                 break
             scored.sort(key=lambda s: s[0])
             beam = scored[:BEAM]
             if not beam:
                 break
-    return CellsToWin(rule, table.models, count, kind, cells, SCOPE, tuple(base.ranks.tolist()), new_values)
+
+
+def _one_depth(problem: _Problem, i: int, rivals: list[int], moves: list[tuple[int, int, float]],
+               beam: list[tuple[tuple[float, ...], list[int]]], used: np.ndarray, start: int
+               ) -> tuple[list[tuple[tuple[float, ...], list[int]]], list[int] | None]:
+    """Every set of the beam grown by one move: the scored sets, or the first that wins."""
+    scored = []
+    for _, chosen in beam:
+        taken = {(moves[k][0], moves[k][1]) for k in chosen}
+        for k, (a, j, _v) in enumerate(moves):
+            if (a, j) in taken or (chosen and k < chosen[-1]):
+                continue
+            if problem.ranker.calls - start > SEARCH_BUDGET:
+                return scored, None
+            trial = problem.changed([moves[kk] for kk in [*chosen, k]])
+            res = problem.ranker(trial)
+            if res is None:
+                continue
+            if res.ranks[i] == 1:
+                return scored, [*chosen, k]
+            others = np.delete(res.scores, i)
+            gap = float(np.nanmax(others) - res.scores[i]) if others.size else 0.0
+            # a coarse rule (Copeland) often does not move on one change: how far the model climbs in the
+            # criteria's orders against its rivals breaks the ties between candidate sets
+            scored.append(((float(res.ranks[i]), gap, -_climb(trial, problem.table.signs, used, i, rivals)),
+                           [*chosen, k]))
+    return scored, None
 
 
 def _climb(values: np.ndarray, signs: np.ndarray, used: np.ndarray, i: int, rivals: list[int]) -> float:
@@ -384,6 +570,38 @@ def _climb(values: np.ndarray, signs: np.ndarray, used: np.ndarray, i: int, riva
     mine = x[i]
     theirs = x[rivals]
     return float(np.sum(mine > theirs) - np.sum(mine < theirs))
+
+
+# ---------------------------------------------------------------------- the steps together
+def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_cells: int = 3,
+                 rank_kwargs: Mapping[str, Any] | None = None,
+                 score: Callable[[ScoreTable], Any] | None = None, plan: Any = None) -> CellsToWin:
+    """:class:`CellsToWin` of ``rule`` for every model of ``table`` (see the module docstring).
+
+    The rule ranks under ``plan`` (a :class:`ranking.plan.RankPlan`, ``table`` prepared by it), else under the
+    plan of ``setting`` and ``rank_kwargs`` (arguments of :func:`ranking.rank`). ``score`` (a table → its
+    :class:`~ranking.result.RuleResult`, e.g. a scenario's column) replaces the plan; the closed form for the
+    means then does not apply (they are searched).
+    """
+    from ranking.plan import RankPlan
+
+    if plan is None:
+        plan = RankPlan.build(rule, setting=setting, **dict(rank_kwargs or {}))
+    problem = _problem(table, rule, plan, score)
+    answers = _Answers.start(problem)
+    _means_in_closed_form(problem, answers, plan.setting, score is not None)
+    if problem.cardinal:
+        _exhaustive_means(problem, answers, max_cells)
+    else:
+        _exhaustive_orders(problem, answers, max_cells)
+    _beam_search(problem, answers, max_cells)
+    for i in answers.open():
+        answers.kind[i] = (f"more than {max_cells}" if answers.proven[i] >= max_cells
+                           else f"not found within {max_cells}")
+    sources = range_sources(table)
+    return CellsToWin(rule, table.models, answers.count, answers.kind, answers.cells, problem.scope(),
+                      tuple(problem.base.ranks.tolist()), answers.new_values,
+                      tuple((float(lo), float(hi), src) for lo, hi, src in zip(problem.low, problem.high, sources)))
 
 
 def robustness(table: ScoreTable, results: Mapping[str, Any], *, setting: str = "basic", max_cells: int = 3,
