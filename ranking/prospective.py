@@ -148,9 +148,14 @@ def prospective(
     n = table.n_models
     results: dict[str, ProspectiveResult] = {}
     block = max(1, _BLOCK_ELEMENTS // max(1, n * m))
+    weighable = upper > 0
     for start in range(0, n, block):
         rows = np.arange(start, min(n, start + block))
         signs = criterion_signs(x, rows)  # (block, n, m): every rival of these models at once
+        beaten = outvoted(signs, rows, weighable, strict)
+        for a in rows[beaten]:
+            results[table.models[a]] = ProspectiveResult(False, None, None)
+        signs, rows = signs[~beaten], rows[~beaten]
         hard = hard_rivals(signs, rows)
         for i, a in enumerate(rows):
             d = np.delete(signs[i], a, axis=0).astype(float)
@@ -167,7 +172,27 @@ def prospective(
                 w = w if w is not None else w_margin
             margin = float((d @ w).min()) if d.shape[0] else math.inf
             results[table.models[a]] = ProspectiveResult(True, {c: float(v) for c, v in zip(names, w)}, margin)
-    return results
+    return {model: results[model] for model in table.models}  # (in table order: pruned models were set first)
+
+
+def outvoted(signs: np.ndarray, rows: np.ndarray, weighable: np.ndarray, strict: bool) -> np.ndarray:
+    """Per model of a block: is there a rival that beats it on every criterion that may carry weight (``strict``:
+    that it never beats there)? Then every admissible weighting gives that rival a margin over it (``strict``: at
+    least a tie), so it cannot be a (strict) Condorcet winner — settled without its linear programme, with the
+    same answer (a necessary test: the models it passes still get theirs).
+
+    >>> s = criterion_signs(np.array([[3.0, 3.0], [1.0, 2.0], [3.0, 1.0]]), np.arange(3))
+    >>> outvoted(s, np.arange(3), np.array([True, True]), False).tolist()
+    [False, True, False]
+    >>> outvoted(s, np.arange(3), np.array([True, True]), True).tolist()
+    [False, True, True]
+    """
+    if signs.shape[1] < 2 or not weighable.any():
+        return np.zeros(len(rows), dtype=bool)
+    s = signs[:, :, weighable]
+    loses = (s <= 0).all(axis=2) if strict else (s < 0).all(axis=2)
+    loses[np.arange(len(rows)), rows] = False  # (not against itself)
+    return loses.any(axis=1)
 
 
 def _complete_models(table: ScoreTable, weighable: np.ndarray) -> ScoreTable:
@@ -282,13 +307,14 @@ def _cutting_planes(d, first, rows, solve, target):
     """
     k, m = d.shape
     working = np.unique(first) if len(first) else np.argsort(d.sum(axis=1), kind="stable")[:m]
+    in_working = np.zeros(k, dtype=bool)
     while True:
         x = solve(*rows(d[working]))
         if x is None:
             return None
         margins = d @ x[:m]
-        violated = np.flatnonzero(margins < target(x) - LP_TOL)
-        violated = violated[~np.isin(violated, working)]
+        in_working[working] = True
+        violated = np.flatnonzero((margins < target(x) - LP_TOL) & ~in_working)
         if violated.size == 0:
             return x
         worst = violated[np.argsort(margins[violated], kind="stable")][:m]
@@ -296,10 +322,18 @@ def _cutting_planes(d, first, rows, solve, target):
 
 
 def _lp(cost, a_ub, b_ub, a_extra, b_extra, a_eq, bounds):
-    """One HiGHS ``linprog`` call (no presolve: the LPs are small and dense)."""
+    """One HiGHS solve (no presolve: the LPs are small and dense): the solution, or None when infeasible."""
     if a_extra is not None:
         a_ub = a_extra if a_ub is None else np.vstack([a_ub, a_extra])
         b_ub = b_extra if b_ub is None else np.concatenate([b_ub, b_extra])
+    solved = _HIGHS.solve(cost, a_ub, b_ub, a_eq, bounds) if _HIGHS is not None else None
+    if solved is not None:
+        return solved[1] if solved[0] else None
+    return _linprog(cost, a_ub, b_ub, a_eq, bounds)
+
+
+def _linprog(cost, a_ub, b_ub, a_eq, bounds):
+    """The same LP through scipy's ``linprog`` (the reference; the way without :class:`_DirectHighs`)."""
     res = linprog(
         cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=bounds, method="highs",
         options={"presolve": False},
@@ -309,6 +343,75 @@ def _lp(cost, a_ub, b_ub, a_extra, b_extra, a_eq, bounds):
     if res.status != 0:
         raise RuntimeError(f"prospective LP failed ({res.status}): {res.message}")
     return res.x
+
+
+class _DirectHighs:
+    """The HiGHS solver scipy bundles, called as ``linprog(method="highs", options={"presolve": False})`` calls
+    it — the same model (rows ``A_ub`` then the one equality row, column-wise), the same options — without
+    ``linprog``'s checks and conversions, which cost three times the solve of one of these small LPs (and
+    there is one per model). The very same solution, bit for bit (tests/test_rules_prospective.py compares).
+    Anything but "optimal" or "infeasible" is left to ``linprog`` (None)."""
+
+    def __init__(self) -> None:
+        from scipy.optimize._highspy import _core  # scipy >= 1.15 (else: linprog, see _HIGHS)
+
+        self.core = _core
+        options = _core.HighsOptions()
+        options.presolve = "off"
+        options.highs_debug_level = int(_core.HighsDebugLevel.kHighsDebugLevelNone)
+        options.log_to_console = False
+        options.output_flag = False
+        options.simplex_strategy = int(_core.simplex_constants.SimplexStrategy.kSimplexStrategyDual)
+        self.options = options
+        self.inf = _core.kHighsInf
+
+    def solve(self, cost, a_ub, b_ub, a_eq, bounds) -> tuple[bool, np.ndarray | None] | None:
+        core = self.core
+        a = np.vstack([a_ub, a_eq]) if a_ub is not None else np.asarray(a_eq, dtype=float)
+        n_ub = 0 if a_ub is None else a_ub.shape[0]
+        rows, cols = a.shape
+        mask = (a != 0).T  # column-wise, as scipy's csc_array of the dense matrix
+        data = a.T[mask]
+        indices = np.nonzero(mask)[1].astype(np.int32)
+        indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(np.int32)
+        inf = self.inf
+        lhs = np.concatenate([np.full(n_ub, -inf), [1.0]])
+        rhs = np.concatenate([np.asarray(b_ub, dtype=float) if n_ub else np.zeros(0), [1.0]])
+        lb = np.array([-inf if lo is None else float(lo) for lo, _ in bounds])
+        ub = np.array([inf if hi is None else float(hi) for _, hi in bounds])
+        lb[np.isinf(lb)] = np.sign(lb[np.isinf(lb)]) * inf
+        ub[np.isinf(ub)] = np.sign(ub[np.isinf(ub)]) * inf
+        lp = core.HighsLp()
+        lp.num_col_, lp.num_row_ = cols, rows
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = cols, rows
+        lp.a_matrix_.format_ = core.MatrixFormat.kColwise
+        # (lists, not arrays: the binding copies a list into its vectors five times faster)
+        lp.col_cost_ = np.asarray(cost, dtype=float).tolist()
+        lp.col_lower_, lp.col_upper_ = lb.tolist(), ub.tolist()
+        lp.row_lower_, lp.row_upper_ = lhs.tolist(), rhs.tolist()
+        lp.a_matrix_.start_, lp.a_matrix_.index_ = indptr.tolist(), indices.tolist()
+        lp.a_matrix_.value_ = data.tolist()
+        highs = core._Highs()
+        if highs.passOptions(self.options) == core.HighsStatus.kError:
+            return None
+        if highs.passModel(lp) == core.HighsStatus.kError or highs.run() == core.HighsStatus.kError:
+            return None
+        status = highs.getModelStatus()
+        if status == core.HighsModelStatus.kOptimal:
+            return True, np.array(highs.getSolution().col_value)
+        if status == core.HighsModelStatus.kInfeasible:
+            return False, None
+        return None
+
+
+def _direct_highs() -> _DirectHighs | None:
+    try:
+        return _DirectHighs()
+    except (ImportError, AttributeError):  # an older or newer scipy: linprog for every LP
+        return None
+
+
+_HIGHS = _direct_highs()
 
 
 def _clean(w: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
