@@ -72,7 +72,8 @@ FEASIBILITY_TOL = 1e-7
 #: Constraint-generation tolerance (HiGHS's primal feasibility tolerance).
 LP_TOL = 1e-7
 
-_BLOCK_ELEMENTS = 5_000_000  # sign tensor entries (models x rivals x criteria) handled at once
+_BLOCK_ELEMENTS = 1_250_000  # sign tensor entries (models x rivals x criteria) handled at once: the Hedge rounds of
+#: hard_rivals read a block 100 times, and about 5 MB of it (float32) stays in the cache
 #: Input limit: one LP per model (~5-15 ms each with 5 criteria), so 5000 models take about a minute.
 MAX_MODELS = 5000
 

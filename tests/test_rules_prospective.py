@@ -151,3 +151,78 @@ def test_agrees_with_one_shot_full_lp(t):
             if w.sum() > 0 and t.n_models > 1:
                 pw = pairwise(t.with_weights(w))
                 assert not (pw.margins[:, a] > 1e-7).any()
+
+
+def _answers(found):
+    return {m: (r.prospective, r.margin, r.weights) for m, r in found.items()}
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_tables(), st.booleans())
+def test_the_fast_way_gives_the_very_same_answers(t, strict):
+    """The pre-LP test and the direct HiGHS calls change nothing: the same models, margins and weights (bit for
+    bit) as solving every model's LP through scipy's linprog."""
+    import ranking.prospective as p
+
+    fast = _answers(prospective(t, strict=strict))
+    kept = p._HIGHS, p.outvoted
+    try:
+        p._HIGHS = None
+        p.outvoted = lambda signs, rows, weighable, strict: np.zeros(len(rows), dtype=bool)
+        slow = _answers(prospective(t, strict=strict))
+    finally:
+        p._HIGHS, p.outvoted = kept
+    assert fast == slow
+
+
+def test_the_direct_solver_is_linprog_bit_for_bit():
+    import ranking.prospective as p
+
+    if p._HIGHS is None:
+        pytest.skip("this scipy does not bundle HiGHS's binding: linprog solves every LP")
+    rng = np.random.default_rng(3)
+    t = ScoreTable(tuple(f"m{i}" for i in range(60)), tuple(Criterion(f"c{j}") for j in range(8)), rng.random((60, 8)))
+    for strict, objective in ((False, None), (True, None), (False, {"c0": 1.0})):
+        fast = _answers(prospective(t, strict=strict, objective=objective, bounds={"c1": (0.05, 0.5)}))
+        kept = p._HIGHS
+        try:
+            p._HIGHS = None
+            slow = _answers(prospective(t, strict=strict, objective=objective, bounds={"c1": (0.05, 0.5)}))
+        finally:
+            p._HIGHS = kept
+        assert fast == slow
+        assert sum(r[0] for r in fast.values()) > 0
+
+
+def test_a_model_outvoted_everywhere_is_settled_before_its_lp():
+    """m1 loses to m0 on every criterion: not prospective (weak or strict) without an LP; m2 ties m0 on c1 and
+    loses elsewhere: weakly prospective (all weight on c1: a tie), not strictly — the LP decides, as before."""
+    from ranking.prospective import outvoted
+
+    x = np.array([[3.0, 3.0, 3.0], [1.0, 2.0, 2.0], [3.0, 1.0, 1.0]])
+    s = criterion_signs(x, np.arange(3))
+    every = np.ones(3, dtype=bool)
+    assert outvoted(s, np.arange(3), every, strict=False).tolist() == [False, True, False]
+    assert outvoted(s, np.arange(3), every, strict=True).tolist() == [False, True, True]
+    # a criterion that may carry no weight does not count: m1 beats m0 there, still outvoted where it counts
+    x[1, 2] = 4.0
+    s = criterion_signs(x, np.arange(3))
+    assert outvoted(s, np.arange(3), np.array([True, True, False]), strict=False).tolist() == [False, True, False]
+    assert outvoted(s, np.arange(3), every, strict=False).tolist() == [False, False, False]
+    t = table({"c1": [3, 1, 3], "c2": [3, 2, 1], "c3": [3, 2, 1]})
+    found, strictly = prospective(t), prospective(t, strict=True)
+    assert [found[m].prospective for m in t.models] == [True, False, True]
+    assert found["m2"].weights == {"c1": 1.0, "c2": 0.0, "c3": 0.0} and found["m2"].margin == 0.0
+    assert [strictly[m].prospective for m in t.models] == [True, False, False]
+
+
+def test_the_bench_runs_and_agrees():
+    """scripts/bench_prospective.py --quick: ours beside the way before on two tables, the same answers."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_prospective.py"
+    spec = importlib.util.spec_from_file_location("bench_prospective", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--quick", "--models", "60", "--criteria", "8"]) == 0
