@@ -217,7 +217,7 @@ def test_a_model_outvoted_everywhere_is_settled_before_its_lp():
 
 
 def test_the_bench_runs_and_agrees():
-    """scripts/bench_prospective.py --quick: ours beside the way before on two tables, the same answers."""
+    """scripts/bench_prospective.py (a small table): ours beside the way before on two tables, the same answers."""
     import importlib.util
     from pathlib import Path
 
@@ -225,4 +225,4 @@ def test_the_bench_runs_and_agrees():
     spec = importlib.util.spec_from_file_location("bench_prospective", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    assert bench.main(["--quick", "--models", "60", "--criteria", "8"]) == 0
+    assert bench.main(["--models", "60", "--criteria", "8"]) == 0
