@@ -216,6 +216,7 @@ class _Problem:
     high: np.ndarray
     best: np.ndarray  # per criterion, the value a changed score is best at (within the bounds)
     worst: np.ndarray
+    sources: list[str]  # per criterion, where its bounds come from (:func:`range_sources`)
 
     @property
     def values(self) -> np.ndarray:
@@ -234,9 +235,8 @@ class _Problem:
         return trial
 
     def scope(self) -> str:
-        sources = range_sources(self.table)
         used = sorted({j for _, j in self.cells})
-        parts = [f"{self.table.names[j]} [{self.low[j]:g}, {self.high[j]:g}] {sources[j]}" for j in used]
+        parts = [f"{self.table.names[j]} [{self.low[j]:g}, {self.high[j]:g}] {self.sources[j]}" for j in used]
         return "a changed score stays within " + "; ".join(parts)
 
 
@@ -247,10 +247,13 @@ def _problem(table: ScoreTable, rule: str, plan: Any, score: Callable[[ScoreTabl
     ranker = _Ranker(table, rule, plan, score)
     base = score(table) if score is not None else plan.run_rule(table, rule)  # (the rule's own error, if any)
     low, high, best, worst = value_bounds(table)
+    sources = range_sources(table)
     if rule == "geometric_mean":  # the rule refuses scores <= 0: the low end is the lowest positive score
-        positive = np.where(table.values > 0, table.values, np.nan)
-        floor = np.nanmin(np.where(np.isnan(positive).all(axis=0), np.nan, positive), axis=0)
-        lifted = np.where((low <= 0) & ~np.isnan(floor), floor, low)
+        positive = np.where(table.values > 0, table.values, np.inf)
+        floor = positive.min(axis=0)
+        lifted = np.where((low <= 0) & np.isfinite(floor), floor, low)
+        sources = [f"{src} (low: the lowest positive score)" if b != a else src
+                   for src, a, b in zip(sources, low, lifted)]
         best = np.where(best == low, lifted, best)
         worst = np.where(worst == low, lifted, worst)
         low = lifted
@@ -258,7 +261,7 @@ def _problem(table: ScoreTable, rule: str, plan: Any, score: Callable[[ScoreTabl
     cells = [(a, int(j)) for a in range(table.n_models) for j in used if not np.isnan(table.values[a, j])]
     atol = float((base.params or {}).get("atol", 0.0) or 0.0)
     return _Problem(table, rule, ranker, base, spec.cardinal, not spec.cardinal and atol == 0.0, cells,
-                    low, high, best, worst)
+                    low, high, best, worst, sources)
 
 
 @dataclass
@@ -424,20 +427,11 @@ def _exhaustive_orders(problem: _Problem, answers: _Answers, max_cells: int) -> 
     spent = 0
     for k in range(1, max_cells + 1):
         todo = answers.open()
-        if not todo:
-            return
-        if math.comb(len(problem.cells), k) > EXHAUSTIVE_BUDGET - spent:
-            return
-        levels = []
-        size = 0
-        for subset in itertools.combinations(problem.cells, k):
-            options = _changes(problem, subset, candidates)
-            size += math.prod(len(o) for o in options)
-            if size > EXHAUSTIVE_BUDGET - spent:
-                return  # this level does not fit: what is proven stays at k - 1
-            levels.append((subset, options))
-        spent += size
-        for subset, options in levels:
+        level = _level(problem, k, candidates, EXHAUSTIVE_BUDGET - spent) if todo else None
+        if level is None:
+            return  # every model settled, or this level does not fit: what is proven stays at k - 1
+        spent += sum(math.prod(len(o) for o in options) for _, options in level)
+        for subset, options in level:
             for vals in itertools.product(*options):
                 moves = [(a, j, v) for (a, j), v in zip(subset, vals)]
                 res = problem.ranker(problem.changed(moves))
@@ -447,6 +441,24 @@ def _exhaustive_orders(problem: _Problem, answers: _Answers, max_cells: int) -> 
         if problem.order_complete:  # (with a tie tolerance the candidates are not complete: nothing is proven)
             for i in todo:
                 answers.proven[i] = k
+
+
+def _level(problem: _Problem, k: int, candidates: Callable[[int, int], Any], budget: int
+           ) -> list[tuple[tuple[tuple[int, int], ...], list[list[float]]]] | None:
+    """Every set of ``k`` cells with the values each may take, or None when trying them all exceeds ``budget``."""
+    import itertools
+
+    if math.comb(len(problem.cells), k) > budget:
+        return None
+    level = []
+    size = 0
+    for subset in itertools.combinations(problem.cells, k):
+        options = _changes(problem, subset, candidates)
+        size += math.prod(len(o) for o in options)
+        if size > budget:
+            return None
+        level.append((subset, options))
+    return level
 
 
 def _exhaustive_means(problem: _Problem, answers: _Answers, max_cells: int) -> None:
@@ -484,28 +496,33 @@ def _exhaustive_means(problem: _Problem, answers: _Answers, max_cells: int) -> N
 def _moves_for(problem: _Problem, i: int, rivals: list[int]) -> list[tuple[int, int, float]]:
     """The changes the beam search combines: the model's cells to their best value; a rival's to its worst and,
     for an order-based rule, to a tie with the model or just below it."""
-    values, table = problem.values, problem.table
+    values = problem.values
     moves: list[tuple[int, int, float]] = []
     for j in sorted({j for _, j in problem.cells}):
         if not np.isnan(values[i, j]) and values[i, j] != problem.best[j]:
             moves.append((i, j, float(problem.best[j])))
-        if not problem.cardinal and not np.isnan(values[i, j]):
-            c = table.criteria[j]
-            cand = order_candidates(problem, j, 1)
-            o_cand = c.orient(cand)
-            mine = float(c.orient(np.array([values[i, j]]))[0])
-            below = cand[o_cand < mine]
-            just_below = float(below[np.argmax(o_cand[o_cand < mine])]) if below.size else None
+        targets = _rival_targets(problem, i, j)
         for r in rivals:
-            if np.isnan(values[r, j]):
-                continue
-            targets = [float(problem.worst[j])]
-            if not problem.cardinal and not np.isnan(values[i, j]):
-                targets += [float(values[i, j])] + ([just_below] if just_below is not None else [])
-            for v in dict.fromkeys(targets):
-                if v != values[r, j]:
-                    moves.append((r, j, v))
+            if not np.isnan(values[r, j]):
+                moves += [(r, j, v) for v in targets if v != values[r, j]]
     return moves
+
+
+def _rival_targets(problem: _Problem, i: int, j: int) -> list[float]:
+    """Where the beam search moves a rival's score on criterion ``j``: its worst value; for an order-based rule
+    also model ``i``'s score (a tie) and the candidate just below it."""
+    targets = [float(problem.worst[j])]
+    mine = problem.values[i, j]
+    if problem.cardinal or np.isnan(mine):
+        return targets
+    c = problem.table.criteria[j]
+    cand = order_candidates(problem, j, 1)
+    oriented = c.orient(cand)
+    below = oriented < float(c.orient(np.array([mine]))[0])
+    targets.append(float(mine))
+    if below.any():
+        targets.append(float(cand[below][np.argmax(oriented[below])]))
+    return list(dict.fromkeys(targets))
 
 
 def _beam_search(problem: _Problem, answers: _Answers, max_cells: int) -> None:
@@ -598,10 +615,9 @@ def cells_to_win(table: ScoreTable, rule: str, *, setting: str = "basic", max_ce
     for i in answers.open():
         answers.kind[i] = (f"more than {max_cells}" if answers.proven[i] >= max_cells
                            else f"not found within {max_cells}")
-    sources = range_sources(table)
     return CellsToWin(rule, table.models, answers.count, answers.kind, answers.cells, problem.scope(),
                       tuple(problem.base.ranks.tolist()), answers.new_values,
-                      tuple((float(lo), float(hi), src) for lo, hi, src in zip(problem.low, problem.high, sources)))
+                      tuple((float(lo), float(hi), src) for lo, hi, src in zip(problem.low, problem.high, problem.sources)))
 
 
 def robustness(table: ScoreTable, results: Mapping[str, Any], *, setting: str = "basic", max_cells: int = 3,

@@ -112,6 +112,8 @@ def test_a_saturated_score_cannot_be_exceeded():
                    np.array([[1.0, 1.0], [1.0, 3.0], [0.5, 2.0]]))
     for rule in ("borda", "copeland", "plurality"):
         r = cells_to_win(t, rule)
+        assert r.scope == "a changed score stays within acc [0, 1] declared; f [1, 3] observed"
+        assert r.ranges == ((0.0, 1.0, "declared"), (1.0, 3.0, "observed"))
         for vals in r.new_values:
             assert all(0.0 <= v <= 3.0 for v in vals)
         check_against_exhaustive(t, rule, 2)
