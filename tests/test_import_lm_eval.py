@@ -338,3 +338,33 @@ def test_the_sample_group_rows_are_lm_evals_formula():
         for _, _, given, recomputed in group_parity(doc):
             assert recomputed == pytest.approx(given, abs=1e-12)
         assert set(leaves("mmlu", MMLU)) <= set(doc["results"])
+
+
+# ---------------------------------------------------------------------- issue 36: a group's settings are its runs'
+def test_a_groups_n_shot_is_its_subtasks_so_0_and_5_shot_mmlu_never_share_a_column(tmp_path, capsys):
+    """lm-eval writes n-shot 0 for MMLU whatever its subjects ran with. Models A and B ran MMLU 0-shot and (later)
+    5-shot, C only 5-shot: the 5-shot group rows are the 5-shot column, each model's 0-shot run is kept beside
+    it (never an 'older duplicate'), and a column's vote and its subtasks come from one run."""
+    out = tmp_path / "o"
+    for k, (model, scores) in enumerate((("org/A", A), ("org/B", B), ("org/C", C))):
+        five = {t: v + 0.05 for t, v in scores.items()}
+        if model != "org/C":
+            write_04(out, results_04(model, scores, n_shot=0, date=1740964420.0 + k), stamp=f"2025-03-0{k + 1}T00-00-00")
+        write_04(out, results_04(model, five, n_shot=5, date=1741964420.0 + k), stamp=f"2025-03-1{k + 1}T00-00-00")
+    doc = json.loads(next((out / "org__C").glob("*.json")).read_text())
+    assert doc["n-shot"]["mmlu"] == 0 and doc["n-shot"]["mmlu_anatomy"] == 5  # the structure of lm-eval's files
+    notes: list[str] = []
+    table = load(out, notes=notes)
+    crit = {c.name: c for c in table.criteria}
+    assert dict(crit["mmlu/acc@5-shot"].settings)["n_shot"] == 5
+    assert dict(crit["mmlu/acc@0-shot"].settings)["n_shot"] == 0
+    assert not any("duplicate" in n or "appear" in n for n in notes), notes
+    for model, scores in (("org/A", A), ("org/B", B)):
+        i = table.model_index(model)
+        zero = (scores["mmlu_anatomy"] * 135 + scores["mmlu_astronomy"] * 152 + scores["mmlu_formal_logic"] * 126) / 413
+        assert table.values[i, table.names.index("mmlu/acc@0-shot")] == pytest.approx(zero, abs=1e-12)
+        assert table.values[i, table.names.index("mmlu/acc@5-shot")] == pytest.approx(zero + 0.05, abs=1e-12)
+        assert table.values[i, table.names.index("mmlu_anatomy/acc@0-shot")] == scores["mmlu_anatomy"]
+    c = table.model_index("org/C")
+    assert np.isnan(table.values[c, table.names.index("mmlu/acc@0-shot")])
+    assert crit["mmlu/acc@5-shot"].aggregate and crit["mmlu/acc@0-shot"].aggregate

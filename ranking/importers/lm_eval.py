@@ -39,7 +39,10 @@ A score that is null, NaN or ``"N/A"`` is missing; one that is no finite number 
   written ``%25`` and ``%2F``, so two metrics never share a column (two that still would are refused).
 * A column holds one setting (n-shot, task version, ``limit``, chat template, few-shot as multi-turn): a task run
   with several settings gets one column per setting, named with ``@`` and what differs (``mmlu/acc@5-shot``),
-  all in the task's benchmark (they share its vote), with a note naming the models of each setting.
+  all in the task's benchmark (they share its vote), with a note naming the models of each setting. A group's
+  n-shot is the one its subtasks ran with in that file (lm-eval writes ``n-shot: 0`` for MMLU whatever its
+  subjects ran; subtasks of several n-shots give ``0+5``), so a 0-shot and a 5-shot run of one model are two
+  settings, never one run replacing the other as a duplicate.
 * A model is ``model_name`` (else ``model`` or ``pretrained=`` of the model args) with its model args, less
   the ones that only say how it ran (:data:`RUNTIME_ARGS`): two runs of one local path with another
   ``tmix_backend`` or ``dtype`` are two models. Local paths are shown by their last part(s); where two models
@@ -456,19 +459,19 @@ def _setting(doc: Mapping[str, Any], task: str, old: bool, leaves: Sequence[str]
     """The settings a task ran under (n_shot, version, limit, chat template, few-shot as multi-turn)."""
     config = doc.get("config") or {}
     shots = doc.get("n-shot") or {}
+    found = {_shot(shots.get(t)) for t in leaves if shots.get(t) is not None} if leaves and not old else set()
     if old:
         shot = config.get("num_fewshot", doc.get("num_fewshot"))
-    elif shots.get(task) is not None:
+    elif found:  # a group: the n-shot its subtasks ran with (lm-eval writes 0, or nothing, for the group itself)
+        shot = found.pop() if len(found) == 1 else "+".join(str(x) for x in sorted(found, key=str))
+    else:
         shot = shots.get(task)
-    else:  # a group: its subtasks' common n-shot (lm-eval writes none for it)
-        found = {shots.get(t) for t in leaves if shots.get(t) is not None}
-        shot = found.pop() if len(found) == 1 else (doc.get("num_fewshot") if not found else None)
     if shot is None and not old:
         shot = doc.get("num_fewshot")
     version = (doc.get("versions") or {}).get(task)
     out: dict[str, Any] = {}
     if shot is not None:
-        out["n_shot"] = int(shot) if isinstance(shot, (int, float)) and float(shot).is_integer() else shot
+        out["n_shot"] = _shot(shot)
     if version is not None:
         out["version"] = str(version)
     if config.get("limit") is not None:
@@ -478,6 +481,11 @@ def _setting(doc: Mapping[str, Any], task: str, old: bool, leaves: Sequence[str]
     if doc.get("fewshot_as_multiturn"):
         out["fewshot_as_multiturn"] = True
     return tuple(sorted(out.items()))
+
+
+def _shot(value: Any) -> Any:
+    """An n-shot as one value (``5.0`` → ``5``)."""
+    return int(value) if isinstance(value, (int, float)) and float(value).is_integer() else value
 
 
 def _precision(doc: Mapping[str, Any], identity: Identity) -> str | None:
