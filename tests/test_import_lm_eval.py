@@ -368,3 +368,34 @@ def test_a_groups_n_shot_is_its_subtasks_so_0_and_5_shot_mmlu_never_share_a_colu
     c = table.model_index("org/C")
     assert np.isnan(table.values[c, table.names.index("mmlu/acc@0-shot")])
     assert crit["mmlu/acc@5-shot"].aggregate and crit["mmlu/acc@0-shot"].aggregate
+
+
+def test_directions_stated_only_in_configs_metric_list_are_read_and_every_unstated_metric_is_named_once(
+        tmp_path, capsys):
+    """Some lm-eval 0.4 versions state higher_is_better only inside configs.<task>.metric_list (a task's
+    metric_list entries: metric, aggregation, higher_is_better); a group's metric takes its subtasks' direction.
+    Metrics nobody states are all named in one refusal with the one option that imports them."""
+    out = tmp_path / "o"
+    for k, (model, level) in enumerate((("org/A", 0.6), ("org/B", 0.4))):
+        extra = {"sumtask": {"alias": "sumtask", "coherence,none": level, "brevity_penalty,none": 1 - level},
+                 "gen_a": {"alias": "gen_a", "novelty,none": level}, "gen_b": {"alias": "gen_b", "novelty,none": level},
+                 "gens": {"alias": "gens", "novelty,none": level},
+                 "odd": {"alias": "odd", "zeta,none": level, "omega,none": level}}
+        doc = results_04(model, {"arc_easy": level, "arc_easy_norm": level}, extra=extra, date=1740964420.0 + k)
+        doc["group_subtasks"] |= {"gens": ["gen_a", "gen_b"]}
+        for t in extra:
+            doc["higher_is_better"].pop(t, None)
+        doc["configs"]["sumtask"]["metric_list"] = [
+            {"metric": "coherence", "aggregation": "mean", "higher_is_better": True},
+            {"metric": "brevity_penalty", "aggregation": "mean", "higher_is_better": False}]
+        for t in ("gen_a", "gen_b"):
+            doc["configs"][t]["metric_list"] = [{"metric": "novelty", "aggregation": "mean", "higher_is_better": True}]
+        write_04(out, doc)
+    code, _, err = vnr(capsys, "import", "lm-eval", out, "-o", tmp_path / "res")
+    assert code == 2 and err.count("\n") == 1
+    assert "2 metrics have no stated direction" in err and "omega (task odd" in err and "zeta (task odd" in err
+    assert "--higher omega,zeta " in err and "coherence" not in err and "novelty" not in err
+    table = load(out, higher=["omega"], lower=["zeta"])
+    crit = {c.name: c for c in table.criteria}
+    assert crit["sumtask/coherence"].direction == "higher" and crit["sumtask/brevity_penalty"].direction == "lower"
+    assert crit["gens/novelty"].direction == "higher" and crit["odd/zeta"].direction == "lower"

@@ -267,8 +267,8 @@ def test_lm_eval_directions_from_the_file_the_known_metrics_or_the_user(tmp_path
         write_lm_eval(out, model, doc)
     code, _, err = vnr(capsys, "import", "lm-eval", out, "-o", tmp_path / "res")
     assert code == 2 and err.count("\n") == 1
-    assert "metric 'toxicity' has no stated direction" in err and "--higher toxicity or --lower toxicity" in err
-    with pytest.raises(UserError, match=r"lower=\['toxicity'\]"):
+    assert "1 metric has no stated direction" in err and "toxicity (task my_task" in err and "--higher toxicity " in err
+    with pytest.raises(UserError, match=r"higher=\['toxicity'\] / lower="):
         ranking.load_table(out, format="lm-eval")
     code, _, err = vnr(capsys, "import", "lm-eval", out, "-o", tmp_path / "res", "--lower", "toxicity")
     assert code == 0, err

@@ -94,7 +94,6 @@ from ranking.importers.common import (
     read_json,
     score,
     shown,
-    unknown_direction,
 )
 
 PROPORTION = "proportion (0-1)"
@@ -121,6 +120,15 @@ KNOWN_METRICS: dict[str, tuple[str, str]] = {
     "pct_stereotype": ("lower", PROPORTION),
     "likelihood_diff": ("lower", "log-likelihood difference (0 or more)"),
     "likelihood_difference": ("lower", "log-likelihood difference (0 or more)"),
+    # TruthfulQA's generative task (truthfulqa_gen, 0.3 and 0.4): the best answer's similarity to a true reference
+    # (_max), whether it is closer to a true than to a false one (_acc), by how much (_diff); all higher is better
+    **{f"{s}_acc": ("higher", PROPORTION) for s in ("bleu", "rouge1", "rouge2", "rougeL", "bleurt")},
+    "bleu_max": ("higher", "BLEU (0-100)"),
+    "bleu_diff": ("higher", "BLEU difference (-100 to 100)"),
+    **{f"{s}_max": ("higher", "ROUGE (0-100)") for s in ("rouge1", "rouge2", "rougeL")},
+    **{f"{s}_diff": ("higher", "ROUGE difference (-100 to 100)") for s in ("rouge1", "rouge2", "rougeL")},
+    "bleurt_max": ("higher", "BLEURT"),
+    "bleurt_diff": ("higher", "BLEURT difference"),
 }
 
 #: RULER (``ruler``, ``niah_*``) names its metrics by the context length (``"4096"``): the share of needles
@@ -146,6 +154,9 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "correlation (-1 to 1)": (-1.0, 1.0),
     "BLEU (0-100)": (0.0, 100.0),
     "chrF (0-100)": (0.0, 100.0),
+    "ROUGE (0-100)": (0.0, 100.0),
+    "BLEU difference (-100 to 100)": (-100.0, 100.0),
+    "ROUGE difference (-100 to 100)": (-100.0, 100.0),
     "TER (0 or more)": (0.0, None),
     "perplexity": (0.0, None),
     "perplexity per word": (0.0, None),
@@ -483,6 +494,44 @@ def _setting(doc: Mapping[str, Any], task: str, old: bool, leaves: Sequence[str]
     return tuple(sorted(out.items()))
 
 
+def stated_directions(doc: Mapping[str, Any]) -> dict[str, dict[str, bool]]:
+    """task → metric → higher is better, wherever the file states it: the top-level ``higher_is_better`` (0.4.x),
+    else the task's ``configs.<task>.metric_list`` entries (some 0.4 versions state it only there).
+
+    >>> stated_directions({"higher_is_better": {"t": {"acc": True, "x": None}},
+    ...                    "configs": {"t": {"metric_list": [{"metric": "x", "higher_is_better": False}]}}})
+    {'t': {'x': False, 'acc': True}}
+    """
+    out: dict[str, dict[str, bool]] = {}
+    configs = doc.get("configs")
+    for task, config in (configs.items() if isinstance(configs, Mapping) else ()):
+        metric_list = config.get("metric_list") if isinstance(config, Mapping) else None
+        for entry in metric_list if isinstance(metric_list, list) else ():
+            if isinstance(entry, Mapping) and isinstance(entry.get("metric"), str) \
+                    and isinstance(entry.get("higher_is_better"), bool):
+                out.setdefault(str(task), {})[entry["metric"]] = entry["higher_is_better"]
+    for task, metrics in (doc.get("higher_is_better") or {}).items():
+        for metric, flag in metrics.items():
+            if isinstance(flag, bool):
+                out.setdefault(str(task), {})[str(metric)] = flag
+    return out
+
+
+def _group_directions(stated: Mapping[str, Mapping[str, bool]], task: str,
+                      leaves: Sequence[str]) -> Mapping[str, bool]:
+    """A task's stated directions; a group's metric the file states none for takes its subtasks' (when they agree:
+    a group row's metric is its subtasks' metric)."""
+    own = stated.get(task) or {}
+    if not leaves:
+        return own
+    found: dict[str, set[bool]] = {}
+    for leaf in leaves:
+        for metric, flag in (stated.get(leaf) or {}).items():
+            found.setdefault(metric, set()).add(flag)
+    inherited = {m: next(iter(flags)) for m, flags in found.items() if len(flags) == 1 and m not in own}
+    return {**inherited, **own} if inherited else own
+
+
 def _shot(value: Any) -> Any:
     """An n-shot as one value (``5.0`` → ``5``)."""
     return int(value) if isinstance(value, (int, float)) and float(value).is_integer() else value
@@ -678,14 +727,15 @@ def _runs(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], parent: Mapping[
     for f, doc, old in docs:
         model = identity_of(doc, f)
         stamp, precision = stamp_of(doc, f), _precision(doc, model)
-        hib = doc.get("higher_is_better") or {}
+        hib = stated_directions(doc)
         for task, metrics in doc["results"].items():
             task = str(task)
             scores = task_scores(metrics, f, model.name, task, old, options, placeholders)
             if not scores:
                 continue
-            runs.append(Run(model, task, _setting(doc, task, old, _leaves(task, children)), scores, f, stamp,
-                            hib.get(task) or {}, precision))
+            leaves = _leaves(task, children)
+            runs.append(Run(model, task, _setting(doc, task, old, leaves), scores, f, stamp,
+                            _group_directions(hib, task, leaves), precision))
     if placeholders:
         _note(options, f"lm-eval: {len(placeholders)} RULER score(s) of -1 (no sample of that context length) "
                        f"imported as missing: {_listed(sorted(set(placeholders)), 3)}", "placeholder", ranks=True)
@@ -856,13 +906,36 @@ def read(paths: Sequence[Path], options: Options) -> Any:
         keys_of.setdefault((c.task, c.setting), []).append((c.metric, c.filter))
     details = {k: secondary(v, k[0]) for k, v in keys_of.items()}
     criteria = []
+    unstated: list[tuple[str, str, Path]] = []
     for col in sorted(columns.values(), key=lambda c: c.name):
         primary = (col.metric, col.filter) not in details[(col.task, col.setting)]
         criteria.append(_criterion(col, primary, parent, children, scored_groups, said[col.name],
-                                   precisions[col.name], options))
+                                   precisions[col.name], options, unstated))
+    if unstated:
+        raise unstated_directions(unstated)
     _check_parity(docs, parent, options)
     source = f"lm-eval {describe_paths(paths)}"
     return assemble(scores, criteria, source, options, errors, board="lm-eval")
+
+
+def unstated_directions(unstated: Sequence[tuple[str, str, Path]]) -> UserError:
+    """One refusal naming every metric without a stated direction (metric, task, a file), with the one option
+    that imports them all.
+
+    >>> print(unstated_directions([("bleu_x", "t1", Path("a.json")), ("bleu_x", "t2", Path("a.json")),
+    ...                            ("tox", "t3", Path("b.json"))]))
+    lm-eval: 2 metrics have no stated direction (the files do not say and this importer does not know them): bleu_x (task t1, a.json), tox (task t3, b.json): pass them all at once, --higher bleu_x,tox (any that is lower-is-better under --lower instead; Python: higher=['bleu_x', 'tox'] / lower=[...])
+    """
+    first: dict[str, tuple[str, Path]] = {}
+    for metric, task, file in unstated:
+        first.setdefault(metric, (task, file))
+    metrics = sorted(first)
+    listed = ", ".join(f"{m} (task {first[m][0]}, {first[m][1]})" for m in metrics[:12])
+    more = f", … ({len(metrics)} in all)" if len(metrics) > 12 else ""
+    return UserError(f"lm-eval: {len(metrics)} metric{'s have' if len(metrics) > 1 else ' has'} no stated direction "
+                     f"(the files do not say and this importer does not know them): {listed}{more}: pass them all "
+                     f"at once, --higher {','.join(metrics)} (any that is lower-is-better under --lower instead; Python: "
+                     f"higher={metrics!r} / lower=[...])")
 
 
 def _note_identities(models: Sequence[Identity], names: Mapping[Identity, str], options: Options) -> None:
@@ -898,7 +971,7 @@ def _note_settings(settings_of: Mapping[str, Mapping[tuple[tuple[str, Any], ...]
 
 def _criterion(col: Column, primary: bool, parent: Mapping[str, str], children: Mapping[str, list[str]],
                scored_groups: set[str], said: Mapping[bool | None, list[Path]], precisions: set[str | None],
-               options: Options) -> Any:
+               options: Options, unstated: list[tuple[str, str, Path]]) -> Any:
     """One column's criterion: what it is (benchmark, task, metric, settings, range), whether it votes, and its
     direction (stated by the caller, else the files, which must agree with each other and with
     :data:`KNOWN_METRICS`, else :data:`KNOWN_METRICS`)."""
@@ -921,7 +994,8 @@ def _criterion(col: Column, primary: bool, parent: Mapping[str, str], children: 
     if direction is None and known is not None:
         direction = known[0]
     if direction is None:
-        raise unknown_direction(metric, f"{sorted(said[None])[0]}, task {task!r}")
+        unstated.append((metric, task, sorted(said[None])[0]))
+        direction = "higher"  # placeholder: read() refuses the import, naming every unstated metric at once
 
     benchmark = benchmark_of(task, parent)
     is_group = bool(children.get(task))
