@@ -399,3 +399,68 @@ def test_directions_stated_only_in_configs_metric_list_are_read_and_every_unstat
     crit = {c.name: c for c in table.criteria}
     assert crit["sumtask/coherence"].direction == "higher" and crit["sumtask/brevity_penalty"].direction == "lower"
     assert crit["gens/novelty"].direction == "higher" and crit["odd/zeta"].direction == "lower"
+
+
+# ---------------------------------------------------------------------- issue 36: one scale per vote
+def truthfulqa(level: float, group: str = "truthfulqa") -> dict[str, dict]:
+    """TruthfulQA as lm-eval 0.4.0-0.4.2 writes it: mc1 and mc2 report ``acc`` (0-1), the generative task BLEU and
+    ROUGE (max 0-100, acc 0-1, diff -100..100); the group row carries the mean ``acc`` beside all 12 of them."""
+    gen = {f"{s}_{k},none": (40 * level if k == "max" else level if k == "acc" else 10 * level - 5)
+           for s in ("bleu", "rouge1", "rouge2", "rougeL") for k in ("max", "acc", "diff")}
+    mc1, mc2 = {"acc,none": level - 0.1, "acc_stderr,none": 0.015}, {"acc,none": level, "acc_stderr,none": 0.014}
+    row = {"alias": group, "acc,none": (mc1["acc,none"] + mc2["acc,none"]) / 2, "acc_stderr,none": 0.01, **gen}
+    return {group: row, f"{group}_gen": {"alias": " - gen", **gen}, f"{group}_mc1": {"alias": " - mc1", **mc1},
+            f"{group}_mc2": {"alias": " - mc2", **mc2}}
+
+
+def write_truthfulqa(out: Path, group: str = "truthfulqa") -> None:
+    for k, (model, level) in enumerate((("org/A", 0.55), ("org/B", 0.45), ("org/C", 0.35))):
+        doc = results_04(model, {"arc_easy": 0.5 + k / 10, "arc_easy_norm": 0.45 + k / 10},
+                         extra=truthfulqa(level, group), date=1740964420.0 + k)
+        doc["group_subtasks"] |= {group: [f"{group}_gen", f"{group}_mc1", f"{group}_mc2"]}
+        write_04(out, doc)
+
+
+def test_truthfulqa_votes_through_mc2_and_its_bleu_rouge_never_share_the_vote(tmp_path, capsys):
+    """Real class: lm-eval 0.4 files of the Open LLM Leaderboard suite. Before, 13 columns (acc and the generative
+    task's BLEU/ROUGE, 0-100) shared TruthfulQA's vote and --board averaged them with proportions."""
+    write_truthfulqa(tmp_path / "o")
+    notes: list[str] = []
+    table = load(tmp_path / "o", notes=notes)
+    w = vote_weights(table.criteria, "benchmark")
+    voting = {c.name: float(x) for c, x in zip(table.criteria, w) if x > 0}
+    assert voting == {"arc_easy/acc_norm": 1.0, "truthfulqa_mc2/acc": 1.0}
+    assert sum(c.benchmark == "truthfulqa" for c in table.criteria) == 13 + 1 + 12 + 1
+    assert any("'truthfulqa' votes through 'truthfulqa_mc2'" in n for n in notes)
+    np.testing.assert_allclose(board_scores(table), [(0.45 + 0.55) / 2, (0.55 + 0.45) / 2, (0.65 + 0.35) / 2],
+                               atol=1e-12)
+    code, out, err = vnr(capsys, "import", "lm-eval", tmp_path / "o", "-o", tmp_path / "res")
+    assert code == 0, err
+    code, out, err = vnr(capsys, "rank", tmp_path / "res", "--board", "--format", "csv")
+    assert code == 0, err
+
+
+def test_a_group_row_votes_through_the_metric_most_of_its_subtasks_report(tmp_path):
+    """The same structure under another name (no suite convention): the group row's acc (of two subtasks) votes,
+    the BLEU/ROUGE it carries from its one generative subtask are details."""
+    write_truthfulqa(tmp_path / "o", group="tqa")
+    table = load(tmp_path / "o")
+    w = vote_weights(table.criteria, "benchmark")
+    assert {c.name for c, x in zip(table.criteria, w) if x > 0} == {"arc_easy/acc_norm", "tqa/acc"}
+    crit = {c.name: c for c in table.criteria}
+    assert crit["tqa/acc"].aggregate and crit["tqa/bleu_max"].detail and crit["tqa/bleu_max"].unit == "BLEU (0-100)"
+
+
+def test_a_vote_through_columns_of_different_units_is_stated_and_the_board_refuses_it(tmp_path):
+    out = tmp_path / "o"
+    for k, (model, level) in enumerate((("org/A", 0.6), ("org/B", 0.4))):
+        extra = {"qa": {"alias": "qa", "acc,none": level, "bleu_max,none": 50 * level},
+                 "qa_mc": {"alias": "qa_mc", "acc,none": level}, "qa_gen": {"alias": "qa_gen", "bleu_max,none": 50 * level}}
+        doc = results_04(model, {"arc_easy": level, "arc_easy_norm": level}, extra=extra, date=1740964420.0 + k)
+        doc["group_subtasks"] |= {"qa": ["qa_mc", "qa_gen"]}
+        write_04(out, doc)
+    notes: list[str] = []
+    table = load(out, notes=notes)
+    assert any("'qa' votes through columns of different units (BLEU (0-100), proportion (0-1))" in n for n in notes)
+    with pytest.raises(UserError, match="benchmark 'qa' votes through columns of different units"):
+        board_scores(table)

@@ -23,6 +23,11 @@ A score that is null, NaN or ``"N/A"`` is missing; one that is no finite number 
 * The benchmark's own group row, as lm-eval computed it, is its ``aggregate`` column and casts the vote; its
   subtasks and intermediate groups (``mmlu_stem``) are ``detail`` columns. A benchmark without a group row
   (lm-eval 0.3's MMLU) is voted for by its subtasks, which share the one vote.
+* A group row's metrics that only some of its subtasks report, where others come from more of them, are details
+  (:func:`carried`: TruthfulQA's group row carries its generative task's BLEU/ROUGE, 0-100, beside the ``acc`` of
+  mc1 and mc2). A benchmark its suite scores by one member task votes through that task (:data:`CONVENTIONS`:
+  TruthfulQA by ``truthfulqa_mc2``, as the Open LLM Leaderboard does). A benchmark whose vote still goes through
+  columns of different units is stated in a note, and :func:`board_scores` refuses to average it.
 * A task (or group) with several metrics votes with its primary metric(s): in each chain of :data:`PREFERENCES`
   the first metric present is primary and the later ones present are details (``acc_norm`` over ``acc``, except
   for MMLU whose answers are single letters, :data:`ACC_TASKS`); metrics in no chain share the vote. Filters
@@ -50,8 +55,10 @@ A score that is null, NaN or ``"N/A"`` is missing; one that is no finite number 
 * Re-runs of one model, task and setting: the newest wins by the file's ``date`` (else the time stamp in its
   name); never by file time. ``on_duplicate="error"`` refuses; so do re-runs that cannot be ordered.
 
-**Directions, ranges**: a file's ``higher_is_better``; where none says, :data:`KNOWN_METRICS`; else refused
-unless stated (``--higher`` / ``--lower``). A file that contradicts the documented direction of a known metric
+**Directions, ranges**: a file's ``higher_is_better`` (top level, else ``configs.<task>.metric_list``; a group's
+metric, else its subtasks'); where none says, :data:`KNOWN_METRICS` (lm-eval 0.3's files state none: its metric
+conventions are in that table); else refused unless stated (``--higher`` / ``--lower``), every such metric named
+in one refusal. A file that contradicts the documented direction of a known metric
 needs ``--higher``/``--lower`` to confirm. Known metrics carry their valid range (proportions 0-1): a score
 outside it is refused, or missing with ``--out-of-range missing``; a negative standard error is refused.
 RULER's metrics are named by context length (``"4096"``): proportions, higher is better, and its -1 ("no
@@ -184,6 +191,12 @@ ACC_TASKS: tuple[str, ...] = ("mmlu", "hendrycksTest")
 #: For one metric under several filters: the first filter present is primary (gsm8k's ``strict-match`` is
 #: the answer in the format asked for, the one lm-eval's gsm8k config lists first).
 FILTER_PREFERENCES: tuple[tuple[str, ...], ...] = (("strict-match", "flexible-extract"),)
+
+#: A benchmark whose suite scores it by one member task: that task's primary metric votes for the benchmark and
+#: the group row is a detail. The Open LLM Leaderboard (v1), whose task set lm-eval's ``openllm`` group copies,
+#: scores TruthfulQA by mc2 (the normalised probability of the true answers), not lm-eval's group row (the mean
+#: of mc1 and mc2 beside the generative task's BLEU/ROUGE).
+CONVENTIONS: dict[str, str] = {"truthfulqa": "truthfulqa_mc2"}
 
 #: Groups that collect separate benchmarks (each member is its own benchmark, with its own vote).
 SUITES: frozenset[str] = frozenset({"leaderboard", "openllm", "tinyBenchmarks", "metabench"})
@@ -598,6 +611,44 @@ def _leaves(task: str, children: Mapping[str, list[str]]) -> list[str]:
     return out
 
 
+def carried(keys: Sequence[tuple[str, str]], leaves: Sequence[str],
+            reported: Mapping[str, set[str]]) -> set[tuple[str, str]]:
+    """The (metric, filter) pairs of a group row that it carries from only some of its subtasks, where others of
+    its metrics come from more of them: details, not the group's score. TruthfulQA's group row holds ``acc``
+    (of mc1 and mc2) beside the generative task's BLEU/ROUGE (0-100): its vote is ``acc``.
+
+    >>> sorted(carried([("acc", "none"), ("bleu_max", "none")], ["gen", "mc1", "mc2"],
+    ...                {"gen": {"bleu_max"}, "mc1": {"acc"}, "mc2": {"acc"}}))
+    [('bleu_max', 'none')]
+    """
+    if not leaves:
+        return set()
+    coverage = {m: sum(m in reported.get(t, ()) for t in leaves) for m, _ in keys}
+    top = max(coverage.values(), default=0)
+    return {k for k in keys if coverage[k[0]] < top} if top > 0 else set()
+
+
+def _note_mixed_units(criteria: Sequence[Any], options: Options) -> None:
+    """A note for every benchmark whose vote goes through columns of different units (the board refuses it)."""
+    mixed = {b: sorted(u) for b, u in vote_units(criteria).items() if len(u) > 1}
+    if mixed:
+        _note(options, "lm-eval: " + "; ".join(f"{b!r} votes through columns of different units ({', '.join(u)})"
+                                               for b, u in sorted(mixed.items())[:3])
+              + ": their scores share one vote as they are (give the benchmark one metric with --vote column, or "
+                "leave some out)", "unit", ranks=True)
+
+
+def vote_units(criteria: Sequence[Any]) -> dict[str, set[str]]:
+    """benchmark → the units of the columns that vote for it under ``--vote benchmark``."""
+    from ranking.votes import vote_weights
+
+    out: dict[str, set[str]] = {}
+    for c, w in zip(criteria, vote_weights(criteria, "benchmark")):
+        if w > 0:
+            out.setdefault(c.vote_unit, set()).add(c.unit)
+    return out
+
+
 def secondary(keys: Sequence[tuple[str, str]], task: str) -> set[tuple[str, str]]:
     """The (metric, filter) pairs of one task that are details behind its primary ones (:data:`PREFERENCES`,
     :data:`FILTER_PREFERENCES`, :data:`ACC_TASKS`).
@@ -904,15 +955,23 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     keys_of: dict[tuple[str, Any], list[tuple[str, str]]] = {}
     for c in columns.values():
         keys_of.setdefault((c.task, c.setting), []).append((c.metric, c.filter))
-    details = {k: secondary(v, k[0]) for k, v in keys_of.items()}
+    reported: dict[str, set[str]] = {}
+    for r in kept:
+        reported.setdefault(r.task, set()).update(m for m, _ in r.scores)
+    details = {k: secondary(v, k[0]) | carried(v, _leaves(k[0], children), reported) for k, v in keys_of.items()}
+    voters = {b: t for b, t in CONVENTIONS.items() if t in reported and benchmark_of(t, parent) == b}
     criteria = []
     unstated: list[tuple[str, str, Path]] = []
     for col in sorted(columns.values(), key=lambda c: c.name):
         primary = (col.metric, col.filter) not in details[(col.task, col.setting)]
         criteria.append(_criterion(col, primary, parent, children, scored_groups, said[col.name],
-                                   precisions[col.name], options, unstated))
+                                   precisions[col.name], options, unstated, voters))
     if unstated:
         raise unstated_directions(unstated)
+    if voters:
+        _note(options, "lm-eval: " + "; ".join(f"{b!r} votes through {t!r} (the suite's own score), its group row "
+                                               "is a detail" for b, t in sorted(voters.items())), "vote", ranks=True)
+    _note_mixed_units(criteria, options)
     _check_parity(docs, parent, options)
     source = f"lm-eval {describe_paths(paths)}"
     return assemble(scores, criteria, source, options, errors, board="lm-eval")
@@ -971,7 +1030,7 @@ def _note_settings(settings_of: Mapping[str, Mapping[tuple[tuple[str, Any], ...]
 
 def _criterion(col: Column, primary: bool, parent: Mapping[str, str], children: Mapping[str, list[str]],
                scored_groups: set[str], said: Mapping[bool | None, list[Path]], precisions: set[str | None],
-               options: Options, unstated: list[tuple[str, str, Path]]) -> Any:
+               options: Options, unstated: list[tuple[str, str, Path]], voters: Mapping[str, str]) -> Any:
     """One column's criterion: what it is (benchmark, task, metric, settings, range), whether it votes, and its
     direction (stated by the caller, else the files, which must agree with each other and with
     :data:`KNOWN_METRICS`, else :data:`KNOWN_METRICS`)."""
@@ -1000,7 +1059,12 @@ def _criterion(col: Column, primary: bool, parent: Mapping[str, str], children: 
     benchmark = benchmark_of(task, parent)
     is_group = bool(children.get(task))
     weight, detail, aggregate = 1.0, False, False
-    if is_group:
+    if benchmark in voters:  # the suite's convention: one member task votes (CONVENTIONS)
+        if is_group:
+            detail, weight = True, 0.0
+        else:
+            detail = task != voters[benchmark] or not primary
+    elif is_group:
         aggregate = task == benchmark and primary
         if not aggregate:  # an intermediate group, or a group's secondary metric: its parts vote in its place
             detail, weight = True, 0.0
@@ -1076,6 +1140,11 @@ def board_scores(table: Any) -> Any:
 
     from ranking.votes import vote_weights
 
+    mixed = {b: sorted(u) for b, u in vote_units(table.criteria).items() if len(u) > 1}
+    if mixed:
+        b, u = sorted(mixed.items())[0]
+        raise UserError(f"lm-eval board: benchmark {b!r} votes through columns of different units ({', '.join(u)}): "
+                        "a mean of them is no score lm-eval computes; import it with one metric per benchmark")
     weights = vote_weights(table.criteria, "benchmark")
     units: dict[str, list[int]] = {}
     for j, c in enumerate(table.criteria):
