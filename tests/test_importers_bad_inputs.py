@@ -469,3 +469,43 @@ def test_open_llm_dates_are_compared_as_dates(capsys):
     assert table.values[table.model_index("org/a"), table.names.index("IFEval")] == 40.0
     assert ("model 'org/a' of the leaderboard appears 2 times: kept the newest (contents.csv line 2), left out "
             "contents.csv line 3 (--on-duplicate error refuses duplicates)") in notes
+
+
+def test_lm_eval_cyclic_group_subtasks_are_one_line_not_a_traceback(tmp_path, capsys):
+    """Issue 38: a cyclic group_subtasks (a group inside itself, in one file or across two) raised RecursionError."""
+    import json
+
+    from lm_eval_files import results_04, write_04
+
+    from harness.cli import main
+
+    for k, cycle in enumerate(({"mmlu": ["mmlu_stem"], "mmlu_stem": ["mmlu"]},
+                               {"mmlu": ["mmlu_stem", "mmlu_humanities"], "mmlu_stem": ["mmlu_anatomy", "mmlu_x"],
+                                "mmlu_x": ["mmlu_stem"]})):
+        out = tmp_path / f"o{k}"
+        doc = results_04("org/A", {"arc_easy": 0.5, "arc_easy_norm": 0.5, "mmlu_anatomy": 0.4, "mmlu_astronomy": 0.5,
+                                   "mmlu_formal_logic": 0.3})
+        doc["group_subtasks"] |= cycle
+        write_04(out, doc)
+        assert json.loads(next(out.rglob("*.json")).read_text())["group_subtasks"]["mmlu_stem"]
+        code = main(["import", "lm-eval", str(out), "-o", str(tmp_path / f"res{k}")])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "group_subtasks hold a cycle (mmlu" in err and "results_" in err, err
+        assert not (tmp_path / f"res{k}").exists()
+
+
+def test_lm_eval_group_subtasks_cycling_across_two_files_are_refused(tmp_path):
+    from lm_eval_files import results_04, write_04
+
+    import ranking
+    from ranking.floor.errors import UserError
+
+    out = tmp_path / "o"
+    for k, (model, hierarchy) in enumerate((("org/A", {"g1": ["g2"], "g2": ["t"]}),
+                                            ("org/B", {"g2": ["g1"], "g1": ["u"]}))):
+        doc = results_04(model, {"arc_easy": 0.5, "arc_easy_norm": 0.5}, mmlu=False,
+                         extra={"t": {"acc,none": 0.5}, "u": {"acc,none": 0.4}}, date=1740964420.0 + k)
+        doc["group_subtasks"] = {"arc_easy": [], **hierarchy}
+        write_04(out, doc)
+    with pytest.raises(UserError, match=r"group_subtasks hold a cycle \(g1 → g2 → g1"):
+        ranking.load_table(out, format="lm-eval")
