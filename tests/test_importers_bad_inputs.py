@@ -310,17 +310,18 @@ def mteb(model: str, *scores: object, subsets: tuple[str, ...] = ("eng", "deu"),
 
 def test_mteb_a_subset_without_a_score_leaves_the_task_missing(capsys):
     """A with [0.9, null] used to average 0.9 and beat B's 0.6: a mean over fewer subsets is not comparable."""
-    mteb("A", 0.9, None)
-    mteb("B", 0.6, 0.6)
+    mteb("A", 0.9, None, subsets=("fra", "deu"))
+    mteb("B", 0.6, 0.6, subsets=("fra", "deu"))
     mteb("A", 0.5, 0.5, task="U")
     mteb("B", 0.4, 0.4, task="U")
     table, notes = imported(capsys, "mteb", "m")
-    np.testing.assert_array_equal(table.values, [[np.nan, 0.5], [0.6, 0.4]])
+    t, u = table.names.index("T"), table.names.index("U")
+    np.testing.assert_array_equal(table.values[:, [t, u]], [[np.nan, 0.5], [0.6, 0.4]])
     assert ("mteb: left missing 1 task score(s) with a subset that has no main_score (a mean over fewer subsets would "
             "not compare with the others): A T (deu)") in notes
     write("m/A/r/T.json", json.dumps({"task_name": "T", "scores": {"test": [
-        {"main_score": 0.9, "hf_subset": "eng"}, {"main_score": float("nan"), "hf_subset": "deu"}]}}))
-    assert np.isnan(imported(capsys, "mteb", "m")[0].values[0, 0])
+        {"main_score": 0.9, "hf_subset": "fra"}, {"main_score": float("nan"), "hf_subset": "deu"}]}}))
+    assert np.isnan(imported(capsys, "mteb", "m")[0].values[0, t])
 
 
 MTEB_BAD = {
@@ -344,12 +345,19 @@ def test_mteb_bad_task_files(doc, capsys):
     assert refused(capsys, "mteb", "m") == MTEB_BAD[doc]
 
 
-def test_mteb_models_scored_on_different_subsets_are_refused(capsys):
+def test_mteb_models_scored_on_different_subsets_compare_on_their_common_one(capsys):
+    """Issue 36: an English-only model beside a multilingual one compares on the subset they share; models with no
+    common (nor English) subset are refused."""
     mteb("A", 0.5, subsets=("eng",))
-    mteb("B", 0.6, 0.6)
+    mteb("B", 0.6, 0.7)
+    table, _ = imported(capsys, "mteb", "m")
+    assert table.names == ("T", "T [deu]") and table.values[:, 0].tolist() == [0.5, 0.6]
+    mteb("A", 0.5, subsets=("fra",))
+    mteb("B", 0.6, subsets=("deu",))
     assert refused(capsys, "mteb", "m") == (
-        "MTEB task 'T': A is scored on test, subsets eng (m/A/r/T.json), B on test, subsets deu, eng (m/B/r/T.json): "
-        "the means are not comparable; give every model's results on the same split and subsets (or leave the task out)")
+        "MTEB task 'T': A is scored on subsets fra (m/A/r/T.json), B on deu (m/B/r/T.json), and no subset is English or "
+        "every model's: the scores are not comparable; give every model's results on the same split and a common "
+        "subset (or leave the task out)")
 
 
 def test_mteb_source_does_not_depend_on_the_order(capsys):
@@ -358,7 +366,7 @@ def test_mteb_source_does_not_depend_on_the_order(capsys):
     for order in (["m/A", "m/B"], ["m/B", "m/A"]):
         table, _ = imported(capsys, "mteb", *order)
         assert table.models == ("A", "B")
-        assert table.criterion("T").source == "MTEB main_score, test, mean of 2 subset(s)"
+        assert table.criterion("T").source == "MTEB main_score, test, eng"
 
 
 # ---------------------------------------------------------------------- codecarbon
