@@ -464,3 +464,33 @@ def test_a_vote_through_columns_of_different_units_is_stated_and_the_board_refus
     assert any("'qa' votes through columns of different units (BLEU (0-100), proportion (0-1))" in n for n in notes)
     with pytest.raises(UserError, match="benchmark 'qa' votes through columns of different units"):
         board_scores(table)
+
+
+# ---------------------------------------------------------------------- issue 36: lm-eval 0.3 suites, identities
+def test_03_suites_vote_once_per_benchmark_and_unknown_families_are_stated(tmp_path):
+    """0.3 files of AGIEval and BIG-Bench tasks (the Nous suite's structure): each family is one benchmark; tasks
+    sharing a prefix of no known family (arc_easy, arc_challenge) vote alone, named in a note."""
+    out = tmp_path / "o"
+    out.mkdir()
+    for model, level in (("org/A", 0.6), ("org/B", 0.4)):
+        tasks = {**{f"agieval_{t}": {"acc": level, "acc_norm": level} for t in ("aqua_rat", "logiqa_en", "lsat_ar")},
+                 **{f"bigbench_{t}": {"multiple_choice_grade": level} for t in ("causal_judgement", "navigate")},
+                 "arc_easy": {"acc": level, "acc_norm": level}, "arc_challenge": {"acc": level, "acc_norm": level}}
+        (out / f"{model.replace('/', '_')}.json").write_text(json.dumps(results_03(f"pretrained={model}", tasks)))
+    notes: list[str] = []
+    table = load(out, notes=notes, higher=["multiple_choice_grade"])
+    assert shares(table) == pytest.approx({"agieval": 1.0, "bigbench": 1.0, "arc_easy": 1.0, "arc_challenge": 1.0})
+    assert any("no known task family" in n and "arc: arc_challenge, arc_easy" in n for n in notes)
+
+
+def test_model_args_that_change_nothing_never_split_a_model(tmp_path):
+    """One model run under 0.3 (trust_remote_code=False) and 0.4 (dtype=auto), another under 0.4 without dtype:
+    one row each, no suffix."""
+    out = tmp_path / "o"
+    write_04(out, results_04("org/A", A, model_args="pretrained=org/A,dtype=auto,trust_remote_code=True"))
+    write_04(out, results_04("org/B", B, model_args="pretrained=org/B"))
+    (out / "old.json").write_text(json.dumps(results_03("pretrained=org/A,trust_remote_code=False",
+                                                        {"piqa": {"acc": 0.7, "acc_norm": 0.71}})))
+    table = load(out)
+    assert table.models == ("org/A", "org/B")
+    assert table.values[0, table.names.index("piqa/acc_norm")] == 0.71

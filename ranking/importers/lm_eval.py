@@ -49,8 +49,10 @@ A score that is null, NaN or ``"N/A"`` is missing; one that is no finite number 
   subjects ran; subtasks of several n-shots give ``0+5``), so a 0-shot and a 5-shot run of one model are two
   settings, never one run replacing the other as a duplicate.
 * A model is ``model_name`` (else ``model`` or ``pretrained=`` of the model args) with its model args, less
-  the ones that only say how it ran (:data:`RUNTIME_ARGS`): two runs of one local path with another
-  ``tmix_backend`` or ``dtype`` are two models. Local paths are shown by their last part(s); where two models
+  the ones that only say how it ran (:data:`RUNTIME_ARGS`: ``trust_remote_code``, ``batch_size``, ...) and the
+  ones at a value that changes nothing (:data:`DEFAULT_ARGS`: ``dtype=auto``, ``revision=main``), the same rule for
+  every model and for 0.3 and 0.4 files: two runs of one local path with another ``tmix_backend`` or ``dtype`` are
+  two models. Local paths are shown by their last part(s); where two models
   would show alike, the differing args are added (``v7-1B5-world (tmix_backend=fla)``).
 * Re-runs of one model, task and setting: the newest wins by the file's ``date`` (else the time stamp in its
   name); never by file time. ``on_duplicate="error"`` refuses; so do re-runs that cannot be ordered.
@@ -200,16 +202,32 @@ CONVENTIONS: dict[str, str] = {"truthfulqa": "truthfulqa_mc2"}
 #: Groups that collect separate benchmarks (each member is its own benchmark, with its own vote).
 SUITES: frozenset[str] = frozenset({"leaderboard", "openllm", "tinyBenchmarks", "metabench"})
 
-#: lm-eval 0.3 task families (name prefix → benchmark): 0.3 wrote no groups, so these stand for them. A task
-#: named like the benchmark itself (0.3's ``crows_pairs_english``, the whole set) is its aggregate.
+#: lm-eval 0.3 task families (name prefix → benchmark): 0.3 wrote no groups, so the benchmarks its suites were
+#: made of stand for them, as lm-eval 0.4 groups the same tasks: MMLU (``hendrycksTest-*``), AGIEval
+#: (``agieval_*``), BIG-Bench (``bigbench_*``), BLiMP, arithmetic, CrowS-Pairs, the Pile, multilingual LAMBADA,
+#: ETHICS, MATH (``math_*``), ANLI's rounds and the multilingual sets (XCOPA, XNLI, XStoryCloze, XWinograd,
+#: PAWS-X, MGSM). A task named like the benchmark itself (0.3's ``crows_pairs_english``, the whole set) is its
+#: aggregate. Tasks sharing a prefix of no family here each vote alone, and are named in a note (never guessed:
+#: ``arc_easy`` and ``arc_challenge`` are two benchmarks).
 FAMILIES_03: dict[str, str] = {
     "hendrycksTest-": "hendrycksTest",
+    "agieval_": "agieval",
+    "bigbench_": "bigbench",
     "blimp_": "blimp",
     "crows_pairs_english_": "crows_pairs_english",
     "crows_pairs_french_": "crows_pairs_french",
     "arithmetic_": "arithmetic",
     "pile_": "pile",
     "lambada_openai_mt_": "lambada_openai_mt",
+    "ethics_": "ethics",
+    "math_": "math",
+    "anli_r": "anli",
+    "xcopa_": "xcopa",
+    "xnli_": "xnli",
+    "xstory_cloze_": "xstory_cloze",
+    "xwinograd_": "xwinograd",
+    "pawsx_": "pawsx",
+    "mgsm_": "mgsm",
 }
 
 #: model args that say how a model was run, not which model it is (left out of its identity).
@@ -218,6 +236,11 @@ RUNTIME_ARGS: frozenset[str] = frozenset({
     "device_map_option", "max_memory_per_gpu", "max_cpu_memory", "offload_folder", "low_cpu_mem_usage",
     "gpu_memory_utilization", "tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size",
     "swap_space", "enforce_eager", "max_num_seqs", "num_concurrent", "max_retries", "timeout", "cache_dir",
+})
+#: model args at a value that changes nothing (the default lm-eval and transformers use anyway): left out of
+#: identity, so ``dtype=auto`` (the checkpoint's own dtype) or ``revision=main`` never splits a model.
+DEFAULT_ARGS: frozenset[tuple[str, str]] = frozenset({
+    ("dtype", "auto"), ("torch_dtype", "auto"), ("revision", "main"), ("peft", "None"), ("delta", "None"),
 })
 NAME_ARGS = ("pretrained", "model", "path")
 
@@ -354,7 +377,8 @@ class Identity(NamedTuple):
 
 def identity_of(doc: Mapping[str, Any], path: Path) -> Identity:
     """The model a results file is about: ``model_name`` (else ``model``, else the name args, else the folder)
-    with its model args less :data:`RUNTIME_ARGS`."""
+    with its model args less :data:`RUNTIME_ARGS` (how it ran) and :data:`DEFAULT_ARGS` (a default's value), the same
+    rule for every model and both lm-eval versions."""
     args = _args(doc)
     name = None
     for candidate in (doc.get("model_name"), doc.get("model")):
@@ -364,7 +388,8 @@ def identity_of(doc: Mapping[str, Any], path: Path) -> Identity:
     if name is None:
         name = next((args[k] for k in (*NAME_ARGS, "load") if args.get(k)), None) or path.parent.name
     kept = tuple(sorted((k, v) for k, v in args.items()
-                        if k not in RUNTIME_ARGS and not (k in (*NAME_ARGS, "load") and v.rstrip("/") == name.rstrip("/"))))
+                        if k not in RUNTIME_ARGS and (k, v) not in DEFAULT_ARGS
+                        and not (k in (*NAME_ARGS, "load") and v.rstrip("/") == name.rstrip("/"))))
     return Identity(name.rstrip("/") if _is_path(name) and name != "/" else name, kept)
 
 
@@ -645,16 +670,24 @@ def _parents(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], options: Opti
     """task → its group, from every file's ``group_subtasks`` (0.3: :data:`FAMILIES_03`); a task that files put
     in different groups gets the first by name (noted)."""
     found: dict[str, set[str]] = {}
+    alone: dict[str, set[str]] = {}  # 0.3 tasks of no family, by the prefix they share
     for _, doc, old in docs:
         if old:
             for task in doc["results"]:
-                for prefix, family in FAMILIES_03.items():
-                    if str(task).startswith(prefix):
-                        found.setdefault(str(task), set()).add(family)
+                family = next((f for prefix, f in FAMILIES_03.items() if str(task).startswith(prefix)), None)
+                if family is not None:
+                    found.setdefault(str(task), set()).add(family)
+                elif re.search(r"[_-]", str(task)):
+                    alone.setdefault(re.split(r"[_-]", str(task))[0], set()).add(str(task))
         for group, subs in (doc.get("group_subtasks") or {}).items():
             for sub in subs or ():
                 if str(sub) != str(group):
                     found.setdefault(str(sub), set()).add(str(group))
+    shared = {p: ts for p, ts in alone.items() if len(ts) > 1}
+    if shared:
+        _note(options, "lm-eval: lm-eval 0.3 tasks sharing a name prefix that is no known task family (FAMILIES_03) "
+                       "each vote as their own benchmark: " + "; ".join(
+                           f"{p}: {_listed(sorted(ts), 3)}" for p, ts in sorted(shared.items())[:4]), "vote", ranks=True)
     parent = {task: sorted(groups)[0] for task, groups in found.items()}
     children: dict[str, list[str]] = {}
     for task, group in parent.items():
