@@ -400,7 +400,7 @@ def test_open_llm_leaderboard_round_trips(tmp_path, capsys):
 def test_open_llm_leaderboard_wrong_file(tmp_path, capsys):
     (tmp_path / "x.csv").write_text("name,score\na,1\n")
     code, _, err = vnr(capsys, "import", "open-llm-leaderboard", tmp_path / "x.csv", "-o", tmp_path / "res")
-    assert code == 2 and err.count("\n") == 1 and "no model column (fullname or eval_name)" in err
+    assert code == 2 and err.count("\n") == 1 and "no model column (fullname or eval_name or Model)" in err
 
 
 # ---------------------------------------------------------------------- HELM

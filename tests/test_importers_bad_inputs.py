@@ -433,10 +433,10 @@ def leaderboard(*rows: str) -> str:
 
 
 def test_open_llm_a_cell_that_is_no_number_is_refused(capsys):
-    """`40%` in every benchmark used to leave all six columns out, exit 0."""
-    leaderboard("org/a,bf16,40%,30%,10%,5%,7%,20%,18.7,2024-06-12", "org/b,bf16,41,31,11,6,8,21,19.7,2024-06-12")
+    """`40%x` in every benchmark used to leave all six columns out, exit 0 (`40 %`, the page's way, is 40)."""
+    leaderboard("org/a,bf16,40%x,30%,10%,5%,7%,20%,18.7,2024-06-12", "org/b,bf16,41,31,11,6,8,21,19.7,2024-06-12")
     assert refused(capsys, "open-llm-leaderboard", "contents.csv") == (
-        "contents.csv: line 2, model 'org/a', column 'IFEval' is '40%', not a number (leave it empty for a missing "
+        "contents.csv: line 2, model 'org/a', column 'IFEval' is '40%x', not a number (leave it empty for a missing "
         "score)")
 
 
