@@ -159,7 +159,7 @@ def test_other_n_shot_runs_are_their_own_columns_and_never_dropped(folder, capsy
                             "settings, one column per setting (sharing the task's vote) — n_shot=0: org/A, org/B, "
                             "org/C; n_shot=5: org/A") for n in notes), notes
     code, _, err = vnr(capsys, "import", "lm-eval", folder, "-o", tmp_path / "res")
-    assert code == 0 and "changes the ranking — settings (1)" in err
+    assert code == 0 and "changes the ranking — settings (2)" in err
 
 
 def test_identity_is_the_model_name_and_its_model_args(tmp_path):
@@ -359,6 +359,8 @@ def test_a_groups_n_shot_is_its_subtasks_so_0_and_5_shot_mmlu_never_share_a_colu
     assert dict(crit["mmlu/acc@5-shot"].settings)["n_shot"] == 5
     assert dict(crit["mmlu/acc@0-shot"].settings)["n_shot"] == 0
     assert not any("duplicate" in n or "appear" in n for n in notes), notes
+    assert any("group row(s) take the n-shot their subtasks ran with" in n and "mmlu (5-shot, not 0)" in n
+               for n in notes), notes
     for model, scores in (("org/A", A), ("org/B", B)):
         i = table.model_index(model)
         zero = (scores["mmlu_anatomy"] * 135 + scores["mmlu_astronomy"] * 152 + scores["mmlu_formal_logic"] * 126) / 413

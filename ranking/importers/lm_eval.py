@@ -551,8 +551,9 @@ def _setting(doc: Mapping[str, Any], task: str, old: bool, leaves: Sequence[str]
     return _settings(doc, old)(task, leaves)
 
 
-def _settings(doc: Mapping[str, Any], old: bool) -> Any:
-    """:func:`_setting` of one file, its file-wide parts read once: ``(task, leaves) → settings``."""
+def _settings(doc: Mapping[str, Any], old: bool, overridden: list[str] | None = None) -> Any:
+    """:func:`_setting` of one file, its file-wide parts read once: ``(task, leaves) → settings`` (``overridden``
+    receives ``group (n-shot)`` where the subtasks' n-shot replaces another the file gives the group)."""
     config = doc.get("config") or {}
     shots = doc.get("n-shot") or {}
     versions = doc.get("versions") or {}
@@ -582,6 +583,9 @@ def _settings(doc: Mapping[str, Any], old: bool) -> Any:
             found = {_shot(x) for t in leaves if (x := shots.get(t)) is not None} if leaves else None
             if found:
                 shot = found.pop() if len(found) == 1 else "+".join(str(x) for x in sorted(found, key=str))
+                own = shots.get(task)
+                if overridden is not None and own is not None and _shot(own) != shot:
+                    overridden.append(f"{task} ({shot}-shot, not {own})")
             else:
                 shot = shots.get(task)
                 if shot is None:
@@ -683,6 +687,17 @@ def _parents(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], options: Opti
             for sub in subs or ():
                 if str(sub) != str(group):
                     found.setdefault(str(sub), set()).add(str(group))
+    families: dict[str, int] = {}
+    for _, doc, old in docs:
+        if old:
+            for task in doc["results"]:
+                family = next((f for prefix, f in FAMILIES_03.items() if str(task).startswith(prefix)), None)
+                if family is not None and str(task) != family:
+                    families[family] = families.get(family, 0) + 1
+    if families:
+        _note(options, "lm-eval: lm-eval 0.3 tasks grouped into their benchmark by name (FAMILIES_03), one vote "
+                       "each: " + _listed([f"{f} ({n} runs)" for f, n in sorted(families.items())], 4), "vote",
+              ranks=True)
     shared = {p: ts for p, ts in alone.items() if len(ts) > 1}
     if shared:
         _note(options, "lm-eval: lm-eval 0.3 tasks sharing a name prefix that is no known task family (FAMILIES_03) "
@@ -931,11 +946,12 @@ def _runs(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], parent: Mapping[
     runs: list[Run] = []
     placeholders: list[str] = []
     leaves_of: dict[str, list[str]] = {}
+    overridden: list[str] = []
     for f, doc, old in docs:
         model = identity_of(doc, f)
         stamp, precision = stamp_of(doc, f), _precision(doc, model)
         hib = stated_directions(doc)
-        setting_of = _settings(doc, old)
+        setting_of = _settings(doc, old, overridden)
         for task, metrics in doc["results"].items():
             task = str(task)
             scores = task_scores(metrics, f, model.name, task, old, options, placeholders)
@@ -947,6 +963,10 @@ def _runs(docs: Sequence[tuple[Path, Mapping[str, Any], bool]], parent: Mapping[
             runs.append(Run(model, task, setting_of(task, leaves), scores, f, stamp,
                             _group_directions(hib, task, leaves, {m for m, _ in scores}) if leaves
                             else hib.get(task) or {}, precision))
+    if overridden:
+        _note(options, f"lm-eval: {len(overridden)} group row(s) take the n-shot their subtasks ran with, not the one "
+                       f"the file gives the group (lm-eval writes 0 for a group): {_listed(sorted(set(overridden)), 3)}",
+              "settings", ranks=True)
     if placeholders:
         _note(options, f"lm-eval: {len(placeholders)} RULER score(s) of -1 (no sample of that context length) "
                        f"imported as missing: {_listed(sorted(set(placeholders)), 3)}", "placeholder", ranks=True)
@@ -1076,6 +1096,11 @@ def read(paths: Sequence[Path], options: Options) -> Any:
         by_key.setdefault((run.model, run.task, run.setting), []).append(run)
     # every file's model, the ones without any score too (assemble names them in a note)
     models = sorted({identity_of(doc, f) for f, doc, _ in docs}, key=lambda i: (i.name, i.args))
+    defaults = sorted({f"{k}={v}" for _, doc, _ in docs for k, v in _args(doc).items() if (k, v) in DEFAULT_ARGS})
+    if defaults:
+        _note(options, f"lm-eval: model args at a value that changes nothing ({', '.join(defaults)}) are left out of "
+                       "every model's identity, as the runtime ones (trust_remote_code, batch_size, ...) are",
+              "identity", ranks=True)
     names = display_names(models)
     _note_identities(models, names, options)
     collected: list[tuple[str, str, str, list[str], str]] = []
@@ -1142,7 +1167,13 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     reported: dict[str, set[str]] = {}
     for r in kept:
         reported.setdefault(r.task, set()).update(m for m, _ in r.scores)
-    details = {k: secondary(v, k[0]) | carried(v, _leaves(k[0], children), reported) for k, v in keys_of.items()}
+    carried_of = {k: carried(v, _leaves(k[0], children), reported) for k, v in keys_of.items()}
+    details = {k: secondary(v, k[0]) | carried_of[k] for k, v in keys_of.items()}
+    demoted = sorted({f"{task}: {', '.join(sorted({m for m, _ in keys}))}" for (task, _), keys in carried_of.items()
+                      if keys})
+    if demoted:
+        _note(options, "lm-eval: group rows carry metrics of only some of their subtasks (beside metrics of more of "
+                       "them): kept as details, not the group's vote — " + _listed(demoted, 2), "vote", ranks=True)
     voters = {b: t for b, t in CONVENTIONS.items() if t in reported and benchmark_of(t, parent) == b}
     criteria = []
     unstated: list[tuple[str, str, Path]] = []
