@@ -1110,8 +1110,12 @@ def read(paths: Sequence[Path], options: Options) -> Any:
 
     # one column per task × metric × filter × setting; the setting named only where a task has several
     settings_of: dict[str, dict[tuple[tuple[str, Any], ...], set[str]]] = {}
+    shown_of: dict[int, str] = {}  # id(a run's Identity) → its row name (runs of one file share one Identity)
     for r in kept:
-        settings_of.setdefault(r.task, {}).setdefault(r.setting, set()).add(names[r.model])
+        shown = shown_of.get(id(r.model))
+        if shown is None:
+            shown = shown_of[id(r.model)] = names[r.model]
+        settings_of.setdefault(r.task, {}).setdefault(r.setting, set()).add(shown)
     _note_settings(settings_of, options)
     columns: dict[tuple[str, str, str, tuple[tuple[str, Any], ...]], Column] = {}
     scores: dict[str, dict[str, float]] = {names[m]: {} for m in models}
@@ -1126,7 +1130,8 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     named: dict[tuple[str, Any], dict[tuple[str, str], str]] = {}  # (task, setting) → (metric, filter) → column
     for r in kept:
         differ = differs.get(r.task)
-        row, row_errors, flags = scores[names[r.model]], errors.setdefault(names[r.model], {}), r.directions
+        shown = shown_of[id(r.model)]
+        row, row_errors, flags = scores[shown], errors.setdefault(shown, {}), r.directions
         ts = (r.task, r.setting)
         names_of = named.get(ts)
         if names_of is None:
