@@ -7,7 +7,7 @@ and is imported only when used:
 
 * ``helm``: HELM's mean win rate;
 * ``open-llm-leaderboard``: the average of the normalised benchmark scores;
-* ``mteb``: the mean over tasks;
+* ``mteb``: MTEB's English average (the mean over tasks, each on its own split and subset, bitext out);
 * ``lm-eval``: the mean of the benchmark (group) scores as lm-eval computed them.
 
 Each function takes the :class:`~ranking.table.ScoreTable` and returns one score per model

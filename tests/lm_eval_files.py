@@ -1,7 +1,8 @@
 """lm-evaluation-harness result files in the structure its releases write (written here, never copied).
 
 * :func:`results_04`: a 0.4.x ``results_<date>.json`` (keys as 0.4.8 writes them: ``results`` with group rows,
-  ``groups``, ``group_subtasks`` (leaf tasks with ``[]``), ``configs``, ``versions``, ``n-shot``,
+  ``groups``, ``group_subtasks`` (leaf tasks with ``[]``), ``configs``, ``versions``, ``n-shot`` (0 for a group,
+  whatever n-shot its subtasks ran with, as lm-eval writes it),
   ``higher_is_better``, ``n-samples``, ``config`` with ``model_args`` / ``model_dtype``, ``date``, ``model_name``,
   chat-template fields). Group rows are computed as lm-eval's ``aggregate_subtask_metrics`` does: the mean of
   the leaf tasks weighted by their ``n-samples`` (effective), the standard error pooled.
@@ -74,7 +75,7 @@ def results_04(model: str, scores: dict[str, float], *, model_args: str | None =
         "group_subtasks": group_subtasks,
         "configs": {t: {"task": t, "num_fewshot": n_shot, "metadata": {"version": 1.0}} for t in all_tasks},
         "versions": {t: 1.0 for t in all_tasks} | ({"mmlu": 2, "mmlu_stem": 2, "mmlu_humanities": 2} if groups else {}),
-        "n-shot": {t: n_shot for t in all_tasks},
+        "n-shot": {t: n_shot for t in all_tasks} | {g: 0 for g in groups},  # a group's own n-shot: 0, whatever its tasks ran
         "higher_is_better": {t: {m.split(",")[0]: m.split(",")[0] != "perplexity" for m in tasks[t]
                                  if "," in m and "_stderr" not in m}
                              for t in all_tasks} | {g: {"acc": True} for g in groups} | (hib or {}),

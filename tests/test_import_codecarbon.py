@@ -192,3 +192,36 @@ def test_the_readme_example_imports_the_shipped_samples_and_ranks(tmp_path, caps
     np.testing.assert_allclose(table.values[:, table.names.index("duration_s")], [1812.4 + 905.0, 1207.9])
     assert main(["rank", str(out)]) == 0
     assert "distilbert" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------- issues 36 and 38
+#: codecarbon 1.x (2021): no run_id, an experiment_id per tracker (per run), no power or hardware columns
+V1 = ["timestamp", "experiment_id", "project_name", "duration", "emissions", "energy_consumed", "country_name",
+      "country_iso_code", "region", "on_cloud", "cloud_provider", "cloud_region"]
+
+
+def row_1x(run: str, when: str, duration: float, emissions: float, energy: float) -> dict:
+    return {"timestamp": when, "experiment_id": run, "project_name": "codecarbon", "duration": duration,
+            "emissions": emissions, "energy_consumed": energy, "country_name": "France", "country_iso_code": "FRA",
+            "region": "", "on_cloud": "N", "cloud_provider": "", "cloud_region": ""}
+
+
+def test_a_codecarbon_1x_file_is_read_by_run_id_through_its_experiment_id(tmp_path):
+    runs = ("3d0c0253-711f-482e-b2fa-cf009acb467c", "9b1e7c55-0a3e-4a57-8d3e-52c1b0f1e2aa")
+    path = write(tmp_path / "emissions.csv", V1, [row_1x(runs[0], "2021-06-29T10:00:00", 100.0, 0.01, 0.05),
+                                                  row_1x(runs[1], "2021-06-29T11:00:00", 50.0, 0.005, 0.02)])
+    notes: list[str] = []
+    table = read([path], notes, codecarbon_key="run_id")
+    assert table.models == runs
+    np.testing.assert_allclose(table.values, [[0.05, 0.01, 100.0], [0.02, 0.005, 50.0]])
+    assert any("codecarbon 1.x" in n and "experiment_id" in n for n in notes)
+
+
+def test_one_file_given_twice_counts_once(tmp_path, capsys):
+    path = write(tmp_path / "bert" / "emissions.csv", V2,
+                 [row(V2, "glue-bert", "r1", "2024-04-13T21:30:53", 100.0, 0.01, 0.05)])
+    for key in ("file", "project_name", "run_id"):
+        notes: list[str] = []
+        table = read([path, path, tmp_path / "bert"], notes, codecarbon_key=key)
+        np.testing.assert_allclose(table.values, [[0.05, 0.01, 100.0]])
+        assert any("given more than once: read once" in n for n in notes)

@@ -348,3 +348,33 @@ def test_readme_example_imports_and_ranks_the_samples(tmp_path, monkeypatch, cap
     assert main(["rank", "results/imported/helm"]) == 0
     out = capsys.readouterr().out
     assert "Gamma (70B)" in out
+
+
+# ---------------------------------------------------------------------- issue 36
+def test_run_folders_without_summary_name_helm_summarize(tmp_path, capsys):
+    """A suite folder as helm-run writes it (runs/<suite>/<run>/run_spec.json, stats.json, ...), no groups/."""
+    suite = tmp_path / "benchmark_output" / "runs" / "v1"
+    run = suite / "mmlu:subject=anatomy,method=multiple_choice_joint,model=org_m"
+    run.mkdir(parents=True)
+    for name in ("run_spec.json", "stats.json", "per_instance_stats.json", "scenario_state.json"):
+        (run / name).write_text("{}" if name == "run_spec.json" else "[]")
+    for given in (suite, run, run / "stats.json"):
+        code = main(["import", "helm", str(given), "-o", str(tmp_path / "res")])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "`helm-summarize --suite v1`" in err, err
+
+
+def test_bbq_subject_all_is_the_group_column_not_a_second_one(tmp_path):
+    """HELM's bbq.json holds the scenario table and a 'subject: all' table of the same scores."""
+    doc = json.loads((REPO / "configs/import_samples/helm/bbq.json").read_text())
+    whole = json.loads(json.dumps(doc[1]))  # a sub-scenario table (its rows link to their runs)
+    whole["title"] = "subject: all"
+    for row, aggregate in zip(whole["rows"], doc[0]["rows"]):
+        row[1]["value"] = aggregate[1]["value"]
+    path = tmp_path / "bbq.json"
+    path.write_text(json.dumps([doc[0], whole, *doc[1:]]))
+    notes: list[str] = []
+    table = ranking.load_table(path, format="helm", note=notes.append)
+    assert not any("[subject: all]" in n for n in table.names), table.names
+    assert len(table.names) == len(ranking.load_table(REPO / "configs/import_samples/helm/bbq.json", format="helm",
+                                                      note=None).names)

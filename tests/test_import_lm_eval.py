@@ -159,7 +159,7 @@ def test_other_n_shot_runs_are_their_own_columns_and_never_dropped(folder, capsy
                             "settings, one column per setting (sharing the task's vote) — n_shot=0: org/A, org/B, "
                             "org/C; n_shot=5: org/A") for n in notes), notes
     code, _, err = vnr(capsys, "import", "lm-eval", folder, "-o", tmp_path / "res")
-    assert code == 0 and "changes the ranking — settings (1)" in err
+    assert code == 0 and "changes the ranking — settings (2)" in err
 
 
 def test_identity_is_the_model_name_and_its_model_args(tmp_path):
@@ -338,3 +338,161 @@ def test_the_sample_group_rows_are_lm_evals_formula():
         for _, _, given, recomputed in group_parity(doc):
             assert recomputed == pytest.approx(given, abs=1e-12)
         assert set(leaves("mmlu", MMLU)) <= set(doc["results"])
+
+
+# ---------------------------------------------------------------------- issue 36: a group's settings are its runs'
+def test_a_groups_n_shot_is_its_subtasks_so_0_and_5_shot_mmlu_never_share_a_column(tmp_path, capsys):
+    """lm-eval writes n-shot 0 for MMLU whatever its subjects ran with. Models A and B ran MMLU 0-shot and (later)
+    5-shot, C only 5-shot: the 5-shot group rows are the 5-shot column, each model's 0-shot run is kept beside
+    it (never an 'older duplicate'), and a column's vote and its subtasks come from one run."""
+    out = tmp_path / "o"
+    for k, (model, scores) in enumerate((("org/A", A), ("org/B", B), ("org/C", C))):
+        five = {t: v + 0.05 for t, v in scores.items()}
+        if model != "org/C":
+            write_04(out, results_04(model, scores, n_shot=0, date=1740964420.0 + k), stamp=f"2025-03-0{k + 1}T00-00-00")
+        write_04(out, results_04(model, five, n_shot=5, date=1741964420.0 + k), stamp=f"2025-03-1{k + 1}T00-00-00")
+    doc = json.loads(next((out / "org__C").glob("*.json")).read_text())
+    assert doc["n-shot"]["mmlu"] == 0 and doc["n-shot"]["mmlu_anatomy"] == 5  # the structure of lm-eval's files
+    notes: list[str] = []
+    table = load(out, notes=notes)
+    crit = {c.name: c for c in table.criteria}
+    assert dict(crit["mmlu/acc@5-shot"].settings)["n_shot"] == 5
+    assert dict(crit["mmlu/acc@0-shot"].settings)["n_shot"] == 0
+    assert not any("duplicate" in n or "appear" in n for n in notes), notes
+    assert any("group row(s) take the n-shot their subtasks ran with" in n and "mmlu (5-shot, not 0)" in n
+               for n in notes), notes
+    for model, scores in (("org/A", A), ("org/B", B)):
+        i = table.model_index(model)
+        zero = (scores["mmlu_anatomy"] * 135 + scores["mmlu_astronomy"] * 152 + scores["mmlu_formal_logic"] * 126) / 413
+        assert table.values[i, table.names.index("mmlu/acc@0-shot")] == pytest.approx(zero, abs=1e-12)
+        assert table.values[i, table.names.index("mmlu/acc@5-shot")] == pytest.approx(zero + 0.05, abs=1e-12)
+        assert table.values[i, table.names.index("mmlu_anatomy/acc@0-shot")] == scores["mmlu_anatomy"]
+    c = table.model_index("org/C")
+    assert np.isnan(table.values[c, table.names.index("mmlu/acc@0-shot")])
+    assert crit["mmlu/acc@5-shot"].aggregate and crit["mmlu/acc@0-shot"].aggregate
+
+
+def test_directions_stated_only_in_configs_metric_list_are_read_and_every_unstated_metric_is_named_once(
+        tmp_path, capsys):
+    """Some lm-eval 0.4 versions state higher_is_better only inside configs.<task>.metric_list (a task's
+    metric_list entries: metric, aggregation, higher_is_better); a group's metric takes its subtasks' direction.
+    Metrics nobody states are all named in one refusal with the one option that imports them."""
+    out = tmp_path / "o"
+    for k, (model, level) in enumerate((("org/A", 0.6), ("org/B", 0.4))):
+        extra = {"sumtask": {"alias": "sumtask", "coherence,none": level, "brevity_penalty,none": 1 - level},
+                 "gen_a": {"alias": "gen_a", "novelty,none": level}, "gen_b": {"alias": "gen_b", "novelty,none": level},
+                 "gens": {"alias": "gens", "novelty,none": level},
+                 "odd": {"alias": "odd", "zeta,none": level, "omega,none": level}}
+        doc = results_04(model, {"arc_easy": level, "arc_easy_norm": level}, extra=extra, date=1740964420.0 + k)
+        doc["group_subtasks"] |= {"gens": ["gen_a", "gen_b"]}
+        for t in extra:
+            doc["higher_is_better"].pop(t, None)
+        doc["configs"]["sumtask"]["metric_list"] = [
+            {"metric": "coherence", "aggregation": "mean", "higher_is_better": True},
+            {"metric": "brevity_penalty", "aggregation": "mean", "higher_is_better": False}]
+        for t in ("gen_a", "gen_b"):
+            doc["configs"][t]["metric_list"] = [{"metric": "novelty", "aggregation": "mean", "higher_is_better": True}]
+        write_04(out, doc)
+    code, _, err = vnr(capsys, "import", "lm-eval", out, "-o", tmp_path / "res")
+    assert code == 2 and err.count("\n") == 1
+    assert "2 metrics have no stated direction" in err and "omega (task odd" in err and "zeta (task odd" in err
+    assert "--higher omega,zeta " in err and "coherence" not in err and "novelty" not in err
+    table = load(out, higher=["omega"], lower=["zeta"])
+    crit = {c.name: c for c in table.criteria}
+    assert crit["sumtask/coherence"].direction == "higher" and crit["sumtask/brevity_penalty"].direction == "lower"
+    assert crit["gens/novelty"].direction == "higher" and crit["odd/zeta"].direction == "lower"
+
+
+# ---------------------------------------------------------------------- issue 36: one scale per vote
+def truthfulqa(level: float, group: str = "truthfulqa") -> dict[str, dict]:
+    """TruthfulQA as lm-eval 0.4.0-0.4.2 writes it: mc1 and mc2 report ``acc`` (0-1), the generative task BLEU and
+    ROUGE (max 0-100, acc 0-1, diff -100..100); the group row carries the mean ``acc`` beside all 12 of them."""
+    gen = {f"{s}_{k},none": (40 * level if k == "max" else level if k == "acc" else 10 * level - 5)
+           for s in ("bleu", "rouge1", "rouge2", "rougeL") for k in ("max", "acc", "diff")}
+    mc1, mc2 = {"acc,none": level - 0.1, "acc_stderr,none": 0.015}, {"acc,none": level, "acc_stderr,none": 0.014}
+    row = {"alias": group, "acc,none": (mc1["acc,none"] + mc2["acc,none"]) / 2, "acc_stderr,none": 0.01, **gen}
+    return {group: row, f"{group}_gen": {"alias": " - gen", **gen}, f"{group}_mc1": {"alias": " - mc1", **mc1},
+            f"{group}_mc2": {"alias": " - mc2", **mc2}}
+
+
+def write_truthfulqa(out: Path, group: str = "truthfulqa") -> None:
+    for k, (model, level) in enumerate((("org/A", 0.55), ("org/B", 0.45), ("org/C", 0.35))):
+        doc = results_04(model, {"arc_easy": 0.5 + k / 10, "arc_easy_norm": 0.45 + k / 10},
+                         extra=truthfulqa(level, group), date=1740964420.0 + k)
+        doc["group_subtasks"] |= {group: [f"{group}_gen", f"{group}_mc1", f"{group}_mc2"]}
+        write_04(out, doc)
+
+
+def test_truthfulqa_votes_through_mc2_and_its_bleu_rouge_never_share_the_vote(tmp_path, capsys):
+    """Real class: lm-eval 0.4 files of the Open LLM Leaderboard suite. Before, 13 columns (acc and the generative
+    task's BLEU/ROUGE, 0-100) shared TruthfulQA's vote and --board averaged them with proportions."""
+    write_truthfulqa(tmp_path / "o")
+    notes: list[str] = []
+    table = load(tmp_path / "o", notes=notes)
+    w = vote_weights(table.criteria, "benchmark")
+    voting = {c.name: float(x) for c, x in zip(table.criteria, w) if x > 0}
+    assert voting == {"arc_easy/acc_norm": 1.0, "truthfulqa_mc2/acc": 1.0}
+    assert sum(c.benchmark == "truthfulqa" for c in table.criteria) == 13 + 1 + 12 + 1
+    assert any("'truthfulqa' votes through 'truthfulqa_mc2'" in n for n in notes)
+    np.testing.assert_allclose(board_scores(table), [(0.45 + 0.55) / 2, (0.55 + 0.45) / 2, (0.65 + 0.35) / 2],
+                               atol=1e-12)
+    code, out, err = vnr(capsys, "import", "lm-eval", tmp_path / "o", "-o", tmp_path / "res")
+    assert code == 0, err
+    code, out, err = vnr(capsys, "rank", tmp_path / "res", "--board", "--format", "csv")
+    assert code == 0, err
+
+
+def test_a_group_row_votes_through_the_metric_most_of_its_subtasks_report(tmp_path):
+    """The same structure under another name (no suite convention): the group row's acc (of two subtasks) votes,
+    the BLEU/ROUGE it carries from its one generative subtask are details."""
+    write_truthfulqa(tmp_path / "o", group="tqa")
+    table = load(tmp_path / "o")
+    w = vote_weights(table.criteria, "benchmark")
+    assert {c.name for c, x in zip(table.criteria, w) if x > 0} == {"arc_easy/acc_norm", "tqa/acc"}
+    crit = {c.name: c for c in table.criteria}
+    assert crit["tqa/acc"].aggregate and crit["tqa/bleu_max"].detail and crit["tqa/bleu_max"].unit == "BLEU (0-100)"
+
+
+def test_a_vote_through_columns_of_different_units_is_stated_and_the_board_refuses_it(tmp_path):
+    out = tmp_path / "o"
+    for k, (model, level) in enumerate((("org/A", 0.6), ("org/B", 0.4))):
+        extra = {"qa": {"alias": "qa", "acc,none": level, "bleu_max,none": 50 * level},
+                 "qa_mc": {"alias": "qa_mc", "acc,none": level}, "qa_gen": {"alias": "qa_gen", "bleu_max,none": 50 * level}}
+        doc = results_04(model, {"arc_easy": level, "arc_easy_norm": level}, extra=extra, date=1740964420.0 + k)
+        doc["group_subtasks"] |= {"qa": ["qa_mc", "qa_gen"]}
+        write_04(out, doc)
+    notes: list[str] = []
+    table = load(out, notes=notes)
+    assert any("'qa' votes through columns of different units (BLEU (0-100), proportion (0-1))" in n for n in notes)
+    with pytest.raises(UserError, match="benchmark 'qa' votes through columns of different units"):
+        board_scores(table)
+
+
+# ---------------------------------------------------------------------- issue 36: lm-eval 0.3 suites, identities
+def test_03_suites_vote_once_per_benchmark_and_unknown_families_are_stated(tmp_path):
+    """0.3 files of AGIEval and BIG-Bench tasks (the Nous suite's structure): each family is one benchmark; tasks
+    sharing a prefix of no known family (arc_easy, arc_challenge) vote alone, named in a note."""
+    out = tmp_path / "o"
+    out.mkdir()
+    for model, level in (("org/A", 0.6), ("org/B", 0.4)):
+        tasks = {**{f"agieval_{t}": {"acc": level, "acc_norm": level} for t in ("aqua_rat", "logiqa_en", "lsat_ar")},
+                 **{f"bigbench_{t}": {"multiple_choice_grade": level} for t in ("causal_judgement", "navigate")},
+                 "arc_easy": {"acc": level, "acc_norm": level}, "arc_challenge": {"acc": level, "acc_norm": level}}
+        (out / f"{model.replace('/', '_')}.json").write_text(json.dumps(results_03(f"pretrained={model}", tasks)))
+    notes: list[str] = []
+    table = load(out, notes=notes, higher=["multiple_choice_grade"])
+    assert shares(table) == pytest.approx({"agieval": 1.0, "bigbench": 1.0, "arc_easy": 1.0, "arc_challenge": 1.0})
+    assert any("no known task family" in n and "arc: arc_challenge, arc_easy" in n for n in notes)
+
+
+def test_model_args_that_change_nothing_never_split_a_model(tmp_path):
+    """One model run under 0.3 (trust_remote_code=False) and 0.4 (dtype=auto), another under 0.4 without dtype:
+    one row each, no suffix."""
+    out = tmp_path / "o"
+    write_04(out, results_04("org/A", A, model_args="pretrained=org/A,dtype=auto,trust_remote_code=True"))
+    write_04(out, results_04("org/B", B, model_args="pretrained=org/B"))
+    (out / "old.json").write_text(json.dumps(results_03("pretrained=org/A,trust_remote_code=False",
+                                                        {"piqa": {"acc": 0.7, "acc_norm": 0.71}})))
+    table = load(out)
+    assert table.models == ("org/A", "org/B")
+    assert table.values[0, table.names.index("piqa/acc_norm")] == 0.71

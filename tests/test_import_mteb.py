@@ -83,20 +83,29 @@ def test_files_before_1_11_are_read_as_mteb_reads_them(tmp_path):
     notes: list[str] = []
     table = read([root], notes)
     assert table.models == ("org/other", "sentence-transformers/all-MiniLM-L6-v2")
-    assert table.names == ("MassiveScenarioClassification", "NorwegianParliamentClassification")  # renamed as mteb does
-    np.testing.assert_allclose(table.values, [[0.575, 0.6], [(0.7576 + 0.4701 + 0.4467 + 0.4293) / 4, 0.548]])
+    voting = [c.name for c in table.criteria if not c.detail]
+    assert voting == ["MassiveScenarioClassification", "NorwegianParliamentClassification"]  # renamed as mteb does
+    assert table.names[1:4] == tuple(f"MassiveScenarioClassification [{s}]" for s in ("da", "nb", "sv"))
+    j, k = table.names.index("MassiveScenarioClassification"), table.names.index("NorwegianParliamentClassification")
+    np.testing.assert_allclose(table.values[:, [j, k]], [[0.8, 0.6], [0.7576, 0.548]])  # the English subset votes
     assert "mteb: read 2 task file(s) in the format before mteb 1.11 (as mteb's own loader reads them)" in notes
 
 
-def test_an_old_file_without_main_score_is_missing_with_a_note(tmp_path):
+def test_an_old_file_without_main_score_takes_its_types_main_metric(tmp_path):
+    """Issue 36: early mteb wrote main_score for classification only; mteb's loader takes the main metric the task
+    declares (here accuracy); a file with neither leaves the score missing."""
     root = tmp_path / "results"
-    write(root, "a", "r", "T", old_flat("T", 0.7, main=False))
-    write(root, "b", "r", "T", old_flat("T", 0.6))
-    write(root, "a", "r", "U", old_flat("U", 0.5))
-    write(root, "b", "r", "U", old_flat("U", 0.4))
+    write(root, "a", HASH, "T", old_flat("T", 0.7, main=False))
+    write(root, "b", HASH, "T", old_flat("T", 0.6))
+    write(root, "a", HASH, "U", old_flat("U", 0.5))
+    write(root, "b", HASH, "U", old_flat("U", 0.4))
     notes: list[str] = []
     table = read([root], notes)
-    np.testing.assert_array_equal(table.values, [[np.nan, 0.5], [0.6, 0.4]])
+    np.testing.assert_array_equal(table.values, [[0.7, 0.5], [0.6, 0.4]])
+    assert any("main metric mteb declares for the task's type" in n for n in notes)
+    write(root, "a", HASH, "T", {"mteb_dataset_name": "T", "test": {"custom": 0.7}})
+    notes = []
+    np.testing.assert_array_equal(read([root], notes).values, [[np.nan, 0.5], [0.6, 0.4]])
     assert any(n.startswith("mteb: left missing 1 task score(s) with a subset that has no main_score") and "a T (default)"
                in n for n in notes)
 
@@ -134,16 +143,16 @@ def test_reruns_are_decided_by_the_files_own_date_never_file_times(tmp_path):
     assert read([a, b]).values[0, 0] == 0.59
 
 
-def test_every_mismatched_task_is_named_in_one_message(tmp_path):
+def test_every_task_without_a_common_subset_is_named_in_one_message(tmp_path):
     root = tmp_path / "m"
     for task in ("T", "U", "V"):
-        write(root, "A", "r", task, new_file(task, {"eng": 0.5}))
-        write(root, "B", "r", task, new_file(task, {"eng": 0.5, "deu": 0.6} if task != "V" else {"eng": 0.4}))
+        write(root, "A", "r", task, new_file(task, {"fra": 0.5, "ita": 0.5}))
+        write(root, "B", "r", task, new_file(task, {"deu": 0.5, "spa": 0.6} if task != "V" else {"fra": 0.4, "x": 1}))
     with pytest.raises(UserError) as err:
         read([root])
     message = str(err.value)
-    assert "\n" not in message and message.startswith("2 MTEB tasks are scored on different splits or subsets")
-    assert "'T': A is scored on test, subsets eng" in message and "'U': A is scored on test, subsets eng" in message
+    assert "\n" not in message and message.startswith("2 MTEB tasks are scored on no common split or subset")
+    assert "'T': A is scored on subsets fra, ita" in message and "'U': A is scored on subsets fra, ita" in message
     assert "'V'" not in message
 
 
@@ -178,21 +187,23 @@ def test_a_score_beyond_100_is_out_of_range(tmp_path):
 def test_each_task_is_one_benchmark_voting_once(tmp_path):
     root = tmp_path / "m"
     write(root, "A", "r", "T", new_file("T", {"eng": 0.5, "deu": 0.7}))
-    crit = read([root]).criteria[0]
+    crit = read([root]).criterion("T")
     assert (crit.benchmark, crit.task, crit.metric, dict(crit.settings), crit.range, crit.detail) == (
-        "T", "T", "main_score", {"split": "test", "subsets": 2}, (-1.0, 1.0), False)
+        "T", "T", "main_score", {"split": "test", "subsets": "eng", "type": "Classification"}, (-1.0, 1.0), False)
+    assert read([root]).criterion("T [deu]").detail
 
 
 def test_board_parity_mean_over_tasks(tmp_path):
-    """MTEB's mean over tasks: each task's get_score() (the mean of its subsets' main_score), then their mean."""
+    """MTEB's mean over tasks: each task's score on its own subset (English where it has one; else the mean of the
+    subsets every model has), then their mean."""
     root = tmp_path / "m"
-    files = {("A", "T"): {"eng": 0.5, "deu": 0.7}, ("A", "U"): {"default": 0.9},
-             ("B", "T"): {"eng": 0.4, "deu": 0.4}, ("B", "U"): {"default": 0.3}}
+    files = {("A", "T"): {"eng": 0.5, "deu": 0.7}, ("A", "U"): {"fra": 0.9, "ita": 0.7},
+             ("B", "T"): {"eng": 0.4, "deu": 0.4}, ("B", "U"): {"fra": 0.3, "ita": 0.2}}
     for (model, task), subsets in files.items():
         write(root, model, "r", task, new_file(task, subsets))
     write(root, "C", "r", "T", new_file("T", {"eng": 0.1, "deu": 0.2}))  # no U: the board gives no mean
     table = read([root])
-    expected = [np.mean([np.mean(list(files[m, t].values())) for t in ("T", "U")]) for m in ("A", "B")]
+    expected = [np.mean([files[m, "T"]["eng"], np.mean(list(files[m, "U"].values()))]) for m in ("A", "B")]
     np.testing.assert_allclose(mteb.board_scores(table)[:2], expected, rtol=0, atol=1e-15)
     assert np.isnan(mteb.board_scores(table)[2])
 
@@ -207,8 +218,8 @@ def test_the_readme_example_imports_the_shipped_sample_and_ranks(tmp_path, capsy
     assert code == 0, err
     table = ranking.load_table(out)
     assert table.models == ("demo-org/mini-embed", "demo-org/old-embed") and table.board == "mteb"
-    np.testing.assert_allclose(board_scores(table), [(0.80 + (0.76 + 0.47) / 2 + 0.55) / 3,
-                                                     (0.73 + (0.70 + 0.41) / 2 + 0.52) / 3])
+    np.testing.assert_allclose(board_scores(table), [(0.80 + 0.76 + 0.55) / 3,  # MassiveScenario: its en subset
+                                                     (0.73 + 0.70 + 0.52) / 3])
     assert main(["rank", str(out), "--board"]) == 0
     assert "demo-org/mini-embed" in capsys.readouterr().out
 
@@ -221,3 +232,92 @@ def test_an_old_task_name_in_another_case_shares_the_newer_files_column(tmp_path
     write(root, "org__b", "r", "SCIDOCS", new_file("SCIDOCS", {"default": 0.21}))
     table = read([root])
     assert table.names == ("SCIDOCS",) and table.values[:, 0].tolist() == [0.21, 0.1968]
+
+
+# ---------------------------------------------------------------------- issue 36: MTEB as mteb computes it
+def paper_files(root: Path, model: str, level: float) -> dict[str, float]:
+    """A model's folder in the MTEB paper's layout (embeddings-benchmark/mtebpaper results/<model>/<Task>.json,
+    mteb 0.0.2): main_score only in classification files (AmazonCounterfactual's holds ap there), every other
+    type's metrics as early mteb wrote them, MSMARCO on dev and test, CQADupstack's subforums beside their merged
+    file, a bitext task. Returns each task's declared main score (what the paper averages)."""
+    folder = root / model
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def put(task: str, splits: dict) -> None:
+        (folder / f"{task}.json").write_text(json.dumps({"mteb_version": "0.0.2", **splits, "mteb_dataset_name": task,
+                                                         "dataset_revision": None}))
+    sims = {"cos_sim": {"pearson": level + 0.01, "spearman": level}, "euclidean": {"pearson": 0.1, "spearman": 0.1},
+            "manhattan": {"pearson": 0.1, "spearman": 0.1}}
+    put("AmazonCounterfactualClassification", {"test": {
+        "de": {"accuracy": 0.9, "ap": 0.8, "f1": 0.7, "main_score": 0.9},
+        "en": {"accuracy": level, "accuracy_stderr": 0.04, "ap": level / 3, "f1": level - 0.05, "main_score": level / 3},
+        "en-ext": {"accuracy": 0.2, "ap": 0.1, "f1": 0.1, "main_score": 0.2}, "evaluation_time": 10.9}})
+    put("ArguAna", {"test": {"evaluation_time": 30.0, "map_at_10": 0.1, "ndcg_at_1": 0.2, "ndcg_at_10": level - 0.1,
+                             "recall_at_10": 0.5}})
+    put("MSMARCO", {"dev": {"ndcg_at_10": level - 0.2, "map_at_10": 0.1}, "test": {"ndcg_at_10": 0.9, "map_at_10": 0.8}})
+    put("STS17", {"test": {"en-en": sims, "ko-ko": {k: {"pearson": 0.9, "spearman": 0.9} for k in sims}}})
+    put("SprintDuplicateQuestions", {"test": {
+        "cos_sim": {"accuracy": 0.99, "ap": level + 0.1, "f1": 0.6}, "dot": {"accuracy": 0.99, "ap": 0.2, "f1": 0.3},
+        "max": {"accuracy": 0.99, "ap": 0.99, "f1": 0.65}, "evaluation_time": 13.3}})
+    put("AskUbuntuDupQuestions", {"test": {"evaluation_time": 3.1, "map": level - 0.05, "mrr": level + 0.05}})
+    put("ArxivClusteringS2S", {"test": {"evaluation_time": 50.0, "v_measure": level - 0.3, "v_measure_std": 0.01}})
+    forums = {"Android": level, "English": level - 0.1}
+    for forum, x in forums.items():
+        put(f"CQADupstack{forum}Retrieval", {"test": {"ndcg_at_10": x, "map_at_10": 0.1}})
+    put("CQADupstackRetrieval", {"test": {"ndcg_at_10": sum(forums.values()) / 2, "map_at_10": 0.1}})
+    put("BUCC", {"test": {"de-en": {"accuracy": 0.9, "f1": 0.5, "precision": 0.4, "recall": 0.6, "main_score": 0.5}}})
+    return {"AmazonCounterfactualClassification": level, "ArguAna": level - 0.1, "MSMARCO": level - 0.2, "STS17": level,
+            "SprintDuplicateQuestions": level + 0.1, "AskUbuntuDupQuestions": level - 0.05,
+            "ArxivClusteringS2S": level - 0.3, "CQADupstackRetrieval": sum(forums.values()) / 2}
+
+
+def test_the_mteb_papers_files_score_as_the_paper_averages_them(tmp_path, capsys):
+    """Before, only classification files had a score (main_score), the folder above ('results') named the models,
+    and the board differed from the paper's average; now each task's declared main metric on its own split and
+    English subset, CQADupstack merged, bitext out: mteb's own English average (checked against the paper's table
+    on the real files of embeddings-benchmark/mtebpaper, see ranking/README.md)."""
+    root = tmp_path / "results"
+    expected = {m: paper_files(root, m, level) for m, level in (("LASER2", 0.5), ("LaBSE", 0.6))}
+    notes: list[str] = []
+    table = read([root], notes)
+    assert table.models == ("LASER2", "LaBSE")
+    for i, m in enumerate(table.models):
+        for task, x in expected[m].items():
+            assert table.values[i, table.names.index(task)] == pytest.approx(x, abs=1e-12), (m, task)
+        assert mteb.board_scores(table)[i] == pytest.approx(np.mean(list(expected[m].values())), abs=1e-12)
+    crit = {c.name: c for c in table.criteria}
+    assert crit["CQADupstackAndroidRetrieval"].benchmark == "CQADupstackRetrieval" and crit[
+        "CQADupstackAndroidRetrieval"].detail and crit["CQADupstackRetrieval"].aggregate
+    assert dict(crit["MSMARCO"].settings)["split"] == "dev" and dict(crit["BUCC"].settings)["type"] == "BitextMining"
+    assert crit["STS17 [ko-ko]"].detail and not crit["STS17"].detail
+    assert any("main metric mteb declares for the task's type" in n for n in notes)
+
+
+def test_model_identity_follows_the_layout_the_files_record(tmp_path):
+    """Flat <model>/, <org>/<model>/ (old files), <org>__<model>/<revision>/ and model_meta.json; never two folders
+    up whatever the layout ('results (LASER2)', 'BAAI' for BAAI/bge-m3)."""
+    root = tmp_path / "results"
+    for folder in ("LASER2", "BAAI/bge-m3", "intfloat/multilingual-e5-base"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "T.json").write_text(json.dumps(old_flat("T", 0.5)))
+    write(root, "sentence-transformers__all-MiniLM-L6-v2", HASH, "T", new_file("T", {"default": 0.6}))
+    meta = write(root, "renamed-folder", "rev9", "T", new_file("T", {"default": 0.7}))
+    (meta.parent / "model_meta.json").write_text(json.dumps({"name": "org/real-name", "revision": "abc"}))
+    assert read([root]).models == ("BAAI/bge-m3", "LASER2", "intfloat/multilingual-e5-base", "org/real-name",
+                                   "sentence-transformers/all-MiniLM-L6-v2")
+    assert read([root / "LASER2"]).models == ("LASER2",)
+
+
+def test_test_full_and_validation_full_in_one_file_and_a_subset_renamed_between_versions(tmp_path):
+    root = tmp_path / "m"
+    for model, x in (("A", 0.4), ("B", 0.5)):
+        doc = new_file("T", {"default": x}, split="test.full")
+        doc["scores"]["validation.full"] = doc["scores"]["test.full"]
+        write(root, model, "r", "T", doc)
+    write(root, "A", "r", "U", new_file("U", {"fr": 0.3}, version="1.2.0"))
+    write(root, "B", "r", "U", new_file("U", {"default": 0.35}))
+    notes: list[str] = []
+    table = read([root], notes)
+    assert table.names == ("T", "U") and table.values.tolist() == [[0.4, 0.3], [0.5, 0.35]]
+    assert dict(table.criterion("T").settings)["split"] == "test.full"
+    assert any("named differently by different mteb versions, compared as one: U (default, fr)" in n for n in notes)

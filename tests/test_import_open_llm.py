@@ -210,3 +210,34 @@ def test_the_readme_example_imports_the_shipped_sample_and_ranks(tmp_path, capsy
     assert main(["rank", str(out), "--board"]) == 0
     printed = capsys.readouterr().out
     assert "demo-org/tiny-chat (bfloat16)" in printed and "votes: one per benchmark (8 benchmarks from 14 columns" in printed
+
+
+# ---------------------------------------------------------------------- issue 36: the table as its page shows it
+def test_the_page_table_reads_with_its_model_column_units_and_repeated_rows(tmp_path, capsys):
+    """The board's page (v2 and v1) copied as a table: 'Model' (a link), 'Average', scores as '6.51 %', CO₂ as
+    '0.09 kg', parameters as '7.24 B', one row listed twice; --board equals the page's own Average."""
+    v2 = tmp_path / "page_v2.csv"
+    head = ["T", "Model", "Average", "IFEval", "BBH", "MATH Lvl 5", "GPQA", "MUSR", "MMLU-PRO", "Type", "Precision",
+            "#Params (B)", "CO₂ cost (kg)"]
+    rows = {"org/a-7b": [60.2, 30.1, 10.0, 5.5, 8.25, 28.0, "7.24 B", "0.09 kg"],
+            "org/b-1b": [25.0, 6.51, 1.2, 0.0, 2.4, 3.5, "1.1 B", "0.02 kg"]}
+    with open(v2, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(head)
+        for name, values in [*rows.items(), ("org/a-7b", rows["org/a-7b"])]:
+            scores = values[:6]
+            w.writerow(["🟢", f"[{name}](https://huggingface.co/{name})", f"{np.mean(scores):.2f} %",
+                        *(f"{x} %" for x in scores), "🟢 pretrained", "bfloat16", *values[6:]])
+    notes: list[str] = []
+    table = ranking.load_table(v2, format="open-llm-leaderboard", note=notes.append)
+    assert table.models == ("org/a-7b", "org/b-1b")
+    assert table.values[1, table.names.index("BBH")] == 6.51
+    assert table.values[0, table.names.index("CO₂ cost (kg)")] == 0.09
+    assert table.values[0, table.names.index("#Params (B)")] == 7.24
+    np.testing.assert_allclose(board_scores(table), [round(np.mean(v[:6]), 2) for v in rows.values()], atol=0.005)
+    assert any("listed in identical rows, read once: org/a-7b (2 rows)" in n for n in notes)
+    v1 = tmp_path / "page_v1.csv"
+    v1.write_text("T,Model,Average,ARC,HellaSwag,MMLU,TruthfulQA,Winogrande,GSM8K\n"
+                  "🔶,org/c,70.5,70 %,80 %,60 %,55 %,80 %,78 %\n🟢,org/d,50.0,50,60,40,45,60,45\n")
+    table = ranking.load_table(v1, format="open-llm-leaderboard", note=None)
+    np.testing.assert_allclose(board_scores(table), [70.5, 50.0])

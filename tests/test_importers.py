@@ -267,8 +267,8 @@ def test_lm_eval_directions_from_the_file_the_known_metrics_or_the_user(tmp_path
         write_lm_eval(out, model, doc)
     code, _, err = vnr(capsys, "import", "lm-eval", out, "-o", tmp_path / "res")
     assert code == 2 and err.count("\n") == 1
-    assert "metric 'toxicity' has no stated direction" in err and "--higher toxicity or --lower toxicity" in err
-    with pytest.raises(UserError, match=r"lower=\['toxicity'\]"):
+    assert "1 metric has no stated direction" in err and "toxicity (task my_task" in err and "--higher toxicity " in err
+    with pytest.raises(UserError, match=r"higher=\['toxicity'\] / lower="):
         ranking.load_table(out, format="lm-eval")
     code, _, err = vnr(capsys, "import", "lm-eval", out, "-o", tmp_path / "res", "--lower", "toxicity")
     assert code == 0, err
@@ -400,7 +400,7 @@ def test_open_llm_leaderboard_round_trips(tmp_path, capsys):
 def test_open_llm_leaderboard_wrong_file(tmp_path, capsys):
     (tmp_path / "x.csv").write_text("name,score\na,1\n")
     code, _, err = vnr(capsys, "import", "open-llm-leaderboard", tmp_path / "x.csv", "-o", tmp_path / "res")
-    assert code == 2 and err.count("\n") == 1 and "no model column (fullname or eval_name)" in err
+    assert code == 2 and err.count("\n") == 1 and "no model column (fullname or eval_name or Model)" in err
 
 
 # ---------------------------------------------------------------------- HELM
@@ -440,11 +440,12 @@ def test_mteb_round_trips(tmp_path, capsys):
     table = ranking.load_table(res)
     assert table.models == ("intfloat/e5-small", "org/partial", "org/tiny")  # names from model_meta.json
     j = table.names.index("AmazonCounterfactualClassification")
-    assert table.values[0, j] == pytest.approx((0.8 + 0.7 + 0.84) / 3)  # the mean over the subsets
-    assert np.isnan(table.values[1, j]) and "org/partial (1)" in err
+    assert table.values[0, j] == pytest.approx(0.8)  # its English subset (the others are detail columns)
+    assert table.values[0, table.names.index("AmazonCounterfactualClassification [fra]")] == pytest.approx(0.84)
+    assert np.isnan(table.values[1, j]) and "org/partial (3)" in err
     crit = table.criterion("AmazonCounterfactualClassification")
     assert (crit.direction, crit.group, crit.unit) == ("higher", "performance", "main score (0-1)")
-    assert crit.source == "MTEB main_score, test, mean of 3 subset(s)"
+    assert crit.source == "MTEB main_score, test, eng"
     assert borda_order(capsys, res)[0] == "intfloat/e5-small"
     assert "e5-small" in report_html(capsys, res, tmp_path / "report")
 

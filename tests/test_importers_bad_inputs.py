@@ -310,17 +310,18 @@ def mteb(model: str, *scores: object, subsets: tuple[str, ...] = ("eng", "deu"),
 
 def test_mteb_a_subset_without_a_score_leaves_the_task_missing(capsys):
     """A with [0.9, null] used to average 0.9 and beat B's 0.6: a mean over fewer subsets is not comparable."""
-    mteb("A", 0.9, None)
-    mteb("B", 0.6, 0.6)
+    mteb("A", 0.9, None, subsets=("fra", "deu"))
+    mteb("B", 0.6, 0.6, subsets=("fra", "deu"))
     mteb("A", 0.5, 0.5, task="U")
     mteb("B", 0.4, 0.4, task="U")
     table, notes = imported(capsys, "mteb", "m")
-    np.testing.assert_array_equal(table.values, [[np.nan, 0.5], [0.6, 0.4]])
+    t, u = table.names.index("T"), table.names.index("U")
+    np.testing.assert_array_equal(table.values[:, [t, u]], [[np.nan, 0.5], [0.6, 0.4]])
     assert ("mteb: left missing 1 task score(s) with a subset that has no main_score (a mean over fewer subsets would "
             "not compare with the others): A T (deu)") in notes
     write("m/A/r/T.json", json.dumps({"task_name": "T", "scores": {"test": [
-        {"main_score": 0.9, "hf_subset": "eng"}, {"main_score": float("nan"), "hf_subset": "deu"}]}}))
-    assert np.isnan(imported(capsys, "mteb", "m")[0].values[0, 0])
+        {"main_score": 0.9, "hf_subset": "fra"}, {"main_score": float("nan"), "hf_subset": "deu"}]}}))
+    assert np.isnan(imported(capsys, "mteb", "m")[0].values[0, t])
 
 
 MTEB_BAD = {
@@ -344,12 +345,19 @@ def test_mteb_bad_task_files(doc, capsys):
     assert refused(capsys, "mteb", "m") == MTEB_BAD[doc]
 
 
-def test_mteb_models_scored_on_different_subsets_are_refused(capsys):
+def test_mteb_models_scored_on_different_subsets_compare_on_their_common_one(capsys):
+    """Issue 36: an English-only model beside a multilingual one compares on the subset they share; models with no
+    common (nor English) subset are refused."""
     mteb("A", 0.5, subsets=("eng",))
-    mteb("B", 0.6, 0.6)
+    mteb("B", 0.6, 0.7)
+    table, _ = imported(capsys, "mteb", "m")
+    assert table.names == ("T", "T [deu]") and table.values[:, 0].tolist() == [0.5, 0.6]
+    mteb("A", 0.5, subsets=("fra",))
+    mteb("B", 0.6, subsets=("deu",))
     assert refused(capsys, "mteb", "m") == (
-        "MTEB task 'T': A is scored on test, subsets eng (m/A/r/T.json), B on test, subsets deu, eng (m/B/r/T.json): "
-        "the means are not comparable; give every model's results on the same split and subsets (or leave the task out)")
+        "MTEB task 'T': A is scored on subsets fra (m/A/r/T.json), B on deu (m/B/r/T.json), and no subset is English or "
+        "every model's: the scores are not comparable; give every model's results on the same split and a common "
+        "subset (or leave the task out)")
 
 
 def test_mteb_source_does_not_depend_on_the_order(capsys):
@@ -358,7 +366,7 @@ def test_mteb_source_does_not_depend_on_the_order(capsys):
     for order in (["m/A", "m/B"], ["m/B", "m/A"]):
         table, _ = imported(capsys, "mteb", *order)
         assert table.models == ("A", "B")
-        assert table.criterion("T").source == "MTEB main_score, test, mean of 2 subset(s)"
+        assert table.criterion("T").source == "MTEB main_score, test, eng"
 
 
 # ---------------------------------------------------------------------- codecarbon
@@ -425,10 +433,10 @@ def leaderboard(*rows: str) -> str:
 
 
 def test_open_llm_a_cell_that_is_no_number_is_refused(capsys):
-    """`40%` in every benchmark used to leave all six columns out, exit 0."""
-    leaderboard("org/a,bf16,40%,30%,10%,5%,7%,20%,18.7,2024-06-12", "org/b,bf16,41,31,11,6,8,21,19.7,2024-06-12")
+    """`40%x` in every benchmark used to leave all six columns out, exit 0 (`40 %`, the page's way, is 40)."""
+    leaderboard("org/a,bf16,40%x,30%,10%,5%,7%,20%,18.7,2024-06-12", "org/b,bf16,41,31,11,6,8,21,19.7,2024-06-12")
     assert refused(capsys, "open-llm-leaderboard", "contents.csv") == (
-        "contents.csv: line 2, model 'org/a', column 'IFEval' is '40%', not a number (leave it empty for a missing "
+        "contents.csv: line 2, model 'org/a', column 'IFEval' is '40%x', not a number (leave it empty for a missing "
         "score)")
 
 
@@ -469,3 +477,43 @@ def test_open_llm_dates_are_compared_as_dates(capsys):
     assert table.values[table.model_index("org/a"), table.names.index("IFEval")] == 40.0
     assert ("model 'org/a' of the leaderboard appears 2 times: kept the newest (contents.csv line 2), left out "
             "contents.csv line 3 (--on-duplicate error refuses duplicates)") in notes
+
+
+def test_lm_eval_cyclic_group_subtasks_are_one_line_not_a_traceback(tmp_path, capsys):
+    """Issue 38: a cyclic group_subtasks (a group inside itself, in one file or across two) raised RecursionError."""
+    import json
+
+    from lm_eval_files import results_04, write_04
+
+    from harness.cli import main
+
+    for k, cycle in enumerate(({"mmlu": ["mmlu_stem"], "mmlu_stem": ["mmlu"]},
+                               {"mmlu": ["mmlu_stem", "mmlu_humanities"], "mmlu_stem": ["mmlu_anatomy", "mmlu_x"],
+                                "mmlu_x": ["mmlu_stem"]})):
+        out = tmp_path / f"o{k}"
+        doc = results_04("org/A", {"arc_easy": 0.5, "arc_easy_norm": 0.5, "mmlu_anatomy": 0.4, "mmlu_astronomy": 0.5,
+                                   "mmlu_formal_logic": 0.3})
+        doc["group_subtasks"] |= cycle
+        write_04(out, doc)
+        assert json.loads(next(out.rglob("*.json")).read_text())["group_subtasks"]["mmlu_stem"]
+        code = main(["import", "lm-eval", str(out), "-o", str(tmp_path / f"res{k}")])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "group_subtasks hold a cycle (mmlu" in err and "results_" in err, err
+        assert not (tmp_path / f"res{k}").exists()
+
+
+def test_lm_eval_group_subtasks_cycling_across_two_files_are_refused(tmp_path):
+    from lm_eval_files import results_04, write_04
+
+    import ranking
+    from ranking.floor.errors import UserError
+
+    out = tmp_path / "o"
+    for k, (model, hierarchy) in enumerate((("org/A", {"g1": ["g2"], "g2": ["t"]}),
+                                            ("org/B", {"g2": ["g1"], "g1": ["u"]}))):
+        doc = results_04(model, {"arc_easy": 0.5, "arc_easy_norm": 0.5}, mmlu=False,
+                         extra={"t": {"acc,none": 0.5}, "u": {"acc,none": 0.4}}, date=1740964420.0 + k)
+        doc["group_subtasks"] = {"arc_easy": [], **hierarchy}
+        write_04(out, doc)
+    with pytest.raises(UserError, match=r"group_subtasks hold a cycle \(g1 → g2 → g1"):
+        ranking.load_table(out, format="lm-eval")

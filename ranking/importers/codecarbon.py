@@ -137,14 +137,27 @@ def read(paths: Sequence[Path], options: Options) -> Any:
                 raise UserError(f"{path} holds no emissions.csv: give the file codecarbon wrote (output_dir)")
             path = path / "emissions.csv"
         files.append(path)
+    seen: dict[Path, Path] = {}
+    for path in files:
+        seen.setdefault(path.resolve(), path)
+    if len(seen) < len(files):
+        twice = sorted({str(p) for p in files if seen[p.resolve()] is not p or files.count(p) > 1})
+        options.note(f"codecarbon: {', '.join(twice)} given more than once: read once (a file's runs count once)",
+                     kind="duplicate", ranks=True)
+        files = list(seen.values())
     labels = _file_labels(files)
     bad: list[str] = []
     runs: list[Run] = []
     flushes = 0  # earlier rows of runs written several times (left out)
     not_growing: list[str] = []
+    old: list[str] = []  # codecarbon 1.x files (no run_id: their experiment_id is one per run)
     for path in files:
         header, rows = _rows(path, options, bad)
-        needed = [c for c in ((key,) if key != "file" else ()) + tuple(CRITERIA) if c not in header]
+        run_column = "run_id" if "run_id" in header else "experiment_id" if "experiment_id" in header else None
+        column = run_column if key == "run_id" and run_column == "experiment_id" else key
+        if column != key:
+            old.append(str(path))
+        needed = [c for c in ((column,) if key != "file" else ()) + tuple(CRITERIA) if c not in header]
         if needed:
             hint = (" (a codecarbon 2.x file has no experiment_id: pass --by project_name, --by run_id or --by file)"
                     if needed[0] == "experiment_id" else "")
@@ -152,7 +165,7 @@ def read(paths: Sequence[Path], options: Options) -> Any:
         tasks = "task_name" in header
         grouped: dict[tuple[str, str], list[tuple[int, dict[str, str], dict[str, float | None]]]] = {}
         for line, row in rows:
-            label = labels[path] if key == "file" else row[key].strip()
+            label = labels[path] if key == "file" else row[column].strip()
             if not label and names is None:  # with a model map, an empty key is one the map does not name
                 other = KEYS[1] if key == KEYS[0] else KEYS[0]
                 raise UserError(f"{path}: line {line} has an empty {key}: name every run's project (or pass "
@@ -160,7 +173,7 @@ def read(paths: Sequence[Path], options: Options) -> Any:
             values = _values(path, line, key, label, row, options, bad)
             if values is None:
                 continue
-            run = row.get("run_id", "").strip()
+            run = row.get(run_column, "").strip() if run_column else ""
             # a row is its own run where the file has no run ids, or tracks tasks (one row each)
             group = (label, run if run and not tasks else f"line {line}")
             grouped.setdefault(group, []).append((line, row, values))
@@ -175,6 +188,10 @@ def read(paths: Sequence[Path], options: Options) -> Any:
             else:
                 not_growing.append(f"{label} ({path} lines {', '.join(str(f[0]) for f in found)})")
                 runs.extend(Run(label, path, [f[0]], f[2]) for f in found)
+    if old:
+        options.note(f"codecarbon: {len(old)} file(s) of codecarbon 1.x (no run_id column; its experiment_id is one per "
+                     f"tracked run, what 2.x calls run_id) named by experiment_id under --by run_id: "
+                     f"{', '.join(old[:3])}", kind="format")
     if bad:
         options.note(f"codecarbon: skipped {len(bad)} corrupt row(s) (--skip-bad-rows): {'; '.join(bad[:5])}"
                      + (" …" if len(bad) > 5 else ""), kind="left-out", ranks=True)

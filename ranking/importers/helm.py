@@ -104,9 +104,24 @@ GROUP, AGGREGATE, SCENARIO = "group", "aggregate", "scenario"
 
 
 def table_files(paths: Sequence[Path]) -> list[Path]:
-    """The JSON files given, or the ``*.json`` directly inside a given folder (an empty folder is an error)."""
+    """The JSON files given, or the ``*.json`` directly inside a given folder (an empty folder is an error). Run
+    folders that ``helm-run`` wrote (``run_spec.json``, ``stats.json``) without ``helm-summarize``'s tables are
+    refused with the command that makes them."""
+    for p in paths:
+        p = Path(p)
+        run = p if p.is_dir() and (p / "run_spec.json").is_file() else p.parent if p.name in (
+            "stats.json", "run_spec.json", "per_instance_stats.json", "scenario_state.json") else None
+        runs = [d for d in sorted(p.iterdir()) if (d / "run_spec.json").is_file()] if p.is_dir() and run is None \
+            else []
+        if run is not None or (runs and not any(p.glob("*.json")) and not (p / "groups").is_dir()):
+            suite = (run.parent if run is not None else p)
+            raise UserError(f"{p} holds HELM run folders (helm-run output) but no summary tables: run "
+                            f"`helm-summarize --suite {suite.name}` in the folder that holds runs/ (it writes "
+                            f"runs/{suite.name}/groups/), then import {suite / 'groups'}")
+        if p.is_dir() and runs and (p / "groups").is_dir() and not any(p.glob("*.json")):
+            raise UserError(f"{p} is a HELM suite folder: import its summary tables, {p / 'groups'}")
     return files_in(paths, "HELM summary", "*.json",
-                    "HELM group JSON (*.json): give runs/<suite>/groups/<group>.json")
+                    "HELM group JSON (*.json): give runs/<suite>/groups/<group>.json (helm-summarize writes them)")
 
 
 def tables_of(doc: Any, path: Path) -> list[tuple[list[int], Mapping[str, Any]]]:
@@ -231,6 +246,8 @@ def _columns(path: Path, at: list[int], t: Mapping[str, Any], options: Options,
         task = run_group
         if level == GROUP:
             base = value
+        elif level == SCENARIO and scenario_table and title.partition(": ")[2].strip().lower() == "all":
+            level, base = AGGREGATE, f"{run_group} - {rest}"  # "subject: all": the scenario's whole set, its aggregate
         elif level == SCENARIO:
             task = title if scenario_table else run_group
             base = f"{run_group} [{title if scenario_table else f'sub-split: {sub_split}'}] - {rest}"

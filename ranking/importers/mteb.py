@@ -1,37 +1,46 @@
-"""MTEB results folders: ``<model>/<revision>/<Task>.json``, one row per model and revision, one column per task.
+"""MTEB results folders: one row per model (and revision), one column per task, compared as mteb computes it.
 
 **Both file formats, read as mteb's own loader reads them** (``TaskResult.from_disk``):
 
 * mteb >= 1.11: ``task_name`` and ``scores`` → split → a list of ``{"main_score", "hf_subset", ...}``, one
-  entry per subset (language, domain);
+  entry per subset (language, domain); the score is ``main_score``;
 * older files: ``mteb_dataset_name``, ``mteb_version``, ``dataset_revision`` and every other top-level object
-  a split, holding either the metrics (one subset, ``default``) or subset → metrics, and its own
-  ``evaluation_time``. Task names mteb has renamed since (:data:`RENAMED`) are read under the new name, and
-  an old name spelt in another case than a newer file's (``SciDocs``, ``SCIDOCS``) under the newer file's, so
-  old and new files of one task share a column (mteb finds both in its task registry). A subset without ``main_score`` has no score (mteb looks the
-  task's main metric up in its task registry, which this importer does not have), as if it were null.
+  a split, holding either the metrics (one subset, ``default``) or subset → metrics. Early mteb wrote
+  ``main_score`` for classification only (and for AmazonCounterfactual the ``ap``): the score is the main metric
+  mteb declares for the task's type, told by the metrics the file holds (:data:`MAIN_METRICS`: retrieval
+  ``ndcg_at_10``, reranking ``map``, clustering ``v_measure``, pair classification ``cos_sim`` ``ap``, STS and
+  summarization ``cos_sim`` ``spearman``, bitext mining ``f1``, classification ``accuracy``), as mteb's loader
+  recomputes it. Task names mteb has renamed (:data:`RENAMED`) are read under the new name, and an old name spelt
+  in another case than a newer file's (``SciDocs``, ``SCIDOCS``) under the newer file's.
 
-**One vote per task.** A task's score is its ``main_score`` on the ``test`` split (else the only split the
-file has), the mean over its subsets — mteb's ``get_score()``. Each task is one criterion with
-``benchmark`` = ``task`` = the task name (the file does not say the task's type, so a task is its own
-benchmark: MTEB's mean over tasks weights every task alike), ``metric`` ``main_score``, ``settings``
-the split and number of subsets, higher is better, group ``performance``, unit "main score (0-1)",
-range -1..1 (a correlation main score can be negative). A subset whose ``main_score`` is null leaves the
-model's task score missing, with a note (a mean over fewer subsets would not compare). Models scored on
-different splits or subsets of a task are refused, every such task named in one message (a file without any
-main_score is missing anyway and not compared).
+**The benchmark's own split and subset** (:func:`benchmark_split`, :func:`_plans`): a task is compared on its
+test split (or ``test.*``, such as ``test.full``; MSMARCO on dev, which some mteb versions call ``validation``);
+a multilingual task votes through its English subset (``en``, ``en-en``, ``eng``, ..., :data:`ENGLISH`), as MTEB's
+English benchmark does, else through the mean of the subsets every model has; its other subsets are detail
+columns ``TASK [SUBSET]``. A model without the voting subset has no score there (noted); a task whose models share
+no split, or no subset (and none is English), is refused, every such task in one message. A task of one subset
+that one mteb version names by its language (``fr``) and another ``default`` is compared as one (noted).
 
-**Units.** A task column whose scores are all in percent (some beyond ±1, none beyond ±100) is divided by
-100 with a note; a column mixing percent and 0-1 scores is refused naming both sets of models; a score
-beyond ±100 is out of range (refused, or missing with ``options.out_of_range == "missing"``).
+**One vote per task**: ``benchmark`` = ``task``, except CQADupstack's subforums, which share one vote as
+``CQADupstackRetrieval`` (their merged file, where there is one, is their aggregate); ``metric`` ``main_score``;
+``settings`` the split, the subsets and the task's type; higher is better, group ``performance``, unit "main
+score (0-1)", range -1..1.
 
-**Identity** is model + revision: ``model_meta.json``'s ``name`` and ``revision`` where present, else the
-folders (``intfloat__e5-small/<revision>``). A model with one revision in the input is shown by its name,
-one with several as ``name (revision)`` (a commit hash shortened to 7 characters), each its own row. The
-same task of one model and revision given twice (two result folders) keeps the newest by the files'
-own ``date`` (written by recent mteb versions); without one on every copy, copies with equal scores are one,
-others are refused (``evaluation_time`` is how long the run took, not when: it says nothing about which
-is newer; file modification times are never used). MTEB files carry no standard errors.
+**Units.** A column whose scores are all in percent (some beyond ±1, none beyond ±100) is divided by 100 with a
+note; a column mixing percent and 0-1 scores is refused naming both sets of models; a score beyond ±100 is out
+of range (refused, or missing with ``options.out_of_range == "missing"``).
+
+**Identity** is model + revision: ``model_meta.json``'s ``name`` and ``revision`` where present, else the folders
+under the one given: mteb >= 1.11 writes ``<org>__<model>/<revision>/<Task>.json`` (or ``<org>/<model>/...``);
+older files were written flat, ``<model>/<Task>.json`` or ``<org>/<model>/<Task>.json``, unless their folder is a
+revision's (a commit hash, ``no_revision_available``). A model with one revision in the input is shown by its
+name, one with several as ``name (revision)``, each its own row. The same task of one model and revision given
+twice keeps the newest by the files' own ``date``; without one on every copy, copies with equal scores are one,
+others are refused (file modification times are never used). MTEB files carry no standard errors.
+
+**Board** (:func:`board_scores`): MTEB's English average, the mean over tasks of each task's voting score,
+CQADupstack one task, bitext mining left out; it equals the MTEB paper's published averages on the paper's own
+result files (ranking/README.md lists the check).
 """
 
 from __future__ import annotations
@@ -72,23 +81,53 @@ RENAMED = {
 _NOT_SUBSETS = {"v_measures", "cos_sim", "euclidean", "manhattan", "dot", "max"}
 _OLD_TOP = {"dataset_revision", "mteb_dataset_name", "mteb_version"}
 _HASH = re.compile(r"[0-9a-f]{40}")
+_REVISION = re.compile(r"[0-9a-f]{7,40}")
 
 
-def task_files(paths: Sequence[Path]) -> list[Path]:
-    """Every task JSON under the given folders (``model_meta.json`` excepted); an empty folder is an error."""
-    out: list[Path] = []
+def task_files(paths: Sequence[Path]) -> list[tuple[Path, Path]]:
+    """(task JSON, the folder given that holds it) under the given folders (``model_meta.json`` excepted); an empty
+    folder is an error."""
+    out: list[tuple[Path, Path]] = []
     for p in existing(paths, "MTEB results"):
         found = [p] if p.is_file() else sorted(f for f in p.rglob("*.json") if f.name != "model_meta.json")
         if not found:
             raise UserError(f"{p} holds no MTEB task results (<model>/<revision>/<Task>.json)")
-        out.extend(found)
+        out.extend((f, p if p.is_dir() else p.parent) for f in found)
     return out
 
 
-def model_of(path: Path) -> tuple[str, str]:
-    """(model, revision) of a task file: ``name`` / ``revision`` in ``model_meta.json`` beside it, else the folders
-    (``<model>/<revision>/<Task>.json``)."""
-    name, revision = path.parent.parent.name.replace("__", "/"), path.parent.name
+def _is_revision(name: str) -> bool:
+    """Whether a folder name is one mteb gives a revision: a commit hash, ``no_revision_available``, ``external``."""
+    return bool(_REVISION.fullmatch(name)) or name in ("no_revision_available", "external")
+
+
+def model_of(path: Path, root: Path | None = None, old: bool = False) -> tuple[str, str]:
+    """(model, revision) of a task file: ``name`` / ``revision`` in ``model_meta.json`` beside it, else its folders:
+    mteb >= 1.11 writes ``<model>/<revision>/<Task>.json`` (the model folder ``org__name``, or ``org/name``);
+    files before 1.11 were written flat, ``<model>/<Task>.json`` (``<org>/<model>/``), unless their folder is a
+    revision's (a commit hash, ``no_revision_available``). ``root``: the folder the user gave (never a name part).
+
+    >>> model_of(Path("r/BAAI/bge-m3/Banking77Classification.json"), Path("r"), old=True)
+    ('BAAI/bge-m3', '')
+    >>> model_of(Path("results/LASER2/STS12.json"), Path("results"), old=True)
+    ('LASER2', '')
+    >>> model_of(Path("r/intfloat__e5-base/abc1234/T.json"), Path("r"))
+    ('intfloat/e5-base', 'abc1234')
+    """
+    if root is None or not path.parent.is_relative_to(root):
+        root = path.parent.parent
+    folders = list(path.parent.relative_to(root).parts)
+    revision = ""
+    if folders and (not old or _is_revision(folders[-1])):
+        revision = folders.pop()
+    elif not folders and (not old or _is_revision(root.name)):  # the folder given is a revision's
+        revision, root = root.name, root.parent
+    if not folders:
+        folders = [root.name]
+    if len(folders) >= 2 and "__" not in folders[-1]:
+        name = f"{folders[-2]}/{folders[-1]}"  # <org>/<model>/
+    else:
+        name = folders[-1].replace("__", "/") if folders else ""
     meta = path.parent / "model_meta.json"
     if meta.is_file():
         doc = read_json(meta, "MTEB model_meta")
@@ -103,24 +142,69 @@ def model_of(path: Path) -> tuple[str, str]:
     return name, revision
 
 
+#: the main metric mteb declares for each task type, for files before mteb 1.11 that carry no ``main_score``
+#: (early mteb wrote it for classification only): (type, the keys that tell the type, the path to the main metric)
+MAIN_METRICS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("Retrieval", ("ndcg_at_10",), ("ndcg_at_10",)),
+    ("Reranking", ("map", "mrr"), ("map",)),
+    ("Clustering", ("v_measure",), ("v_measure",)),
+    ("PairClassification", ("cos_sim.ap",), ("cos_sim", "ap")),
+    ("STS", ("cos_sim.spearman",), ("cos_sim", "spearman")),
+    ("BitextMining", ("f1", "precision", "recall"), ("f1",)),
+    ("Classification", ("accuracy",), ("accuracy",)),
+)
+#: subset names of the English part of a multilingual task (mteb's English benchmark compares these)
+ENGLISH = ("en", "en-en", "eng", "eng-eng", "eng-Latn", "eng_Latn", "eng-Latn-eng-Latn")
+#: tasks whose benchmark split is dev, not test (MTEB evaluates MS MARCO on its dev set)
+DEV_TASKS = frozenset({"MSMARCO"})
+#: split names of one split in different mteb versions
+SPLIT_ALIASES = {"validation": "dev"}
+#: the subforum tasks of CQADupstack, which MTEB averages into one task (``CQADupstackRetrieval``)
+CQADUPSTACK = "CQADupstackRetrieval"
+
+
+def _has(metrics: Mapping[str, Any], key: str) -> bool:
+    head, _, tail = key.partition(".")
+    value = metrics.get(head)
+    return isinstance(value, Mapping) and tail in value if tail else value is not None
+
+
+def main_metric(metrics: Mapping[str, Any], old: bool = False) -> tuple[str | None, Any]:
+    """(task type, main score) of one subset's metrics: in a file of mteb >= 1.11 its ``main_score``; in an older
+    file the main metric mteb declares for the task's type (told by the metrics the file holds,
+    :data:`MAIN_METRICS`), as mteb's loader recomputes it (early files lack ``main_score`` or hold another metric
+    there, such as AmazonCounterfactual's ``ap``), else its ``main_score``.
+
+    >>> main_metric({"ndcg_at_10": 0.31, "map_at_10": 0.2})
+    ('Retrieval', 0.31)
+    >>> main_metric({"cos_sim": {"pearson": 0.8, "spearman": 0.79}, "euclidean": {"spearman": 0.7}})
+    ('STS', 0.79)
+    >>> main_metric({"accuracy": 0.7, "ap": 0.3, "main_score": 0.3}), main_metric({"accuracy": 0.7, "ap": 0.3}, old=True)
+    (('Classification', 0.3), ('Classification', 0.7))
+    """
+    kind = next((k for k, keys, _ in MAIN_METRICS if all(_has(metrics, key) for key in keys)), None)
+    if "main_score" in metrics and (not old or kind is None):
+        return kind, metrics["main_score"]
+    for k, _, path in MAIN_METRICS:
+        if k == kind:
+            value: Any = metrics
+            for part in path:
+                value = value.get(part) if isinstance(value, Mapping) else None
+            return kind, value
+    return kind, None
+
+
 @dataclass(frozen=True)
 class TaskScore:
-    """One task file's score: the mean main_score over its subsets (None when a subset has none), which split and
-    subsets it is over, the subsets without a score, the file's own date (None when it has none) and whether it
-    is in the format before mteb 1.11."""
+    """One task file: its task, its type (None: unknown), split → subset → main score (None where a subset has
+    none), the file's own date (None when it has none), whether it is in the format before mteb 1.11."""
 
     task: str
-    score: float | None
-    split: str
-    subsets: tuple[str, ...]
-    unscored: tuple[str, ...]
+    kind: str | None
+    splits: Mapping[str, Mapping[str, float | None]]
     date: float | None = None
     old: bool = False
-    values: tuple[float | None, ...] = ()
-
-    @property
-    def how(self) -> str:
-        return f"{self.split}, mean of {len(self.subsets)} subset(s)"
+    computed: bool = False  # a main score taken from the type's main metric (no main_score in the file)
 
 
 def _file_date(doc: Mapping[str, Any]) -> float | None:
@@ -156,7 +240,7 @@ def _old_splits(doc: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def task_score(doc: Any, path: Path) -> TaskScore:
-    """The score of one task file (:class:`TaskScore`), either format; its parts checked for their shape."""
+    """The scores of one task file (:class:`TaskScore`), either format; its parts checked for their shape."""
     if not isinstance(doc, Mapping):
         raise UserError(f"{path} is not an MTEB task result: it is not a JSON object")
     old = "scores" not in doc and "task_name" not in doc and (
@@ -172,26 +256,45 @@ def task_score(doc: Any, path: Path) -> TaskScore:
             raise UserError(f"{path} is not an MTEB task result: it has no 'scores' mapping (split → subsets)")
         splits = doc["scores"]
         task = str(optional(doc, "task_name", "text", path, [], "text (the task's name)") or path.stem)
-    split = "test" if "test" in splits else (next(iter(splits)) if len(splits) == 1 else None)
-    if split is None:
-        raise UserError(f"{path}: MTEB task with splits {', '.join(splits)} and no 'test': keep one split's file")
-    entries = splits[split] if isinstance(splits[split], list) else [splits[split]]
-    if not entries:
-        raise UserError(f"{path}: split {split!r} has no main_score")
-    values, subsets, unscored = [], [], []
-    for i, entry in enumerate(entries):
-        at = ["scores", split, i] if isinstance(splits[split], list) and not old else [split]
-        expect(entry, "object", path, at, 'an object {"main_score": ..., "hf_subset": ...}')
-        subset = optional(entry, "hf_subset", "text", path, at, "text (the subset's name)") or f"subset {i + 1}"
-        value = score(entry.get("main_score"), f"{path}: task {task!r}, subset {subset!r}, main_score",
-                      absent="null")
-        subsets.append(subset)
-        if value is None:
-            unscored.append(subset)
-        values.append(value)
-    mean = None if unscored else sum(values) / len(values)
-    return TaskScore(task, mean, str(split), tuple(sorted(subsets)), tuple(unscored), _file_date(doc), old,
-                     tuple(values))
+    out: dict[str, dict[str, float | None]] = {}
+    kinds: set[str] = set()
+    computed = False
+    for split, listed in splits.items():
+        entries = listed if isinstance(listed, list) else [listed]
+        values: dict[str, float | None] = {}
+        for i, entry in enumerate(entries):
+            at = ["scores", split, i] if isinstance(listed, list) and not old else [split]
+            expect(entry, "object", path, at, 'an object {"main_score": ..., "hf_subset": ...}')
+            subset = optional(entry, "hf_subset", "text", path, at, "text (the subset's name)") or f"subset {i + 1}"
+            kind, raw = main_metric(entry, old)
+            computed = computed or (raw is not None and raw is not entry.get("main_score"))
+            if kind:
+                kinds.add(kind)
+            values[subset] = score(raw, f"{path}: task {task!r}, subset {subset!r}, main_score", absent="null")
+        if values:
+            out[str(split)] = values
+    if not out:
+        raise UserError(f"{path}: task {task!r} has no split with a main_score")
+    kind = "Summarization" if task.startswith("SummEval") else next(iter(kinds)) if len(kinds) == 1 else None
+    return TaskScore(task, kind, out, _file_date(doc), old, computed)
+
+
+def benchmark_split(task: str, splits: Sequence[str]) -> str | None:
+    """The split a task is compared on: test (or a split named test.*, such as ``test.full``), dev for
+    :data:`DEV_TASKS` (``validation`` in some mteb versions), else the only one.
+
+    >>> benchmark_split("T", ["validation.full", "test.full"]), benchmark_split("MSMARCO", ["test", "validation"])
+    ('test.full', 'validation')
+    """
+    def rank(split: str) -> int:
+        name = SPLIT_ALIASES.get(split, split)
+        if task in DEV_TASKS:
+            return 0 if name == "dev" else 2
+        return 0 if name == "test" else 1 if name.startswith("test") else 2
+    best = sorted(splits, key=lambda s: (rank(s), s))
+    if len(best) == 1 or rank(best[0]) < 2:
+        return best[0]
+    return None
 
 
 def _label(name: str, revision: str, several: bool) -> str:
@@ -202,19 +305,21 @@ def _label(name: str, revision: str, several: bool) -> str:
 
 def read(paths: Sequence[Path], options: Options) -> Any:
     """The score table of MTEB results (module docstring)."""
-    from ranking.table import Criterion
-
-    results = [(f, task_score(read_json(f, "MTEB task result"), f)) for f in task_files(paths)]
-    olds = sum(r.old for _, r in results)
+    results = []
+    for f, root in task_files(paths):
+        result = task_score(read_json(f, "MTEB task result"), f)
+        results.append((f, root, result))
+    olds = sum(r.old for _, _, r in results)
+    computed = sorted({r.task for _, _, r in results if r.computed})
     # an old file may spell a task in another case (``SciDocs`` for ``SCIDOCS``): mteb finds it case-blind
     canonical: dict[str, str] = {}
-    for _, r in sorted(results, key=lambda fr: (fr[1].old, fr[1].task)):  # a newer file's spelling first
+    for _, _, r in sorted(results, key=lambda fr: (fr[2].old, fr[2].task)):  # a newer file's spelling first
         canonical.setdefault(r.task.lower(), r.task)
     runs: dict[tuple[str, str, str], list[tuple[float, Path, TaskScore]]] = {}
-    for f, result in results:
+    for f, root, result in results:
         if result.old and canonical[result.task.lower()] != result.task:
             result = replace(result, task=canonical[result.task.lower()])
-        name, revision = model_of(f)
+        name, revision = model_of(f, root, result.old)
         runs.setdefault((name, revision, result.task), []).append((result.date or 0.0, f, result))
     revisions: dict[str, set[str]] = {}
     for name, revision, _ in runs:
@@ -227,40 +332,152 @@ def read(paths: Sequence[Path], options: Options) -> Any:
     if olds:
         options.note(f"mteb: read {olds} task file(s) in the format before mteb 1.11 (as mteb's own loader reads "
                      "them)", kind="format")
+    if computed:
+        options.note(f"mteb: {len(computed)} task(s) have files before mteb 1.11 without main_score (early mteb "
+                     "wrote it for classification only) or with another metric in it: their main score is the main "
+                     "metric mteb declares for the task's type, as mteb's own loader recomputes it "
+                     "(retrieval ndcg_at_10, reranking map, clustering v_measure, pair classification cos_sim ap, "
+                     f"STS and summarization cos_sim spearman, bitext mining f1): {', '.join(computed[:6])}"
+                     + (" …" if len(computed) > 6 else ""), kind="format", ranks=True)
     chosen: dict[tuple[str, str], tuple[TaskScore, Path]] = {}  # (model, task) → (result, file)
     for (name, revision, task), candidates in sorted(runs.items()):
         model = _label(name, revision, name in several)
         result = _newest(candidates, f"MTEB task {task!r} of model {model!r}", options)
         chosen[model, task] = (result, next(f for _, f, r in candidates if r is result))
-    _check_comparable(chosen)
-    scores: dict[str, dict[str, float]] = {}
+    plans = _plans(chosen, options)
+    scores: dict[str, dict[str, float]] = {m: {} for m, _ in chosen}
+    file_of: dict[str, dict[str, Path]] = {}
     unscored: list[str] = []
-    for (model, task), (result, _) in chosen.items():
-        scores.setdefault(model, {})
-        if result.score is None:
-            unscored.append(f"{model} {task} ({', '.join(result.unscored)})")
+    lacking: list[str] = []
+    for (model, task), (result, file) in chosen.items():
+        plan = plans[task]
+        values = result.splits[plan.split_of[model]]
+        picked = [values.get(s) for s in plan.subsets] if plan.subsets else list(values.values())
+        if any(s not in values for s in plan.subsets):
+            lacking.append(f"{model} {task} ({', '.join(plan.subsets)})")
+        elif any(v is None for v in picked):
+            unscored.append(f"{model} {task} ({', '.join(s for s, v in values.items() if v is None)})")
         else:
-            scores[model][task] = result.score
+            scores[model][task] = sum(picked) / len(picked)  # type: ignore[arg-type]
+        file_of.setdefault(task, {})[model] = file
+        for subset in plan.details:
+            if values.get(subset) is not None:
+                scores[model][f"{task} [{subset}]"] = values[subset]  # type: ignore[assignment]
+                file_of.setdefault(f"{task} [{subset}]", {})[model] = file
+    if lacking:
+        options.note(f"mteb: left missing {len(lacking)} task score(s) of models not scored on the task's voting "
+                     f"subset (their other subsets are detail columns): {'; '.join(lacking[:5])}"
+                     + (" …" if len(lacking) > 5 else ""), kind="missing", ranks=True)
     if unscored:
         options.note(f"mteb: left missing {len(unscored)} task score(s) with a subset that has no main_score (a mean "
                      f"over fewer subsets would not compare with the others): {'; '.join(unscored)}",
                      kind="missing", ranks=True)
-    tasks = sorted({t for _, t in chosen})
-    _normalise_units(scores, chosen, tasks, options)
-    over = {t: next(r for (_, task), (r, _) in sorted(chosen.items()) if task == t) for t in tasks}
-    criteria = [Criterion(t, direction=options.stated(t) or "higher", group="performance", unit=UNIT,
-                          source=f"MTEB main_score, {over[t].how}", benchmark=t, task=t, metric="main_score",
-                          settings={"split": over[t].split, "subsets": len(over[t].subsets)}, range=RANGE)
-                for t in tasks]
-    options.note("mteb: one column (one vote) per task, its main_score on the test split averaged over subsets; "
-                 "higher is better", kind="format")
+    columns = sorted(file_of)
+    _normalise_units(scores, file_of, columns, options)
+    criteria = _criteria(plans, columns, options)
+    options.note("mteb: one vote per task (CQADupstack's subforums share one), its main_score on the task's own split "
+                 "(test; MSMARCO dev) and subset (the English one where the task has one, else the subsets all "
+                 "models share, averaged); other subsets are detail columns; higher is better", kind="format")
     return assemble(scores, criteria, f"mteb {describe_paths(paths)}", options, board=BOARD)
+
+
+@dataclass
+class Plan:
+    """How one task is compared: each model's split, the subsets that vote (empty: a task of one subset, whatever
+    its name), the other subsets (detail columns), the task's type."""
+
+    split_of: dict[str, str]
+    subsets: list[str]
+    details: list[str]
+    kind: str | None
+
+
+def _plans(chosen: Mapping[tuple[str, str], tuple[TaskScore, Path]], options: Options) -> dict[str, Plan]:
+    """Each task's :class:`Plan`; tasks with no split or subset every model shares are refused together."""
+    by_task: dict[str, dict[str, tuple[TaskScore, Path]]] = {}
+    for (model, task), found in sorted(chosen.items()):
+        by_task.setdefault(task, {})[model] = found
+    plans: dict[str, Plan] = {}
+    problems: list[str] = []
+    renamed: list[str] = []
+    english: list[str] = []
+    for task, found in by_task.items():
+        split_of = {m: benchmark_split(task, list(r.splits)) for m, (r, _) in found.items()}
+        named = {m: SPLIT_ALIASES.get(s, s) if s else None for m, s in split_of.items()}
+        if None in named.values() or len(set(named.values())) > 1:
+            (m0, (r0, f0)), *rest = found.items()
+            other = next(((m, r, f) for m, (r, f) in rest if named[m] != named[m0]), None) or (m0, r0, f0)
+            problems.append(f"{task!r}: {m0} has splits {', '.join(r0.splits)} ({f0})"
+                            + (f", {other[0]} {', '.join(other[1].splits)} ({other[2]})" if other[0] != m0 else "")
+                            + " (no test split, nor one split of the same name)")
+            continue
+        subsets = {m: [s for s in r.splits[split_of[m]]] for m, (r, _) in found.items()}  # type: ignore[index]
+        kinds = {r.kind for r, _ in found.values() if r.kind}
+        kind = next(iter(kinds)) if len(kinds) == 1 else None
+        names = {s[0] for s in subsets.values() if len(s) == 1}
+        if all(len(s) == 1 for s in subsets.values()) and len(names - {"default"}) <= 1:
+            if len(names) > 1:  # a monolingual task whose subset one mteb version names by its language
+                renamed.append(f"{task} ({', '.join(sorted({s[0] for s in subsets.values()}))})")
+            plans[task] = Plan(split_of, [], [], kind)  # type: ignore[arg-type]
+            continue
+        everyone = set.intersection(*(set(s) for s in subsets.values()))
+        union = sorted(set().union(*subsets.values()))
+        en = next((e for e in ENGLISH if e in union), None)
+        vote = [en] if en else sorted(everyone)
+        if not vote:
+            (m0, s0), *others = subsets.items()
+            m1, s1 = next(((m, x) for m, x in others if not set(x) & set(s0)), others[0])
+            problems.append(f"{task!r}: {m0} is scored on subsets {', '.join(sorted(s0))} ({found[m0][1]}), {m1} on "
+                            f"{', '.join(sorted(s1))} ({found[m1][1]}), and no subset is English or every model's")
+            continue
+        if en or len(everyone) < len(union):
+            english.append(f"{task} ({', '.join(vote)})")
+        plans[task] = Plan(split_of, vote, [s for s in union if s not in vote], kind)  # type: ignore[arg-type]
+    if len(problems) == 1:
+        raise UserError(f"MTEB task {problems[0]}: the scores are not comparable; give every model's results on the "
+                        "same split and a common subset (or leave the task out)")
+    if problems:
+        raise UserError(f"{len(problems)} MTEB tasks are scored on no common split or subset, so their scores are not "
+                        f"comparable: {'; '.join(problems)}: give every model's results on the same split and a "
+                        "common subset (or leave these tasks out)")
+    if renamed:
+        options.note(f"mteb: {len(renamed)} task(s) of one subset named differently by different mteb versions, "
+                     f"compared as one: {', '.join(renamed[:5])}", kind="format")
+    if english:
+        options.note(f"mteb: {len(english)} multilingual task(s) vote through the English subset, as MTEB's English "
+                     f"benchmark does (else the subsets every model has); the other subsets are detail "
+                     f"columns 'TASK [SUBSET]': {', '.join(english[:5])}" + (" …" if len(english) > 5 else ""),
+                     kind="vote", ranks=True)
+    return plans
+
+
+def _criteria(plans: Mapping[str, Plan], columns: Sequence[str], options: Options) -> list[Any]:
+    from ranking.table import Criterion
+
+    merged = CQADUPSTACK in columns
+    out = []
+    for column in columns:
+        task, _, rest = column.partition(" [")
+        plan = plans[task]
+        subset = rest[:-1] if rest else None
+        cqa = task.startswith("CQADupstack") and task.endswith("Retrieval") and task != CQADUPSTACK
+        benchmark = CQADUPSTACK if cqa else task
+        split = next(iter(plan.split_of.values()))
+        over = subset or ", ".join(plan.subsets) or "its one subset"
+        settings: dict[str, Any] = {"split": split, "subsets": over}
+        if plan.kind:
+            settings["type"] = plan.kind
+        out.append(Criterion(column, direction=options.stated(column, task) or "higher", group="performance",
+                             unit=UNIT, source=f"MTEB main_score, {split}, {over}", benchmark=benchmark, task=task,
+                             metric="main_score", settings=settings, range=RANGE,
+                             detail=bool(subset) or (cqa and merged), aggregate=task == CQADUPSTACK and not subset))
+    return out
 
 
 def _newest(candidates: list[tuple[float, Path, TaskScore]], what: str, options: Options) -> TaskScore:
     """The newest of several files of one (model, revision, task), by the files' own ``date``."""
     if len(candidates) > 1 and any(r.date is None for _, _, r in candidates):
-        if options.on_duplicate != "error" and len({(r.score, r.split, r.subsets) for _, _, r in candidates}) == 1:
+        if options.on_duplicate != "error" and len({repr(r.splits) for _, _, r in candidates}) == 1:
             options.note(f"{what} appears {len(candidates)} times with the same scores ("
                          f"{', '.join(str(f) for _, f, _ in candidates)}): kept one", kind="duplicate")
             return candidates[0][2]
@@ -268,39 +485,17 @@ def _newest(candidates: list[tuple[float, Path, TaskScore]], what: str, options:
             undated = ", ".join(str(f) for _, f, r in candidates if r.date is None)
             raise UserError(f"{what} appears {len(candidates)} times with different scores and {undated} carries no "
                             "'date', so the newest cannot be told (file times are not used): keep one of them")
-    return pick_newest(candidates, what, options, same=lambda r: (r.score, r.split, r.subsets), stamp="date")
+    return pick_newest(candidates, what, options, same=lambda r: repr(r.splits), stamp="date")
 
 
-def _check_comparable(chosen: Mapping[tuple[str, str], tuple[TaskScore, Path]]) -> None:
-    """Every model's score of a task must be over the same split and subsets: one error naming every task that is not."""
-    first: dict[str, tuple[str, TaskScore, Path]] = {}
-    problems: list[str] = []
-    named: set[str] = set()
-    for (model, task), (result, file) in sorted(chosen.items()):
-        if result.score is None:
-            continue  # missing anyway: no mean to compare
-        base = first.setdefault(task, (model, result, file))
-        if (result.split, result.subsets) != (base[1].split, base[1].subsets) and task not in named:
-            named.add(task)
-            problems.append(f"{task!r}: {base[0]} is scored on {_over(base[1])} ({base[2]}), {model} on "
-                            f"{_over(result)} ({file})")
-    if len(problems) == 1:
-        raise UserError(f"MTEB task {problems[0]}: the means are not comparable; give every model's results on the "
-                        "same split and subsets (or leave the task out)")
-    if problems:
-        raise UserError(f"{len(problems)} MTEB tasks are scored on different splits or subsets, so their means are "
-                        f"not comparable: {'; '.join(problems)}: give every model's results on the same split and "
-                        "subsets (or leave these tasks out)")
-
-
-def _normalise_units(scores: dict[str, dict[str, float]], chosen: Mapping[tuple[str, str], tuple[TaskScore, Path]],
-                     tasks: Sequence[str], options: Options) -> None:
-    """Per task column: percent (beyond ±1) → 0-1 with a note; a mix of both units refused; beyond ±100 out of range."""
+def _normalise_units(scores: dict[str, dict[str, float]], file_of: Mapping[str, Mapping[str, Path]],
+                     columns: Sequence[str], options: Options) -> None:
+    """Per column: percent (beyond ±1) → 0-1 with a note; a mix of both units refused; beyond ±100 out of range."""
     percent_tasks = []
-    for task in tasks:
+    for task in columns:
         have = {m: s[task] for m, s in scores.items() if task in s}
         for model, x in list(have.items()):
-            file = chosen[model, task][1]
+            file = file_of[task][model]
             kept = in_range(x, *PERCENT_RANGE, f"{file}: task {task!r}, model {model!r}, main_score", options)
             if kept is None:
                 del scores[model][task], have[model]
@@ -320,19 +515,24 @@ def _normalise_units(scores: dict[str, dict[str, float]], chosen: Mapping[tuple[
                      f"the others: {', '.join(percent_tasks)}", kind="unit", ranks=True)
 
 
-def _over(result: TaskScore) -> str:
-    """The split and subsets a score is over, in words (``test, subsets deu, eng``)."""
-    shown = ", ".join(result.subsets[:6]) + (f", … ({len(result.subsets)})" if len(result.subsets) > 6 else "")
-    return f"{result.split}, subsets {shown}"
-
-
 def board_scores(table: Any) -> Any:
-    """MTEB's own aggregate per model: the mean over its tasks (the leaderboard's "Mean (Task)"), NaN where a model
-    lacks a task (the leaderboard leaves that mean blank). Only the table's MTEB task columns count."""
+    """MTEB's own average per model: the mean over its tasks of each task's voting score (its own split and subset;
+    CQADupstack's subforums one task, their mean), bitext mining left out as MTEB's English average leaves it; NaN
+    where a model lacks a task (the leaderboard leaves that mean blank). Only the table's MTEB columns count."""
     import numpy as np
 
-    cols = [j for j, c in enumerate(table.criteria)
-            if (c.source or "").startswith("MTEB main_score") and not getattr(c, "detail", False)]
-    if not cols:
+    from ranking.votes import vote_weights
+
+    weights = vote_weights(table.criteria, "benchmark")
+    units: dict[str, list[int]] = {}
+    for j, c in enumerate(table.criteria):
+        if not (c.source or "").startswith("MTEB main_score") or weights[j] <= 0:
+            continue
+        if dict(c.settings or ()).get("type") == "BitextMining":
+            continue
+        units.setdefault(c.vote_unit, []).append(j)
+    if not units:
         raise UserError(f"{table.source}: no MTEB task column to average")
-    return np.asarray(table.values, dtype=float)[:, cols].mean(axis=1)
+    values = np.asarray(table.values, dtype=float)
+    return np.column_stack([(values[:, cols] * weights[cols]).sum(axis=1) / weights[cols].sum()
+                            for cols in units.values()]).mean(axis=1)

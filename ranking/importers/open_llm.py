@@ -9,6 +9,11 @@ the board. A model is shown by its ``fullname``, with the precision in brackets
 (two snapshots of the table) keeps its newest ``Submission Date`` (v1: ``date``) row with a note,
 or is refused with ``on_duplicate="error"``.
 
+**The table as the board's page shows it** is read too: a ``Model`` column (the name, possibly a Markdown or
+HTML link) instead of ``fullname``, ``Average`` for ``Average ⬆️``, values with the unit the page writes after them
+(``6.51 %`` in a benchmark column, ``0.09 kg`` for CO₂, ``7.24 B`` for parameters), and rows the page lists twice
+(identical: read once, noted).
+
 **One vote per benchmark.** Each benchmark column (:data:`V2` / :data:`V1`) is one criterion,
 group ``performance``, higher is better, with ``benchmark``/``task`` the benchmark, ``metric``,
 ``settings`` (the leaderboard's n-shot and version) and ``range``. v2's normalised score (the
@@ -84,7 +89,12 @@ PARAMS = "#Params (B)"
 #: values of ``#Params (B)`` that mean "unknown" (0 throughout; -1 in a few v2 rows).
 PARAMS_PLACEHOLDERS = (0.0, -1.0)
 AVERAGE = "Average ⬆️"
-MODEL_COLUMNS = ("fullname", "eval_name")
+AVERAGES = (AVERAGE, "Average")  # the export's name, the page's
+#: the model's column: the exports' ``fullname`` / ``eval_name``; the page's ``Model`` (copied from the board, a
+#: name that may be a link)
+MODEL_COLUMNS = ("fullname", "eval_name", "Model")
+#: units the board's page writes after a value (``6.51 %``, ``0.09 kg``, ``7.24 B``), by column kind
+PAGE_UNITS = {"benchmark": ("%",), "raw": ("%",), "CO₂ cost (kg)": ("kg",), PARAMS: ("B",)}
 PRECISION = "Precision"
 DATE_COLUMNS = ("Submission Date", "date")  # v2, v1
 
@@ -150,6 +160,39 @@ def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def model_name(value: Any) -> str:
+    """A model's name as a row gives it: the export's text, or the page's cell, which may be a Markdown or HTML
+    link and carry a marker after the name.
+
+    >>> model_name("[org/m-7b](https://huggingface.co/org/m-7b)"), model_name('<a href="x">org/m</a> 📑'), model_name(" org/m ")
+    ('org/m-7b', 'org/m', 'org/m')
+    """
+    import re
+
+    text = _text(value)
+    link = re.match(r"^\[([^\]]+)\]\([^)]*\)", text) or re.match(r"^<a\b[^>]*>(.*?)</a>", text)
+    if link:
+        text = re.sub(r"<[^>]+>", "", link.group(1))
+    return text.split()[0] if text.split() else ""
+
+
+def page_value(value: Any, column: str) -> Any:
+    """A value with the unit the board's page writes after it (``6.51 %`` in a benchmark column, ``0.09 kg`` for
+    CO₂) as the number the export holds; any other value as it is.
+
+    >>> page_value("6.51 %", "IFEval"), page_value("0.09 kg", "CO₂ cost (kg)"), page_value("6.51 kg", "IFEval")
+    ('6.51', '0.09', '6.51 kg')
+    """
+    if not isinstance(value, str):
+        return value
+    kind = "benchmark" if column in BENCHMARKS else "raw" if column.endswith(RAW) else column
+    text = value.strip()
+    for unit in PAGE_UNITS.get(kind, ()):
+        if text.endswith(unit) and text[: -len(unit)].strip():
+            return text[: -len(unit)].strip()
+    return value
+
+
 def read(paths: Sequence[Path], options: Options) -> Any:
     """The score table of the leaderboard export(s) (module docstring)."""
     from ranking.table import Criterion
@@ -166,7 +209,7 @@ def read(paths: Sequence[Path], options: Options) -> Any:
         if model_col is None:
             raise UserError(f"{path} has no model column ({' or '.join(MODEL_COLUMNS)}): is it the Open LLM "
                             f"Leaderboard's table? (columns: {', '.join(header[:12])})")
-        by_fullname = by_fullname and model_col == "fullname"
+        by_fullname = by_fullname and model_col in ("fullname", "Model")
         if not any(b in header for b in BENCHMARKS):
             raise UserError(f"{path} has none of the leaderboard's benchmark columns ({', '.join(BENCHMARKS)})")
         mine = [c for c in header if c in BENCHMARKS or c in COSTS
@@ -174,8 +217,9 @@ def read(paths: Sequence[Path], options: Options) -> Any:
         columns += [c for c in mine if c not in columns]
         date_col = next((c for c in DATE_COLUMNS if c in header), DATE_COLUMNS[0])
         benchmarks_here = [c for c in header if c in BENCHMARKS]
+        average_col = next((c for c in AVERAGES if c in header), None)
         for where, row in table:
-            model = _text(row.get(model_col))
+            model = model_name(row.get(model_col)) if model_col == "Model" else _text(row.get(model_col))
             if not model:
                 raise UserError(f"{path}: {where} has no model name in column {model_col!r}: name every model "
                                 "(or delete the row)")
@@ -183,7 +227,7 @@ def read(paths: Sequence[Path], options: Options) -> Any:
             scores: dict[str, float] = {}
             for c in mine:
                 at = f"{path}: {where}, model {model!r}, column {c!r}"
-                x = score(row.get(c), at)
+                x = score(page_value(row.get(c), c), at)
                 if x is None:
                     continue
                 if c == PARAMS and x in PARAMS_PLACEHOLDERS:
@@ -192,8 +236,9 @@ def read(paths: Sequence[Path], options: Options) -> Any:
                 x = in_range(x, *_range(c), at, options)
                 if x is not None:
                     scores[c] = x
-            average = score(row.get(AVERAGE), f"{path}: {where}, model {model!r}, column {AVERAGE!r}") \
-                if AVERAGE in row and benchmarks_here else None
+            average = score(page_value(row.get(average_col), "IFEval"),  # a benchmark's unit, %
+                            f"{path}: {where}, model {model!r}, column {average_col!r}") \
+                if average_col is not None and benchmarks_here else None
             rows.append(Row(path, where, model, precision, row.get(date_col), date_col, scores, average))
     if not rows:
         raise UserError(f"{describe_paths(paths)}: no model rows")
@@ -254,12 +299,19 @@ def _one_row_per_key(rows: list[Row], by_fullname: bool,
         options.note(f"open-llm-leaderboard: {len(several)} model(s) are listed in several precisions, each one "
                      f"its own entry as on the board (named 'MODEL (PRECISION)'): {shown}", kind="identity")
     out: dict[str, dict[str, float]] = {}
+    copies = []
     for (name, precision), found in keyed.items():
         label = f"{name} ({precision})" if name in several else name
+        if len(found) > 1 and all(r.scores == found[0].scores for r in found[1:]):
+            copies.append(f"{label} ({len(found)} rows)")  # the page lists some rows twice (pinned, paged)
+            found = found[:1]
         candidates = [(submission_time(r.date, r.path, r.where, label, r.date_column) if len(found) > 1 else 0.0,
                        f"{r.path} {r.where}", r.scores) for r in found]
         out[label] = pick_newest(candidates, f"model {label!r} of the leaderboard", options,
                                  stamp=found[0].date_column)
+    if copies:
+        options.note(f"open-llm-leaderboard: {len(copies)} model(s) listed in identical rows, read once: "
+                     + ", ".join(copies[:5]) + (" …" if len(copies) > 5 else ""), kind="duplicate")
     return out, several
 
 
