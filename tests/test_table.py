@@ -236,3 +236,15 @@ def test_a_score_outside_its_declared_range_is_refused_however_the_table_enters(
     assert drawn.select_models(["B"]).values[0, 0] == 1.2
     with pytest.raises(UserError, match=line.replace("1.5", "1.2")):
         ScoreTable(drawn.models, drawn.criteria, drawn.values)  # built anew, it is checked
+
+
+def test_the_sidecar_text_is_the_same_from_libyamls_emitter_and_the_pure_python_one():
+    """to_csv writes the sidecar with CSafeDumper where PyYAML has it: it must be the text SafeDumper writes."""
+    yaml = pytest.importorskip("yaml")
+    if not hasattr(yaml, "CSafeDumper"):
+        pytest.skip("PyYAML without libyaml")
+    doc = {"criteria": {f"c{i} é": {"direction": "target", "target": 0.5, "weight": 1.5, "group": "perf",
+                                    "settings": {"n-shot": 5, "filter": "none"}, "range": [0, 1]}
+                        for i in range(50)}, "standard_errors": "stderr.csv"}
+    fast = yaml.dump(doc, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True)
+    assert fast == yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
