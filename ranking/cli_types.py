@@ -71,7 +71,8 @@ def column_list(text: str) -> list[str]:
 
 
 def add_table_options(parser: argparse.ArgumentParser) -> None:
-    """``--data-root``, ``--lower`` and ``--higher``: the options of every command that reads a TABLE."""
+    """``--data-root``, ``--lower`` and ``--higher``: the options of every command that reads a TABLE (its
+    ranking choices, ``--vote`` among them: :func:`add_choice_flags`)."""
     parser.add_argument("--data-root", metavar="DIR", default=None,
                         help="data root for leaderboard specs and benchbench/ranking_nlp paths (default: $VNR_DATA_ROOT)")
     parser.add_argument("--lower", type=column_list, action="extend", default=[], metavar="COL,...",
@@ -79,10 +80,6 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
                         "columns of a CSV without criteria.yaml)")
     parser.add_argument("--higher", type=column_list, action="extend", default=[], metavar="COL,...",
                         help="these columns are higher-is-better (overrides the sidecar)")
-    parser.add_argument("--vote", default=None, choices=("benchmark", "column"),
-                        help="benchmark (default): each benchmark casts one vote, whatever number of subtasks or "
-                        "metrics its columns report (detail columns do not vote); column: every column votes (an "
-                        "aggregate gives way to its parts). The output states which is in force")
 
 
 def table_from_args(args: argparse.Namespace, source: str | None = None, *, voted: str | None = None):
@@ -108,7 +105,7 @@ def table_from_args(args: argparse.Namespace, source: str | None = None, *, vote
     from ranking.plan import RankPlan
     from ranking.votes import changes_weights, describe
 
-    prepared = RankPlan.build(vote=getattr(args, "vote", None), drop_incomplete=False).prepare(table)
+    prepared = RankPlan(vote=getattr(args, "vote", None) or "benchmark", drop_incomplete=False).prepare(table)
     if changes_weights(prepared.votes):
         print(f"vnr {voted}: note: {describe(prepared.votes)}", file=sys.stderr)
     return prepared.table
@@ -117,8 +114,6 @@ def table_from_args(args: argparse.Namespace, source: str | None = None, *, vote
 def finite_float(minimum: float, *, strict: bool):
     """An argparse type: a finite number ``> minimum`` (``strict``) or ``>= minimum`` (``nan``/``inf`` refused).
 
-    >>> finite_float(0, strict=True)("0.95")
-    0.95
     >>> finite_float(0, strict=False)("0")
     0.0
     """
@@ -137,7 +132,6 @@ def finite_float(minimum: float, *, strict: bool):
     return parse
 
 
-finite_positive_float = finite_float(0, strict=True)
 finite_non_negative_float = finite_float(0, strict=False)
 
 
@@ -161,14 +155,25 @@ def int_in_range(minimum: int, maximum: int):
     return parse
 
 
-def add_uncertainty_flags(parser: argparse.ArgumentParser, *, intervals: str, robustness: str) -> None:
-    """``--intervals [--level --draws]`` and ``--robustness [--max-cells]``, one declaration for ``vnr rank`` and
-    ``vnr report`` (``intervals`` / ``robustness``: each command's help sentence of the flag)."""
-    parser.add_argument("--intervals", action="store_true", help=intervals)
-    parser.add_argument("--level", type=float, default=0.95, metavar="P",
-                        help="--intervals: simultaneous level (default 0.95)")
-    parser.add_argument("--draws", type=non_negative_int, default=None, metavar="N",
-                        help="--intervals: tables drawn from the uncertainty (default 1000)")
-    parser.add_argument("--robustness", action="store_true", help=robustness)
-    parser.add_argument("--max-cells", type=non_negative_int, default=3, metavar="K",
-                        help="--robustness: search up to K changed scores (default 3; the means are exact at any K)")
+def add_choice_flags(parser: argparse.ArgumentParser, command: str, *, only: tuple[str, ...] | None = None) -> None:
+    """The flags of the ranking choices ``command`` takes (:func:`ranking.plan.on`), generated from their one
+    declaration (:class:`ranking.plan.RankPlan`: type, bound, default and help); ``only``: some of them."""
+    from ranking.floor.flags import add_flags
+    from ranking.plan import RankPlan, on
+
+    chosen = tuple(n for n in on(command) if only is None or n in only)
+    add_flags(parser, RankPlan, only=chosen)
+    parser.set_defaults(_choices=chosen)
+
+
+def choices_from_args(args: argparse.Namespace) -> dict[str, object]:
+    """The ranking choices given as flags, checked once against their declaration (a refusal names the flag),
+    written back into ``args`` with the declared defaults filled in; returns the given ones."""
+    from ranking.floor.flags import names, values
+    from ranking.plan import RankPlan, check_choices
+
+    chosen = tuple(getattr(args, "_choices", ()))
+    given = check_choices(values(args, RankPlan, only=chosen), names=names(RankPlan))
+    for name in chosen:
+        setattr(args, name, given.get(name, RankPlan.__dataclass_fields__[name].default))
+    return given

@@ -82,12 +82,11 @@ from typing import Any
 
 import numpy as np
 
+from ranking.choices import SETTINGS  # the settings: their one declaration
 from ranking.floor.errors import UserError
 from ranking.result import RuleResult
 from ranking.rules import HUGE, get_rule, safe_weights
 from ranking.table import Criterion, ScoreTable
-
-SETTINGS = ("basic", "weighted", "two-step")
 
 
 @dataclass(frozen=True)

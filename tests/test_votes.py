@@ -96,7 +96,7 @@ def test_a_table_without_benchmarks_ranks_alike_in_both_modes_and_states_nothing
     for rule in a.results:
         np.testing.assert_array_equal(a[rule].scores, b[rule].scores)
     assert apply_votes(t)[0] is t
-    with pytest.raises(UserError, match="vote 'task' is not one of benchmark, column"):
+    with pytest.raises(UserError, match="vote: 'task' is not one of benchmark, column"):
         ranking.rank(t, vote="task")
 
 

@@ -74,8 +74,6 @@ from ranking.table import ScoreTable
 
 log = logging.getLogger(__name__)
 
-SETTINGS = ("basic", "weighted", "two-step")
-TIES = ("default", "votenrank")
 
 
 # ---------------------------------------------------------------------- value parsing
@@ -153,10 +151,12 @@ class Column:
             raise UserError(f"column {self.name!r} shows the leaderboard's own order: it has no ranking plan")
         params = dict(self.params)
         preset = params.pop("preset", None)
+        # the optimality gap's gamma (a column's params: gamma, as the file writes it) has one keyword: og_gamma
+        og_gamma = params.pop("gamma", None) if self.rule == "optimality_gap" else None
         inside = self.group is not None
         return RankPlan.build(self.rule, setting="basic" if inside else self.setting,
                               group_weights=None if inside else self.group_weights, ties=self.ties or ties,
-                              preset=preset, vote=vote, **params)
+                              preset=preset, og_gamma=og_gamma, vote=vote, **params)
 
 
 @dataclass(frozen=True)
