@@ -169,9 +169,21 @@ def same(a, b) -> None:
     assert tuple(a.models) == tuple(b.models)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_every_path_ranks_as_ranking_rank(data):
+    """A lean default (12 random tables and choices, each on every path); the exhaustive run is marked slow."""
+    every_path_ranks_as_ranking_rank(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_every_path_ranks_as_ranking_rank_exhaustively(data):
+    every_path_ranks_as_ranking_rank(data)
+
+
+def every_path_ranks_as_ranking_rank(data):
     table = data.draw(tables())
     c = data.draw(choices(len(table.group_names)))
     rule = c["rule"]
