@@ -44,15 +44,13 @@ import math
 import sys
 from typing import Any
 
+from ranking.cli_table import TABLE_HELP, add_table_options, table_from_args
 from ranking.cli_types import (
-    TABLE_HELP,
     add_choice_flags,
-    add_table_options,
     choices_from_args,
     column_list,
     int_in_range,
     rule_help,
-    table_from_args,
 )
 from ranking.floor.errors import UserError
 from ranking.floor.flags import names

@@ -1,4 +1,5 @@
-"""Argument types and options shared by the `vnr` sub-commands: integers, rule lists, TABLE options (one-line errors, exit 2)."""
+"""Argument types and options shared by the `vnr` sub-commands: integers, rule lists, column lists, the ranking
+choices' flags (one-line errors, exit 2). The TABLE argument and its options: :mod:`ranking.cli_table`."""
 
 from __future__ import annotations
 
@@ -51,13 +52,6 @@ def rule_help(text: str) -> str:
     return f"{text}; rules: {', '.join(registered_rule_names())}"
 
 
-# ---------------------------------------------------------------------- TABLE options
-TABLE_HELP = (
-    "score table: a CSV (+ criteria.yaml sidecar), a results folder with matrix.csv, a leaderboard spec (.yaml), "
-    "or a path under the data root such as benchbench/glue or ranking_nlp/glue.data"
-)
-
-
 def column_list(text: str) -> list[str]:
     """An argparse type: comma-separated column names.
 
@@ -68,47 +62,6 @@ def column_list(text: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("give one or more comma-separated column names")
     return names
-
-
-def add_table_options(parser: argparse.ArgumentParser) -> None:
-    """``--data-root``, ``--lower`` and ``--higher``: the options of every command that reads a TABLE (its
-    ranking choices, ``--vote`` among them: :func:`add_choice_flags`)."""
-    parser.add_argument("--data-root", metavar="DIR", default=None,
-                        help="data root for leaderboard specs and benchbench/ranking_nlp paths (default: $VNR_DATA_ROOT)")
-    parser.add_argument("--lower", type=column_list, action="extend", default=[], metavar="COL,...",
-                        help="these columns are lower-is-better (overrides the sidecar; needed for cost-like "
-                        "columns of a CSV without criteria.yaml)")
-    parser.add_argument("--higher", type=column_list, action="extend", default=[], metavar="COL,...",
-                        help="these columns are higher-is-better (overrides the sidecar)")
-
-
-def table_from_args(args: argparse.Namespace, source: str | None = None, *, voted: str | None = None):
-    """The score table named by ``args.table`` (or ``source``) with the TABLE options, via :func:`ranking.load_table`.
-
-    ``voted`` (a command's name): the table prepared as :func:`ranking.rank` prepares it (its
-    :class:`~ranking.plan.RankPlan`'s :meth:`~ranking.plan.RankPlan.prepare`: under ``--vote``'s weights,
-    :mod:`ranking.votes`), the vote stated in a note on stderr where it changes them — for the commands that
-    rank the table many times (``vnr analyze``, ``vnr prospective``) rather than once with :func:`ranking.rank`.
-    """
-    from ranking.loading import load_table
-
-    table = load_table(
-        args.table if source is None else source,
-        data_root=args.data_root,
-        lower=getattr(args, "lower", None) or (),
-        higher=getattr(args, "higher", None) or (),
-    )
-    if voted is None:
-        return table
-    import sys
-
-    from ranking.plan import RankPlan
-    from ranking.votes import changes_weights, describe
-
-    prepared = RankPlan(vote=getattr(args, "vote", None) or "benchmark", drop_incomplete=False).prepare(table)
-    if changes_weights(prepared.votes):
-        print(f"vnr {voted}: note: {describe(prepared.votes)}", file=sys.stderr)
-    return prepared.table
 
 
 def finite_float(minimum: float, *, strict: bool):

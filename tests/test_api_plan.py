@@ -208,7 +208,7 @@ def every_path_ranks_as_ranking_rank(data):
     same(make_ranker_result(plan, prepared.table, rule), want)  # the analyses' ranker
     np.testing.assert_array_equal(make_ranker(rule, plan=plan)(prepared.table), np.asarray(want.ranks, dtype=float))
     if c["preset"] is None and c["ties"] is None and c["og_gamma"] is None:  # vnr analyze's own choices
-        from ranking.cli_types import table_from_args
+        from ranking.cli_table import table_from_args
 
         class Args:
             data_root, lower, higher, vote = None, (), (), c["vote"]

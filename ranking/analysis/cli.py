@@ -19,14 +19,12 @@ import math
 import sys
 from typing import Any
 
+from ranking.cli_table import TABLE_HELP, add_table_options, table_from_args
 from ranking.cli_types import (
-    TABLE_HELP,
     add_choice_flags,
-    add_table_options,
     choices_from_args,
     finite_non_negative_float,
     rule_help,
-    table_from_args,
 )
 
 FORMATS = ("table", "json")
@@ -269,7 +267,7 @@ def _sensitivity(table, args: argparse.Namespace, kind: str) -> dict[str, Any]:
 
 
 def _kind_of(table, requested: str) -> str:
-    from ranking.analysis.data import benchbench_kind
+    from ranking.published import benchbench_kind
 
     if requested != "auto":
         return requested
@@ -302,9 +300,9 @@ def run_kemeny(args: argparse.Namespace) -> int:
 
 
 def run_instance(args: argparse.Namespace) -> int:
-    from ranking.analysis.data import load_instance_table
     from ranking.analysis.instance import aggregate_instances
     from ranking.floor.paths import resolve_data_root
+    from ranking.published import load_instance_table
 
     frame = load_instance_table(args.table, resolve_data_root(args.data_root))
     metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
@@ -341,8 +339,8 @@ def run_synthetic(args: argparse.Namespace) -> int:
 def run_tradeoff(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from ranking.analysis.data import BENCHBENCH
     from ranking.analysis.diversity import diversity
+    from ranking.published import BENCHBENCH
 
     names = args.tables or [f"benchbench/{b}" for b in BENCHBENCH]
     args.rule = None
