@@ -340,6 +340,8 @@ def check_choices(choices: Mapping[str, Any], *, where: Any = None, names: Any =
     ...
     ranking.floor.errors.UserError: draws: 1000000000000000000 is above 100000
     """
+    if not choices:
+        return {}  # nothing given: the declared defaults (and no schema to build)
     from ranking.floor.schema import fields_model, validate
 
     model = fields_model(RankPlan, exclude=("rules", "explicit", "params"))

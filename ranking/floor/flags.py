@@ -22,6 +22,7 @@ negation the field names: ``Cli(negative="--keep-incomplete")``).
 from __future__ import annotations
 
 import argparse
+import functools
 import typing
 from collections.abc import Sequence
 from dataclasses import MISSING, fields
@@ -47,7 +48,9 @@ def _cli(hint: Any) -> Cli:
     return next((meta for meta in _metadata(hint) if isinstance(meta, Cli)), Cli())
 
 
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
+    """A class's field types, read once (``get_type_hints`` compiles every annotation it reads)."""
     return typing.get_type_hints(cls, include_extras=True)
 
 
