@@ -524,8 +524,8 @@ class Scoring:
 
     def ranking_plan(self) -> Any:
         """The plan the rule ranks a drawn table under (None for a ``score_one`` of its own setting)."""
+        from ranking.choices import SETTINGS
         from ranking.plan import RankPlan
-        from ranking.settings import SETTINGS
 
         if self.plan is not None:
             return self.plan

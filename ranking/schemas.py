@@ -40,13 +40,14 @@ from pydantic import (
     model_validator,
 )
 
-from ranking.choices import OgGammaChoice as GammaChoice
 from ranking.choices import (  # a ranking choice's declared type
+    GroupWeightsChoice,
     PresetChoice,
     SettingChoice,
     TiesChoice,
     VoteChoice,
 )
+from ranking.choices import OgGammaChoice as GammaChoice
 from ranking.floor import schema as floor_schema
 from ranking.floor.errors import UserError
 from ranking.floor.schema import Flag, Number, show
@@ -360,8 +361,7 @@ class ColumnModel(_Strict):
     name: Name = Field(description="the column's name (unique)")
     rule: Name = Field(description="a rule name, e.g. borda (see vnr rank --help)")
     setting: SettingChoice = Field("basic", description=choice_help(SettingChoice))  # type: ignore[valid-type]
-    group_weights: Annotated[dict[str, Weight], BeforeValidator(_string_keys)] | None = Field(
-        None, description="group → weight, for weighted and two-step (default 1 each)")
+    group_weights: GroupWeightsChoice = Field(None, description=choice_help(GroupWeightsChoice))
     group: GroupName | None = Field(None, description="rank inside this one group only (setting basic)")
     params: Annotated[dict[str, Any], BeforeValidator(_string_keys)] | None = Field(
         None, description="extra parameters of the rule")

@@ -82,7 +82,6 @@ from typing import Any
 
 import numpy as np
 
-from ranking.choices import SETTINGS  # the settings: their one declaration
 from ranking.floor.errors import UserError
 from ranking.result import RuleResult
 from ranking.rules import HUGE, get_rule, safe_weights
@@ -166,11 +165,7 @@ def apply_setting(
     conv = get_preset(preset)
     ties = conv.ties if ties is None else ties
     params = preset_params(rule, conv, params)
-    if setting not in SETTINGS:
-        raise UserError(f"unknown setting {setting!r} (choose one of: {', '.join(SETTINGS)})")
-    if setting == "basic":
-        if group_weights:
-            raise UserError("group weights only apply to the 'weighted' and 'two-step' settings, not 'basic'")
+    if setting == "basic":  # the setting and its group weights were checked where the choices entered (ranking.plan)
         result = spec(table, ties=ties, **params)
         return replace(result, params={**result.params, "setting": setting, "preset": conv.name})
     gw = resolve_group_weights(table, group_weights)
