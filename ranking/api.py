@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ranking.floor.errors import UserError
-from ranking.plan import CHOICES, DEFAULT_DRAWS, RankPlan, choice_signature, used_settings
+from ranking.plan import CHOICES, DEFAULT_DRAWS, RankPlan, choice_help, choice_signature, used_settings
 from ranking.result import RuleResult
 from ranking.table import ScoreTable
 
@@ -210,5 +210,5 @@ def rank(table: ScoreTable, rule: str | Sequence[str] = "all", **choices: Any) -
 rank.__signature__ = choice_signature(  # type: ignore[attr-defined]
     inspect.Parameter("table", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="ScoreTable"),
     inspect.Parameter("rule", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="all"))
-rank.__doc__ = (rank.__doc__ or "") + "\n    Choices (:data:`ranking.plan.CHOICES`)::\n\n" + "".join(
-    f"        {name}={RankPlan.__dataclass_fields__[name].default!r}\n" for name in CHOICES)
+rank.__doc__ = (rank.__doc__ or "") + "\n    The choices, as declared (:class:`ranking.plan.RankPlan`)::\n\n" + "".join(
+    f"        {name}={RankPlan.__dataclass_fields__[name].default!r}: {choice_help(name)}\n" for name in CHOICES)

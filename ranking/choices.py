@@ -96,14 +96,20 @@ GroupWeights = Annotated[Any, Before(_group_weights)]
 
 
 # ---------------------------------------------------------------------------- the choices, one type each
-SettingChoice = Annotated[Setting, Help("aggregation setting: basic (each criterion's own weight), weighted (group "
-    "weights spread over their criteria) or two-step (rank inside each group, "
-    "then the groups)"), On("rank", "analyze", "column")]
-GroupWeightsChoice = Annotated[GroupWeights, Help("group weights for the weighted and two-step settings, e.g. "
-    "performance=0.4,efficiency=0.3 (default: 1 for every group)"),
+# Each: its type and bound (the floor's Number, Literal, Flag, Before), its Help (the flag's help, the scenario
+# key's description, what a refusal says to write), its flag where not --field-name (Cli) and where it is given
+# besides ranking.rank's keywords (On). Its default is RankPlan's field's (ranking/plan.py).
+SettingChoice = Annotated[Setting, Help(
+    "aggregation setting: basic (each criterion's own weight), weighted (group weights spread over their "
+    "criteria) or two-step (rank inside each group, then the groups)"),
+    On("rank", "analyze", "column")]
+GroupWeightsChoice = Annotated[GroupWeights, Help(
+    "group weights for the weighted and two-step settings, e.g. performance=0.4,efficiency=0.3 (default: 1 for "
+    "every group)"),
     Cli(metavar="G=W,..."), On("rank", "column")]
-TiesChoice = Annotated[Ties | None, Help("tie convention of the positional rules: default or votenrank (default: the "
-    "preset's)"), On("rank", "scenario", "column")]
+TiesChoice = Annotated[Ties | None, Help(
+    "tie convention of the positional rules: default or votenrank (default: the preset's)"),
+    On("rank", "scenario", "column")]
 PresetChoice = Annotated[PresetName | None, Help(
     "conventions: default (principled) or votenrank (reproduces the paper's numbers: votenrank ties, weighted "
     "divides by the group's number of columns, optimality gap gamma 0.95, geometric mean 0 for a score <= 0, "
@@ -111,22 +117,27 @@ PresetChoice = Annotated[PresetName | None, Help(
     On("rank", "prospective", "scenario")]
 OgGammaChoice = Annotated[float | None, Number(gt=0), Help(
     "optimality_gap's gamma on the 0-1 scale, a finite number > 0 (0.95 = 95 on a 0-100 scale; default: the "
-    "preset's, 1 or 0.95)"), Cli(metavar="G"), On("rank", "scenario")]
+    "preset's, 1 or 0.95)"),
+    Cli(metavar="G"), On("rank", "scenario")]
 DropIncompleteChoice = Annotated[bool | None, Flag(), Help(
     "rank only the models with every score (default: the preset's; votenrank: yes, as the paper); "
     "--keep-incomplete ranks every model, a missing score skipped"),
     Cli(negative="--keep-incomplete"), On("rank", "prospective")]
 VoteChoice = Annotated[Vote, Help(
     "benchmark: each benchmark casts one vote, whatever number of subtasks or metrics its columns report "
-    "(detail columns do not vote); column: every column votes (an aggregate gives way to its parts)"),
+    "(detail columns and weight-0 columns do not vote); column: every column votes (an aggregate gives way to "
+    "its ranked parts)"),
     On("rank", "analyze", "prospective", "scenario")]
 BoardChoice = Annotated[bool, Flag(), Help(
     "also rank by the leaderboard's own aggregate (HELM mean win rate, the Open LLM Leaderboard's average, "
-    "MTEB's mean, lm-eval's group means) for an imported table"), On("rank")]
+    "MTEB's mean, lm-eval's group means) for an imported table"),
+    On("rank")]
 IntervalsChoice = Annotated[bool, Flag(), Help(
     "rank intervals that hold for all models at once, and tiers of models the data cannot separate, from the "
-    "table's standard errors (stderr.csv) or its seeds (seeds.csv beside it)"), On("rank", "report")]
-LevelChoice = Annotated[float, Number(ge=0.5, lt=1.0), Help("the simultaneous level of the rank intervals, at least 0.5 and below 1"),
+    "table's standard errors (stderr.csv) or its seeds (seeds.csv beside it)"),
+    On("rank", "report")]
+LevelChoice = Annotated[float, Number(ge=0.5, lt=1.0), Help(
+    "the simultaneous level of the rank intervals, at least 0.5 and below 1"),
     Cli(metavar="P", needs="intervals"), On("rank", "report")]
 DrawsChoice = Annotated[int | None, Number(ge=MIN_DRAWS, le=MAX_DRAWS), Help(
     f"how many tables the rank intervals draw from the uncertainty, {MIN_DRAWS} to {MAX_DRAWS} (default "
@@ -135,12 +146,13 @@ DrawsChoice = Annotated[int | None, Number(ge=MIN_DRAWS, le=MAX_DRAWS), Help(
 SeedChoice = Annotated[int, Number(ge=0, le=MAX_SEED), Help(
     "random seed of the draws (--intervals), of the bootstrap (a scenario) or of an analysis, 0 to 2**32-1"),
     Cli(metavar="N"), On("rank", "report", "analyze")]
-SeedsChoice = Annotated[Any, Help("a seeds.csv the rank intervals draw from (default: the one beside the table's CSV)"),
+SeedsChoice = Annotated[Any, Help(
+    "a seeds.csv the rank intervals draw from (default: the one beside the table's CSV)"),
     On()]
 RobustnessChoice = Annotated[bool, Flag(), Help(
     "per rule and model: the fewest scores that must change for it to win, and which"),
     On("rank", "report")]
 MaxCellsChoice = Annotated[int, Number(ge=1, le=MAX_CELLS), Help(
-    f"the most changed scores the fewest changes to win are searched up to, 1 to {MAX_CELLS} (the means are "
-    "exact at any K)"),
+    f"how many changed scores the search for the fewest changes to win goes up to, 1 to {MAX_CELLS} (the means "
+    "are exact at any number)"),
     Cli(metavar="K", needs="robustness"), On("rank", "report")]

@@ -22,8 +22,8 @@ Never prepare a prepared table again: one vote per benchmark divides a benchmark
 columns, and dividing twice would change it.
 
 **The declaration.** :class:`RankPlan`'s choice fields, with the floor's markers (type, bound, default,
-:class:`~ranking.floor.schema.Help`, :class:`~ranking.floor.flags.Cli` and :class:`On`: where the choice is
-given), are the ONE declaration of a ranking's choices: :func:`check_choices` validates them once, where they
+:class:`~ranking.floor.schema.Help`, :class:`~ranking.floor.flags.Cli` and :class:`~ranking.choices.On`: where
+the choice is given; the annotated types live in the leaf module :mod:`ranking.choices`), are the ONE declaration of a ranking's choices: :func:`check_choices` validates them once, where they
 enter (``ranking.rank``'s keywords, ``RankPlan.build``, ``vnr rank``/``report``/``analyze``/``prospective``'s
 flags, a scenario's keys), so a bad value reads the same everywhere (``draws: 1000000000 is above 100000``,
 ``--draws: ...``, ``x.yaml: ...``); the flags are generated from it (:func:`ranking.floor.flags.add_flags`),

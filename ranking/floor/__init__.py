@@ -22,6 +22,6 @@ pandas and scipy, no torch). Under ``ranking`` the house has every arrow pointin
 ``ranking`` → ``ranking.floor``. (It sat under ``harness`` for one stop, which made ``ranking`` import
 ``harness``: an arrow running back up.) Importing it costs nothing: the floor imports only the standard library
 (``yaml`` inside the loader, ``pydantic`` inside the schema core's functions), never numpy, pandas, the rest of
-``ranking`` or ``harness``; ``tests/test_imports.py`` holds both sides to it. The maintainer's map of the whole house (where each
-kind of thing goes, how a value flows, what the architecture tests hold) is this folder's README.md.
+``ranking`` or ``harness``; ``tests/test_imports.py`` holds both sides to it. The maintainer's map of the whole house (where
+each kind of thing goes, how a value flows, what the architecture tests hold) is this folder's README.md.
 """
