@@ -342,6 +342,21 @@ def check_choices(choices: Mapping[str, Any], *, where: Any = None, names: Any =
     """
     if not choices:
         return {}  # nothing given: the declared defaults (and no schema to build)
+    if where is None and names is None:  # the API's: the same choices check alike, so a repeated call is looked up
+        key = tuple((k, type(v), v) for k, v in choices.items())
+        try:
+            return dict(_checked(key))
+        except TypeError:  # unhashable (group weights as a mapping): checked below
+            pass
+    return _check_choices(choices, where, names)
+
+
+@functools.lru_cache(maxsize=256)
+def _checked(key: tuple[tuple[str, type, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    return tuple(_check_choices({k: v for k, _, v in key}, None, None).items())
+
+
+def _check_choices(choices: Mapping[str, Any], where: Any, names: Any) -> dict[str, Any]:
     from ranking.floor.schema import fields_model, validate
 
     model = fields_model(RankPlan, exclude=("rules", "explicit", "params"))
