@@ -50,7 +50,7 @@ Presets (``preset=``)
     authors ran their LP on the leaderboard's complete rows, pandas
     ``dropna()``: a model missing any score is neither a candidate nor a
     rival; the default keeps it and skips the missing pairs). An explicit
-    ``ties=``, rule parameter (e.g. ``gamma=``) or ``prospective`` argument
+    ``ties=``, ``og_gamma=`` (the optimality gap's gamma), rule parameter or ``prospective`` argument
     (``zero_weight_columns=``, ``drop_incomplete=``) overrides the preset's value.
     A grid config naming the preset scores its bias runs as the authors computed
     fairness (``bias_scoring``: the ``votenrank`` scoring mode of :mod:`harness.bias`).
