@@ -1,12 +1,5 @@
-"""Command-line flags generated from declared fields (as ``HfArgumentParser`` does for dataclasses).
-
-A field of a spec or of a kind's run options (:mod:`harness.specs`) is declared once, with its type, checks
-and :class:`~ranking.floor.schema.Help`; ``vnr finetune`` and ``vnr bias`` add one flag per field from that
-declaration, so a flag's help is the field's own description (the config's JSON Schema shows the same text)
-and its value is checked by the same declaration as a config's key (:func:`ranking.floor.schema.validate`, the
-error naming the flag). A field's flag is ``--field-name`` unless the field names another
-(``Annotated[..., Cli("--lr")]``); a true/false field is a switch with its negation
-(``--keep-checkpoints`` / ``--no-keep-checkpoints``).
+"""Command-line flags generated from declared fields: the floor's one generator (:mod:`ranking.floor.flags`),
+used by ``vnr finetune``, ``vnr bias`` and ``vnr run`` as by the ranking commands.
 
 >>> import argparse
 >>> from harness.specs import BiasSpec
@@ -20,105 +13,6 @@ error naming the flag). A field's flag is ``--field-name`` unless the field name
 
 from __future__ import annotations
 
-import argparse
-import typing
-from collections.abc import Sequence
-from dataclasses import MISSING, fields
-from typing import Any
+from ranking.floor.flags import Cli, add_flags, flag, names, unused, values
 
-
-class Cli:
-    """How a field is given on the command line where it is not ``--field-name VALUE``: its flag
-    (``Cli("--lr")`` for ``learning_rate``); ``repeat``: the flag is given once per item (``--setup LINE``
-    twice: two lines), its values a list; ``metavar``: what the help calls the value; ``dest``: the parsed
-    arguments' attribute where two declarations on one command share a field name (``vnr run``'s
-    ``--local-gpus`` beside SLURM's ``--gpus``)."""
-
-    def __init__(self, flag: str | None = None, *, repeat: bool = False, metavar: str | None = None,
-                 dest: str | None = None) -> None:
-        self.flag, self.repeat, self.metavar, self.dest = flag, repeat, metavar, dest
-
-
-def _cli(hint: Any) -> Cli:
-    return next((meta for meta in _metadata(hint) if isinstance(meta, Cli)), Cli())
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, include_extras=True)
-
-
-def _metadata(hint: Any) -> list[Any]:
-    """Every marker declared anywhere in a field's type (an optional field's inner ``Annotated`` too)."""
-    found = list(getattr(hint, "__metadata__", ()))
-    for arg in typing.get_args(hint):
-        found += _metadata(arg)
-    return found
-
-
-def flag(cls: type, name: str) -> str:
-    """The flag of field ``name`` of ``cls``: its :class:`Cli` marker's, else ``--field-name``."""
-    return _cli(_hints(cls)[name]).flag or "--" + name.replace("_", "-")
-
-
-def _is_switch(hint: Any) -> bool:
-    from ranking.floor.schema import Flag
-
-    return any(isinstance(meta, Flag) for meta in _metadata(hint))
-
-
-def _help(field: Any, hint: Any, required: bool, defaults: bool) -> str:
-    from ranking.floor.schema import description
-
-    text = description(hint) or field.name.replace("_", " ")
-    default = field.default
-    if defaults and not required and default not in (None, (), False, MISSING) and "default" not in text:
-        text += f" (default: {default})"
-    if _cli(hint).repeat:
-        text += " (repeatable)"
-    return text.replace("%", "%%")
-
-
-def _metavar(name: str, hint: Any) -> str:
-    """``{auto,fp32,fp16,bf16}`` for a field of a few named values, else the flag's name in capitals."""
-    for inner in (hint, *typing.get_args(hint)):
-        inner = getattr(inner, "__origin__", inner) if typing.get_origin(inner) is typing.Annotated else inner
-        if typing.get_origin(inner) is typing.Literal:
-            return "{" + ",".join(map(str, typing.get_args(inner))) + "}"
-    return name[2:].upper().replace("-", "_")
-
-
-def add_flags(parser: Any, cls: type, *, skip: Sequence[str] = (), only: Sequence[str] | None = None,
-              defaults: bool = True) -> None:
-    """One flag per field of ``cls`` (``only`` those, if given) but those in ``skip`` (given by flags of their
-    own): text, read and checked by the field's declaration when :func:`values` hands it to
-    :func:`ranking.floor.schema.validate`. A field without a default is a required flag; ``defaults=False``: the
-    help names no default (the flags override a config's values, whose defaults apply)."""
-    hints = _hints(cls)
-    for field in fields(cls):
-        if field.name in skip or (only is not None and field.name not in only):
-            continue
-        hint = hints[field.name]
-        required = field.default is MISSING and field.default_factory is MISSING
-        name, cli, text = flag(cls, field.name), _cli(hint), _help(field, hint, required, defaults)
-        dest = cli.dest or field.name
-        if _is_switch(hint):
-            parser.add_argument(name, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=text)
-        else:
-            parser.add_argument(name, dest=dest, default=None, required=required,
-                                action="append" if cli.repeat else "store",
-                                metavar=cli.metavar or _metavar(name, hint), help=text)
-
-
-def values(args: argparse.Namespace, cls: type, *, skip: Sequence[str] = (), only: Sequence[str] | None = None
-           ) -> dict[str, Any]:
-    """The fields of ``cls`` given as flags (those left out: the declaration's default)."""
-    hints = _hints(cls)
-    given = {f.name: getattr(args, _cli(hints[f.name]).dest or f.name, None) for f in fields(cls)
-             if f.name not in skip and (only is None or f.name in only)}
-    return {name: value for name, value in given.items() if value is not None}
-
-
-def names(*classes: type) -> typing.Callable[[str], str]:
-    """Field name → its flag, for :func:`ranking.floor.schema.validate`'s errors (``--lr: nan is not a finite number``)."""
-    table = {f.name: flag(cls, f.name) for cls in classes for f in fields(cls)}
-    return lambda name: table.get(name, "--" + name.replace("_", "-"))
+__all__ = ["Cli", "add_flags", "flag", "names", "unused", "values"]

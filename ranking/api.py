@@ -24,15 +24,16 @@ produced it.
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ranking.floor.errors import UserError
-from ranking.plan import RankPlan, used_settings
+from ranking.plan import CHOICES, DEFAULT_DRAWS, RankPlan, choice_help, choice_signature, used_settings
 from ranking.result import RuleResult
 from ranking.table import ScoreTable
 
@@ -123,7 +124,6 @@ def apply_plan(plan: RankPlan, table: ScoreTable) -> RankResult:
     add the intervals, robustness and the board's order the plan asks for (what :func:`rank` returns)."""
     from ranking.intervals import few_scores
 
-
     prepared = plan.prepare(table)
     table = prepared.table
     settings = plan.used_settings(prepared)  # input errors once, before any rule runs
@@ -141,10 +141,10 @@ def apply_plan(plan: RankPlan, table: ScoreTable) -> RankResult:
         raise UserError(f"no rule could rank this table ({name}: {why})")
     found_intervals = None
     if plan.intervals:
-        from ranking.intervals import DEFAULT_DRAWS, check_level, draw_source, rank_intervals
+        from ranking.intervals import draw_source, rank_intervals
 
-        level = check_level(plan.level)
-        draws = DEFAULT_DRAWS if plan.draws is None else int(plan.draws)
+        level = plan.level  # checked once, when the plan was built (its declaration's bounds)
+        draws = DEFAULT_DRAWS if plan.draws is None else plan.draws
         source = draw_source(table, plan.seeds)
         failed: dict[str, str] = {}
         found_intervals = rank_intervals(table, results, source=source, level=level, draws=draws, seed=plan.seed,
@@ -175,33 +175,14 @@ def apply_plan(plan: RankPlan, table: ScoreTable) -> RankResult:
     return RankResult(results, settings, skipped, found_intervals, found_robustness, present)
 
 
-def rank(
-    table: ScoreTable,
-    rule: str | Sequence[str] = "all",
-    *,
-    setting: str = "basic",
-    group_weights: Mapping[str, float] | None = None,
-    ties: str | None = None,
-    preset: str | None = None,
-    og_gamma: float | None = None,
-    drop_incomplete: bool | None = None,
-    vote: str | None = None,
-    board: bool = False,
-    intervals: bool = False,
-    level: float = 0.95,
-    draws: int | None = None,
-    seed: int = 0,
-    seeds: Any = None,
-    robustness: bool = False,
-    max_cells: int = 3,
-    **params: Any,
-) -> RankResult:
-    """Rank ``table`` with one rule, several, or ``"all"`` under ``setting`` and ``preset``.
+def rank(table: ScoreTable, rule: str | Sequence[str] = "all", **choices: Any) -> RankResult:
+    """Rank ``table`` with one rule, several, or ``"all"`` under the declared choices (the keywords below, each
+    checked once against :class:`ranking.plan.RankPlan`'s declaration; a bad one is one :class:`UserError` line).
 
     ``preset`` is ``"default"`` (None) or ``"votenrank"`` (the published conventions,
     :data:`ranking.settings.PRESETS`); ``ties`` (default: the preset's) and
-    ``og_gamma`` (the optimality gap's ``gamma``, default: the preset's) override it.
-    ``og_gamma`` goes to ``optimality_gap`` only, ``params`` to every rule asked for.
+    ``og_gamma`` (the optimality gap's ``gamma``, default: the preset's; its one keyword) override it.
+    Other keywords are the rules' own parameters (``atol``, ``missing``, ``nonpositive``), to every rule asked for.
     ``drop_incomplete`` (default: the preset's; ``votenrank``: yes, as the authors ranked
     ``dropna()`` rows) ranks only the models with every score; those left out are listed under
     ``settings["dropped_incomplete"]`` whenever dropping applies.
@@ -219,11 +200,15 @@ def rank(
     ``robustness=True`` adds, per rule and model, the fewest cells to change for it to win
     (:mod:`ranking.robustness`, searched up to ``max_cells``).
 
-    The same as ``apply_plan(RankPlan.build(rule, setting=..., ...), table)`` (:class:`ranking.plan.RankPlan`):
+    The same as ``apply_plan(RankPlan.build(rule, **choices), table)`` (:class:`ranking.plan.RankPlan`):
     build the plan once to rank many tables under the same choices.
     """
-    plan = RankPlan.build(rule, setting=setting, group_weights=group_weights, ties=ties, preset=preset,
-                          og_gamma=og_gamma, drop_incomplete=drop_incomplete, vote=vote, board=board,
-                          intervals=intervals, level=level, draws=draws, seed=seed, seeds=seeds,
-                          robustness=robustness, max_cells=max_cells, **params)
-    return apply_plan(plan, table)
+    return apply_plan(RankPlan.build(rule, **choices), table)
+
+
+# help() and editors show the declared choices as keywords (one list: ranking.plan.RankPlan's fields)
+rank.__signature__ = choice_signature(  # type: ignore[attr-defined]
+    inspect.Parameter("table", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="ScoreTable"),
+    inspect.Parameter("rule", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="all"))
+rank.__doc__ = (rank.__doc__ or "") + "\n    The choices, as declared (:class:`ranking.plan.RankPlan`)::\n\n" + "".join(
+    f"        {name}={RankPlan.__dataclass_fields__[name].default!r}: {choice_help(name)}\n" for name in CHOICES)

@@ -44,21 +44,17 @@ import math
 import sys
 from typing import Any
 
+from ranking.cli_table import TABLE_HELP, add_table_options, table_from_args
 from ranking.cli_types import (
-    TABLE_HELP,
-    add_table_options,
-    add_uncertainty_flags,
+    add_choice_flags,
+    choices_from_args,
     column_list,
-    finite_positive_float,
-    non_negative_int,
+    int_in_range,
     rule_help,
-    table_from_args,
 )
 from ranking.floor.errors import UserError
-
-TIES = ("default", "votenrank")
-PRESETS = ("default", "votenrank")  # = ranking.settings.PRESETS
-SETTINGS = ("basic", "weighted", "two-step")  # = ranking.settings.SETTINGS, without importing numpy here
+from ranking.floor.flags import names
+from ranking.plan import MAX_DRAWS
 
 
 def register(subparsers: Any) -> None:
@@ -76,37 +72,14 @@ def register(subparsers: Any) -> None:
         "--rule", action="extend", nargs="+", metavar="NAME",
         help=rule_help("rule name(s), repeatable, or 'all' (default: all)"),
     )
-    p.add_argument("--setting", default="basic", choices=SETTINGS, help="aggregation setting (default: basic)")
-    p.add_argument("--group-weights", metavar="G=W,...", help="group weights, e.g. performance=0.4,efficiency=0.3")
-    p.add_argument("--ties", default=None, choices=TIES, help="tie convention of positional rules (default: the preset's)")
-    p.add_argument(
-        "--preset", default=None, choices=PRESETS,
-        help="conventions: default (principled) or votenrank (reproduces the paper's numbers: votenrank ties, "
-        "weighted divides by the group's number of columns, optimality gap gamma 0.95, geometric mean 0 "
-        "for a score <= 0)",
-    )
-    p.add_argument(
-        "--og-gamma", type=finite_positive_float, default=None, metavar="G",
-        help="optimality_gap's gamma on the 0-1 scale (0.95 = 95 on a 0-100 scale; default: the preset's, 1 or 0.95)",
-    )
-    _add_incomplete_options(p, drop="rank only the models with every score (default: the preset's; votenrank: yes, "
-                            "as the paper)",
-                            keep="rank every model; a missing score is skipped (the default preset's way)")
-    p.add_argument("--board", action="store_true",
-                   help="also rank by the leaderboard's own aggregate (HELM mean win rate, the Open LLM "
-                   "Leaderboard's average, MTEB's mean, lm-eval's group means) for an imported table")
+    add_choice_flags(p, "rank")  # --setting ... --max-cells: generated from the declaration (ranking.plan.RankPlan)
     p.add_argument("--format", default="table", choices=("table", "json", "csv"), help="output format")
     p.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     p.add_argument("--scenario", metavar="FILE", help="rank a user-preference scenario (YAML) instead")
     p.add_argument("--results", metavar="DIR", help="scenario mode: results directory or CSV to rank")
-    p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N", help="scenario mode: bootstrap replicates (from the standard errors where the table has "
-                   "them, else from the seeds)")
-    p.add_argument("--seed", type=int, default=None, metavar="N",
-                   help="random seed of the draws (--intervals) or of the bootstrap (scenario mode); default 0")
-    add_uncertainty_flags(
-        p, intervals="rank intervals that hold for all models at once, and tiers of models the data cannot separate, "
-        "from the table's standard errors (stderr.csv) or its seeds (seeds.csv beside it)",
-        robustness="per rule and model: the fewest scores that must change for it to win, and which")
+    p.add_argument("--bootstrap", type=int_in_range(0, MAX_DRAWS), default=0, metavar="N",
+                   help=f"scenario mode: bootstrap replicates, 0 to {MAX_DRAWS} (from the standard errors where the "
+                   "table has them, else from the seeds)")
     p.set_defaults(func=run_rank)
 
     q = subparsers.add_parser(
@@ -118,15 +91,7 @@ def register(subparsers: Any) -> None:
     q.add_argument("table", metavar="TABLE", help=TABLE_HELP)
     add_table_options(q)
     q.add_argument("--strict", action="store_true", help="require beating every rival (default: >= 0, Eq. 2)")
-    q.add_argument(
-        "--preset", default=None, choices=PRESETS,
-        help="votenrank: search weights over every column, weight-0 diagnostics included, among the models with "
-        "every score (as the paper)",
-    )
-    _add_incomplete_options(q, drop="leave out models missing a score on a column the LP may weight (default: the "
-                            "preset's; votenrank: yes)",
-                            keep="examine every model; a missing score skips that column in its pairs (the default "
-                            "preset's way)")
+    add_choice_flags(q, "prospective")  # --preset, --drop-incomplete/--keep-incomplete, --vote (ranking.plan)
     q.add_argument("--format", default="table", choices=("table", "json"), help="output format")
     q.add_argument("--wide", action="store_true", help="print tables in full: no wrapping to 120 columns, no shortened names")
     q.set_defaults(func=run_prospective)
@@ -151,59 +116,44 @@ def register(subparsers: Any) -> None:
     ci.set_defaults(func=run_criteria_init)
 
 
-def _add_incomplete_options(parser: Any, *, drop: str, keep: str) -> None:
-    """``--drop-incomplete`` / ``--keep-incomplete`` (``args.drop_incomplete``: True, False, or None = the preset's)."""
-    incomplete = parser.add_mutually_exclusive_group()
-    incomplete.add_argument("--drop-incomplete", dest="drop_incomplete", action="store_const", const=True,
-                            default=None, help=drop)
-    incomplete.add_argument("--keep-incomplete", dest="drop_incomplete", action="store_const", const=False, help=keep)
-
-
 # ---------------------------------------------------------------------- rank
 def run_rank(args: argparse.Namespace) -> int:
+    from ranking.floor.flags import flag, unused
+    from ranking.plan import RankPlan, on
+
     if getattr(args, "scenario", None):
         from ranking.scenarios.cli import run_rank_scenario
 
-        for option, key in (("--preset", "preset"), ("--og-gamma", "og_gamma"), ("--ties", "ties"), ("--vote", "vote")):
+        for key in on("scenario"):  # the scenario file states these (its keys of the same declaration)
             if getattr(args, key, None) is not None:
-                raise UserError(f"{option} does not apply with --scenario: set '{key}:' in the scenario file")
-
+                raise UserError(f"{flag(RankPlan, key)} does not apply with --scenario: set '{key}:' in the "
+                                "scenario file")
+        choices_from_args(args)
         return run_rank_scenario(args)
     if not args.table:
         raise UserError("give a score table (TABLE) or a scenario (--scenario FILE)")
     for option, given in (("--results", args.results), ("--bootstrap", args.bootstrap)):
         if given not in (None, 0):
             raise UserError(f"{option} only applies with --scenario")
+    needless = unused(args, RankPlan, only=on("rank"))
+    if needless:
+        raise UserError(needless)
     if args.seed is not None and not args.intervals:
         raise UserError("--seed only applies with --intervals or --scenario")
-    for option, given in (("--level", args.level != 0.95), ("--draws", args.draws is not None)):
-        if given and not args.intervals:
-            raise UserError(f"{option} only applies with --intervals")
-    if args.max_cells != 3 and not args.robustness:
-        raise UserError("--max-cells only applies with --robustness")
-    from ranking.api import rank
-    from ranking.rules import rule_names
+    from ranking.api import apply_plan
 
-    group_weights = parse_group_weights(args.group_weights)
-    if args.setting == "basic" and group_weights:
-        raise UserError("--group-weights only applies with --setting weighted or two-step")
-    rules = resolve_rules(args.rule, rule_names())  # unknown names fail before the table is read
+    rules = args.rule if args.rule else "all"
+    plan = RankPlan.from_choices(rules, choices_from_args(args), names=names(RankPlan))  # once, before the table
     table = table_from_args(args)
-    explicit = bool(args.rule) and "all" not in args.rule
-    if args.intervals:
-        from ranking.intervals import check_level, draw_source
+    if plan.intervals:
+        from ranking.intervals import draw_source
 
-        check_level(args.level)
         draw_source(table)  # a table without uncertainty is refused before any work
     if args.intervals or args.robustness:
         print("vnr rank: " + " and ".join(w for w, on in (("drawing rank intervals", args.intervals),
               ("searching the fewest changes that flip each rank", args.robustness)) if on) + " …",
               file=sys.stderr, flush=True)
-    result = rank(table, rules if explicit else "all", setting=args.setting, group_weights=group_weights,
-                  ties=args.ties, preset=args.preset, og_gamma=args.og_gamma, drop_incomplete=args.drop_incomplete,
-                  vote=args.vote, board=args.board,
-                  intervals=args.intervals, level=args.level, draws=args.draws, seed=args.seed or 0,
-                  robustness=args.robustness, max_cells=args.max_cells)
+    result = apply_plan(plan, table)
     for name, why in result.skipped.items():
         print(f"vnr rank: note: skipped {name}: {why}", file=sys.stderr)
     for name, why in (result.settings.get("intervals") or {}).get("without", {}).items():
@@ -281,58 +231,6 @@ def format_settings(settings: dict[str, Any], width: int = 120) -> str:
     if settings.get("dropped_incomplete"):
         lines.append("left out, missing a score: " + listing(settings["dropped_incomplete"], width - 30))
     return "\n".join(lines)
-
-
-def resolve_rules(requested: list[str] | None, known: list[str]) -> list[str]:
-    """Rule names from ``--rule`` (``all`` or none given: every rule), unknown names rejected.
-
-    >>> resolve_rules(["borda", "all"], ["plurality", "borda"])
-    ['borda', 'plurality']
-    >>> resolve_rules(["bordaa"], ["borda"])
-    Traceback (most recent call last):
-    ...
-    ranking.floor.errors.UserError: unknown rule 'bordaa' (rules: borda, all)
-    """
-    out: list[str] = []
-    for name in requested or ["all"]:
-        names = known if name == "all" else [name]
-        for n in names:
-            if n not in known:
-                raise UserError(f"unknown rule {n!r} (rules: {', '.join(known)}, all)")
-            if n not in out:
-                out.append(n)
-    return out
-
-
-def parse_group_weights(text: str | None) -> dict[str, float]:
-    """``"performance=0.4,efficiency=0.3"`` → a dict; a :class:`UserError` for a malformed item.
-
-    >>> parse_group_weights("performance=0.4, fairness=0.3")
-    {'performance': 0.4, 'fairness': 0.3}
-    >>> parse_group_weights("performance")
-    Traceback (most recent call last):
-    ...
-    ranking.floor.errors.UserError: --group-weights: 'performance' is not GROUP=WEIGHT
-    """
-    out: dict[str, float] = {}
-    for item in (text or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        name, sep, value = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise UserError(f"--group-weights: {item!r} is not GROUP=WEIGHT")
-        try:
-            weight = float(value)
-        except ValueError:
-            raise UserError(f"--group-weights: weight of group {name!r} is {value.strip()!r}, not a number") from None
-        if not math.isfinite(weight) or weight < 0:
-            raise UserError(f"--group-weights: weight of group {name!r} must be finite and >= 0, got {value.strip()}")
-        if name in out:
-            raise UserError(f"--group-weights: group {name!r} given twice")
-        out[name] = weight
-    return out
 
 
 def format_rank_table(results: dict[str, Any], *, used: str = "", wide: bool = False,
@@ -463,6 +361,7 @@ def format_uncertainty(settings: dict[str, Any], robustness: dict[str, Any] | No
 def run_prospective(args: argparse.Namespace) -> int:
     from ranking.prospective import prospective
 
+    choices_from_args(args)
     table = table_from_args(args, voted="prospective")
     found = prospective(table, strict=args.strict, preset=args.preset, drop_incomplete=args.drop_incomplete)
     left_out = [m for m in table.models if m not in found]

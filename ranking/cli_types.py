@@ -1,4 +1,5 @@
-"""Argument types and options shared by the `vnr` sub-commands: integers, rule lists, TABLE options (one-line errors, exit 2)."""
+"""Argument types and options shared by the `vnr` sub-commands: integers, rule lists, column lists, the ranking
+choices' flags (one-line errors, exit 2). The TABLE argument and its options: :mod:`ranking.cli_table`."""
 
 from __future__ import annotations
 
@@ -51,13 +52,6 @@ def rule_help(text: str) -> str:
     return f"{text}; rules: {', '.join(registered_rule_names())}"
 
 
-# ---------------------------------------------------------------------- TABLE options
-TABLE_HELP = (
-    "score table: a CSV (+ criteria.yaml sidecar), a results folder with matrix.csv, a leaderboard spec (.yaml), "
-    "or a path under the data root such as benchbench/glue or ranking_nlp/glue.data"
-)
-
-
 def column_list(text: str) -> list[str]:
     """An argparse type: comma-separated column names.
 
@@ -70,55 +64,9 @@ def column_list(text: str) -> list[str]:
     return names
 
 
-def add_table_options(parser: argparse.ArgumentParser) -> None:
-    """``--data-root``, ``--lower`` and ``--higher``: the options of every command that reads a TABLE."""
-    parser.add_argument("--data-root", metavar="DIR", default=None,
-                        help="data root for leaderboard specs and benchbench/ranking_nlp paths (default: $VNR_DATA_ROOT)")
-    parser.add_argument("--lower", type=column_list, action="extend", default=[], metavar="COL,...",
-                        help="these columns are lower-is-better (overrides the sidecar; needed for cost-like "
-                        "columns of a CSV without criteria.yaml)")
-    parser.add_argument("--higher", type=column_list, action="extend", default=[], metavar="COL,...",
-                        help="these columns are higher-is-better (overrides the sidecar)")
-    parser.add_argument("--vote", default=None, choices=("benchmark", "column"),
-                        help="benchmark (default): each benchmark casts one vote, whatever number of subtasks or "
-                        "metrics its columns report (detail columns do not vote); column: every column votes (an "
-                        "aggregate gives way to its parts). The output states which is in force")
-
-
-def table_from_args(args: argparse.Namespace, source: str | None = None, *, voted: str | None = None):
-    """The score table named by ``args.table`` (or ``source``) with the TABLE options, via :func:`ranking.load_table`.
-
-    ``voted`` (a command's name): the table prepared as :func:`ranking.rank` prepares it (its
-    :class:`~ranking.plan.RankPlan`'s :meth:`~ranking.plan.RankPlan.prepare`: under ``--vote``'s weights,
-    :mod:`ranking.votes`), the vote stated in a note on stderr where it changes them — for the commands that
-    rank the table many times (``vnr analyze``, ``vnr prospective``) rather than once with :func:`ranking.rank`.
-    """
-    from ranking.loading import load_table
-
-    table = load_table(
-        args.table if source is None else source,
-        data_root=args.data_root,
-        lower=getattr(args, "lower", None) or (),
-        higher=getattr(args, "higher", None) or (),
-    )
-    if voted is None:
-        return table
-    import sys
-
-    from ranking.plan import RankPlan
-    from ranking.votes import changes_weights, describe
-
-    prepared = RankPlan.build(vote=getattr(args, "vote", None), drop_incomplete=False).prepare(table)
-    if changes_weights(prepared.votes):
-        print(f"vnr {voted}: note: {describe(prepared.votes)}", file=sys.stderr)
-    return prepared.table
-
-
 def finite_float(minimum: float, *, strict: bool):
     """An argparse type: a finite number ``> minimum`` (``strict``) or ``>= minimum`` (``nan``/``inf`` refused).
 
-    >>> finite_float(0, strict=True)("0.95")
-    0.95
     >>> finite_float(0, strict=False)("0")
     0.0
     """
@@ -137,7 +85,6 @@ def finite_float(minimum: float, *, strict: bool):
     return parse
 
 
-finite_positive_float = finite_float(0, strict=True)
 finite_non_negative_float = finite_float(0, strict=False)
 
 
@@ -161,14 +108,25 @@ def int_in_range(minimum: int, maximum: int):
     return parse
 
 
-def add_uncertainty_flags(parser: argparse.ArgumentParser, *, intervals: str, robustness: str) -> None:
-    """``--intervals [--level --draws]`` and ``--robustness [--max-cells]``, one declaration for ``vnr rank`` and
-    ``vnr report`` (``intervals`` / ``robustness``: each command's help sentence of the flag)."""
-    parser.add_argument("--intervals", action="store_true", help=intervals)
-    parser.add_argument("--level", type=float, default=0.95, metavar="P",
-                        help="--intervals: simultaneous level (default 0.95)")
-    parser.add_argument("--draws", type=non_negative_int, default=None, metavar="N",
-                        help="--intervals: tables drawn from the uncertainty (default 1000)")
-    parser.add_argument("--robustness", action="store_true", help=robustness)
-    parser.add_argument("--max-cells", type=non_negative_int, default=3, metavar="K",
-                        help="--robustness: search up to K changed scores (default 3; the means are exact at any K)")
+def add_choice_flags(parser: argparse.ArgumentParser, command: str, *, only: tuple[str, ...] | None = None) -> None:
+    """The flags of the ranking choices ``command`` takes (:func:`ranking.plan.on`), generated from their one
+    declaration (:class:`ranking.plan.RankPlan`: type, bound, default and help); ``only``: some of them."""
+    from ranking.floor.flags import add_flags
+    from ranking.plan import RankPlan, on
+
+    chosen = tuple(n for n in on(command) if only is None or n in only)
+    add_flags(parser, RankPlan, only=chosen)
+    parser.set_defaults(_choices=chosen)
+
+
+def choices_from_args(args: argparse.Namespace) -> dict[str, object]:
+    """The ranking choices given as flags, checked once against their declaration (a refusal names the flag),
+    written back into ``args`` with the declared defaults filled in; returns the given ones."""
+    from ranking.floor.flags import names, values
+    from ranking.plan import RankPlan, check_choices
+
+    chosen = tuple(getattr(args, "_choices", ()))
+    given = check_choices(values(args, RankPlan, only=chosen), names=names(RankPlan))
+    for name in chosen:
+        setattr(args, name, given.get(name, RankPlan.__dataclass_fields__[name].default))
+    return given

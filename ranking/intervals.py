@@ -81,10 +81,9 @@ from typing import Any
 import numpy as np
 
 from ranking.floor.errors import UserError
+from ranking.plan import DEFAULT_DRAWS  # draws per interval by default: the declaration's (RankPlan.draws)
 from ranking.table import ScoreTable
 
-#: Draws per interval by default (``--draws``).
-DEFAULT_DRAWS = 1000
 #: Elements of one chunk of drawn tables (draws × models × criteria), about 40 MB of floats.
 CHUNK_ELEMENTS = 5_000_000
 #: Two scores closer than this (relative to the largest score) count as equal when bounds are compared.
@@ -393,6 +392,9 @@ def _mean_batch(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return x @ weights / weights.sum()
 
 
+#: The rules :func:`_majority_batch` scores from the draws' pairwise wins (its own dispatch: the registry's
+#: majority rules and Baldwin, whose Borda points are pairwise wins).
+MAJORITY_RULES = ("copeland", "minimax", "condorcet", "baldwin")
 #: Most models for the vectorised majority scorers (their chunks hold draws × n × n margins; int16 places).
 MAJORITY_LIMIT = 1000
 
@@ -472,7 +474,7 @@ def batch_scorer(table: ScoreTable, rule: str, setting: str, params: Mapping[str
     if setting != "basic" or float(params.get("atol", 0.0) or 0.0) != 0.0:
         return None
     vectors = {"plurality": PLURALITY, "borda": BORDA, "dowdall": DOWDALL, "threshold": THRESHOLD}
-    majority = ("copeland", "minimax", "condorcet", "baldwin")
+    majority = MAJORITY_RULES
     if rule not in vectors and rule not in majority and rule != "arithmetic_mean":
         return None
     if rule in majority and table.n_models > MAJORITY_LIMIT:
@@ -506,9 +508,6 @@ def batch_scorer(table: ScoreTable, rule: str, setting: str, params: Mapping[str
     return score
 
 
-MAJORITY_RULES = ("copeland", "minimax", "condorcet", "baldwin")
-
-
 @dataclass(frozen=True)
 class Scoring:
     """How one rule (or scenario column) scores drawn tables: ``rule`` under ``plan`` (a
@@ -525,8 +524,8 @@ class Scoring:
 
     def ranking_plan(self) -> Any:
         """The plan the rule ranks a drawn table under (None for a ``score_one`` of its own setting)."""
+        from ranking.choices import SETTINGS
         from ranking.plan import RankPlan
-        from ranking.settings import SETTINGS
 
         if self.plan is not None:
             return self.plan
@@ -735,16 +734,6 @@ def intervals_from_draws(rule: str, models: tuple[str, ...], scores: np.ndarray,
     return RankIntervals(rule, tuple(models), lo, hi, tiers, sigma, c, level, int(drawn.shape[0]))
 
 
-def check_level(level: float) -> float:
-    try:
-        value = float(level)
-    except (TypeError, ValueError):
-        raise UserError(f"--level {level!r} is not a number") from None
-    if not 0.5 <= value < 1.0:
-        raise UserError(f"--level {value:g} must be at least 0.5 and below 1 (e.g. 0.95)")
-    return value
-
-
 def rank_intervals(table: ScoreTable, results: Mapping[str, Any], *, source: DrawSource, level: float = 0.95,
                    draws: int = DEFAULT_DRAWS, seed: int = 0, setting: str = "basic",
                    rank_kwargs: Mapping[str, Any] | None = None,
@@ -759,10 +748,10 @@ def rank_intervals(table: ScoreTable, results: Mapping[str, Any], *, source: Dra
     that cannot rank a drawn table (the geometric mean of a draw below 0) raises, unless ``skipped`` (a
     dict) is given: then it is left out and ``skipped[rule]`` says why.
     """
-    level = check_level(level)
-    if draws < 20:
-        raise UserError(f"--draws {draws}: at least 20 draws are needed for a {level:.0%} interval")
-    from ranking.plan import RankPlan
+    from ranking.plan import RankPlan, check_choices
+
+    if plan is None or (level, draws) != (plan.level, plan.draws or DEFAULT_DRAWS):  # a plan's: checked once
+        level, draws = (check_choices({"level": level, "draws": draws})[k] for k in ("level", "draws"))
 
     base = dict(rank_kwargs or {})
     plans = {rule: plan if plan is not None else

@@ -168,7 +168,7 @@ def read_table(spec: str, root: Path | None, *, stated: Iterable[str] = ()) -> t
             continue
         bb = benchbench_name(path)
         if bb is not None:
-            from ranking.analysis.data import load_benchbench
+            from ranking.published import load_benchbench
 
             return load_benchbench(bb, root_of(path, "benchbench")), False
         if path.is_dir():
@@ -178,7 +178,7 @@ def read_table(spec: str, root: Path | None, *, stated: Iterable[str] = ()) -> t
 
             return load_leaderboard(path, data_root=root), False
         if path.suffix == ".data":
-            from ranking.analysis.data import load_ranking_nlp
+            from ranking.published import load_ranking_nlp
 
             return load_ranking_nlp(path), False
         if "instance_level" in path.parts:
@@ -187,7 +187,7 @@ def read_table(spec: str, root: Path | None, *, stated: Iterable[str] = ()) -> t
             raise UserError(f"{spec} is JSON, not a score table: import another tool's results first "
                             f"(`vnr import lm-eval|helm|mteb {spec} -o DIR`, then rank DIR)")
         return _read_csv(path, stated)
-    from ranking.analysis.data import BENCHBENCH, load_benchbench
+    from ranking.published import BENCHBENCH, load_benchbench
 
     bare = spec.strip("/").removeprefix("benchbench/")
     if bare in BENCHBENCH or bare in ("helm", "heim"):

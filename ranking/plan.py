@@ -21,6 +21,14 @@ A plan is applied in two steps:
 Never prepare a prepared table again: one vote per benchmark divides a benchmark's weight among its
 columns, and dividing twice would change it.
 
+**The declaration.** :class:`RankPlan`'s choice fields, with the floor's markers (type, bound, default,
+:class:`~ranking.floor.schema.Help`, :class:`~ranking.floor.flags.Cli` and :class:`~ranking.choices.On`: where
+the choice is given; the annotated types live in the leaf module :mod:`ranking.choices`), are the ONE declaration of a ranking's choices: :func:`check_choices` validates them once, where they
+enter (``ranking.rank``'s keywords, ``RankPlan.build``, ``vnr rank``/``report``/``analyze``/``prospective``'s
+flags, a scenario's keys), so a bad value reads the same everywhere (``draws: 1000000000 is above 100000``,
+``--draws: ...``, ``x.yaml: ...``); the flags are generated from it (:func:`ranking.floor.flags.add_flags`),
+``ranking.rank``'s signature too (:func:`choice_signature`).
+
 The vectorised paths take what they compute from the plan too: the weight simplex and what-if build
 their linear basis from :meth:`RankPlan.run_rule` at the corners (checked at probe points), and the
 rank intervals' batch scorers score :meth:`RankPlan.effective_table`, the very table whose weights a
@@ -43,23 +51,46 @@ rule sees under ``basic`` or ``weighted``.
 
 from __future__ import annotations
 
-import math
+import functools
+import inspect
+import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
 
-from ranking.floor.errors import UserError
-from ranking.result import RuleResult
-from ranking.settings import (
+from ranking.choices import (  # noqa: F401 - the declared types of RankPlan's fields, and what other modules read
+    DEFAULT_DRAWS,
+    MAX_CELLS,
+    MAX_DRAWS,
+    MAX_SEED,
+    MIN_DRAWS,
+    PRESETS,
     SETTINGS,
-    Preset,
-    apply_setting,
-    get_preset,
-    preset_params,
-    resolve_group_weights,
-    weighted_table,
+    TIES,
+    VOTES,
+    BoardChoice,
+    DrawsChoice,
+    DropIncompleteChoice,
+    GroupWeightsChoice,
+    IntervalsChoice,
+    LevelChoice,
+    MaxCellsChoice,
+    OgGammaChoice,
+    On,
+    PresetChoice,
+    RobustnessChoice,
+    SeedChoice,
+    SeedsChoice,
+    SettingChoice,
+    TiesChoice,
+    VoteChoice,
 )
-from ranking.table import ScoreTable
+from ranking.floor.errors import UserError
+
+if TYPE_CHECKING:  # the heavy modules are imported where a plan is applied, not where it is declared
+    from ranking.result import RuleResult
+    from ranking.settings import Preset
+    from ranking.table import ScoreTable
 
 
 @dataclass(frozen=True)
@@ -96,6 +127,8 @@ def used_settings(
     applied (what the rules actually use, with the preset's divisor). With
     ``og_gamma`` given (the optimality gap was ranked) also ``og_gamma``.
     """
+    from ranking.settings import get_preset, resolve_group_weights, weighted_table
+
     conv = get_preset(preset)
     out: dict[str, Any] = {
         "setting": setting,
@@ -137,75 +170,62 @@ def resolve_rule_names(rule: str | Sequence[str]) -> tuple[tuple[str, ...], bool
 
 @dataclass(frozen=True)
 class RankPlan:
-    """The resolved choices of a ranking (module docstring); build one with :meth:`build`."""
+    """The resolved choices of a ranking (module docstring); build one with :meth:`build`.
 
-    rules: tuple[str, ...]
-    explicit: bool  # rules named: one that cannot rank raises; under "all" it is skipped
-    setting: str = "basic"
-    group_weights: Mapping[str, float] | None = None  # as given (checked against a table by resolve_group_weights)
-    ties: str = "default"  # the tie convention in force (the preset's unless given)
-    preset: str = "default"
-    og_gamma: float | None = None  # an explicit optimality-gap gamma (else params' or the preset's)
-    params: Mapping[str, Any] = field(default_factory=dict)  # to every rule
-    drop_incomplete: bool = False
-    vote: str = "benchmark"
-    board: bool = False
-    intervals: bool = False
-    level: float = 0.95
-    draws: int | None = None
-    seed: int = 0
-    seeds: Any = None
-    robustness: bool = False
-    max_cells: int = 3
+    The fields from ``setting`` on are THE declaration of a ranking's choices: their types, bounds, defaults
+    and help are what ``ranking.rank`` checks its keywords against, what ``vnr rank`` (and ``report``,
+    ``analyze``, ``prospective``) generates its flags from and what a scenario's keys are typed with."""
+
+    rules: tuple[str, ...] = ()
+    explicit: bool = False  # rules named: one that cannot rank raises; under "all" it is skipped
+    setting: SettingChoice = "basic"
+    group_weights: GroupWeightsChoice = None
+    ties: TiesChoice = None
+    preset: PresetChoice = None
+    og_gamma: OgGammaChoice = None
+    params: Mapping[str, Any] = field(default_factory=dict)  # to every rule (atol, missing, nonpositive)
+    drop_incomplete: DropIncompleteChoice = None
+    vote: VoteChoice = "benchmark"
+    board: BoardChoice = False
+    intervals: IntervalsChoice = False
+    level: LevelChoice = 0.95
+    draws: DrawsChoice = None
+    seed: SeedChoice = 0
+    seeds: SeedsChoice = None
+    robustness: RobustnessChoice = False
+    max_cells: MaxCellsChoice = 3
+
+    def __post_init__(self) -> None:
+        # the preset's defaults where a choice is left to it (a plan always holds the conventions in force)
+        from ranking.settings import get_preset
+
+        conv = get_preset(self.preset)
+        object.__setattr__(self, "preset", conv.name)
+        if self.ties is None:
+            object.__setattr__(self, "ties", conv.ties)
+        if self.drop_incomplete is None:
+            object.__setattr__(self, "drop_incomplete", conv.drop_incomplete)
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def build(
-        cls,
-        rule: str | Sequence[str] = "all",
-        *,
-        setting: str = "basic",
-        group_weights: Mapping[str, float] | None = None,
-        ties: str | None = None,
-        preset: str | None = None,
-        og_gamma: float | None = None,
-        drop_incomplete: bool | None = None,
-        vote: str | None = None,
-        board: bool = False,
-        intervals: bool = False,
-        level: float = 0.95,
-        draws: int | None = None,
-        seed: int = 0,
-        seeds: Any = None,
-        robustness: bool = False,
-        max_cells: int = 3,
-        **params: Any,
-    ) -> RankPlan:
-        """The plan of these choices (the arguments of :func:`ranking.rank`), checked and with every default
-        resolved: the preset's tie convention and ``drop_incomplete`` where not given, the vote mode."""
-        from ranking.votes import check_vote
+    def build(cls, rule: str | Sequence[str] = "all", **choices: Any) -> RankPlan:
+        """The plan of these choices (the keywords of :func:`ranking.rank`: :data:`CHOICES`, and rule parameters),
+        checked once against the declaration, every default resolved."""
+        return cls.from_choices(rule, choices)
 
-        names, explicit = resolve_rule_names(rule)
-        if setting not in SETTINGS:
-            raise UserError(f"unknown setting {setting!r} (choose one of: {', '.join(SETTINGS)})")
-        if setting == "basic" and group_weights:
-            raise UserError("group weights only apply with the weighted or two-step setting, not basic")
-        conv = get_preset(preset)
-        if og_gamma is not None:
-            try:
-                og_gamma = float(og_gamma)
-            except (TypeError, ValueError):
-                raise UserError(f"og_gamma={og_gamma!r} is not a number") from None
-            if not math.isfinite(og_gamma) or og_gamma <= 0:
-                raise UserError(f"og_gamma={og_gamma!r} must be a finite number > 0")
-        return cls(
-            rules=names, explicit=explicit, setting=setting,
-            group_weights=None if group_weights is None else dict(group_weights),
-            ties=conv.ties if ties is None else ties, preset=conv.name, og_gamma=og_gamma, params=dict(params),
-            drop_incomplete=conv.drop_incomplete if drop_incomplete is None else bool(drop_incomplete),
-            vote=check_vote(vote), board=board, intervals=intervals, level=level, draws=draws, seed=seed,
-            seeds=seeds, robustness=robustness, max_cells=max_cells,
-        )
+    @classmethod
+    def from_choices(cls, rule: str | Sequence[str], choices: Mapping[str, Any], *, where: Any = None,
+                     names: Any = None) -> RankPlan:
+        """:meth:`build` with the choices as a mapping; a refusal names ``where`` (a file) or the flag
+        ``names(field)`` gives (a command's), else the keyword."""
+        names_, explicit = resolve_rule_names(rule)
+        given = {k: v for k, v in choices.items() if k in CHOICES and v is not None}  # None: the declared default
+        params = {k: v for k, v in choices.items() if k not in CHOICES}
+        if "gamma" in params:  # one spelling: og_gamma (a second one gave a second answer)
+            raise UserError(f"gamma: write og_gamma={params['gamma']!r} (the optimality gap's gamma has one "
+                            "keyword)")
+        return cls(rules=names_, explicit=explicit, params=params,
+                   **check_choices(given, where=where, names=names))
 
     def with_(self, **changes: Any) -> RankPlan:
         """This plan with some fields changed (e.g. ``rules=("borda",)``, ``group_weights=...``)."""
@@ -213,10 +233,14 @@ class RankPlan:
 
     @property
     def conventions(self) -> Preset:
+        from ranking.settings import get_preset
+
         return get_preset(self.preset)
 
     def rule_params(self, rule: str) -> dict[str, Any]:
         """The parameters ``rule`` runs with: the plan's, ``og_gamma`` for the optimality gap, the preset's."""
+        from ranking.settings import preset_params
+
         extra = {"gamma": self.og_gamma} if rule == "optimality_gap" and self.og_gamma is not None else {}
         return preset_params(rule, self.conventions, {**self.params, **extra})
 
@@ -242,6 +266,8 @@ class RankPlan:
                  ) -> RuleResult:
         """``rule`` on a prepared ``table`` (or one derived from it by values or rows) under the plan's setting,
         preset, ties and parameters; ``group_weights`` replace the plan's (a point of the weight simplex)."""
+        from ranking.settings import apply_setting
+
         gw = self.group_weights if group_weights is None else group_weights
         return apply_setting(table, rule, setting=self.setting, group_weights=gw, ties=self.ties, preset=self.preset,
                              **self.rule_params(rule))
@@ -253,6 +279,8 @@ class RankPlan:
         if self.setting == "basic":
             return table
         if self.setting == "weighted":
+            from ranking.settings import resolve_group_weights, weighted_table
+
             gw = resolve_group_weights(table, self.group_weights if group_weights is None else group_weights)
             return weighted_table(table, gw, divisor=self.conventions.weighted_divisor)
         return None
@@ -274,3 +302,82 @@ class RankPlan:
         if prepared.dropped is not None:
             out["dropped_incomplete"] = prepared.dropped
         return out
+
+
+# ---------------------------------------------------------------------------- the declaration, read
+#: The declared choices (the keywords of ``ranking.rank`` besides the rule and the rules' own parameters).
+CHOICES = tuple(f.name for f in fields(RankPlan) if f.name not in ("rules", "explicit", "params"))
+
+
+@functools.cache
+def choice_hints() -> dict[str, Any]:
+    """Choice → its declared type (``Annotated`` with its markers)."""
+    hints = typing.get_type_hints(RankPlan, include_extras=True)
+    return {name: hints[name] for name in CHOICES}
+
+
+def on(surface: str) -> tuple[str, ...]:
+    """The choices given on ``surface`` (a command, ``scenario`` or ``column``: :class:`On`)."""
+    return tuple(name for name, hint in choice_hints().items()
+                 if any(isinstance(m, On) and surface in m.surfaces for m in getattr(hint, "__metadata__", ())))
+
+
+def choice_help(name: str) -> str:
+    """The declared help text of a choice."""
+    from ranking.floor.schema import description
+
+    return description(choice_hints()[name]) or name
+
+
+def check_choices(choices: Mapping[str, Any], *, where: Any = None, names: Any = None) -> dict[str, Any]:
+    """The given ``choices`` validated against the declaration, once (an unknown one, a value out of its bound, or
+    group weights under the basic setting: one :class:`UserError` line naming ``where``/the flag/the keyword).
+
+    >>> check_choices({"draws": "200", "seed": 3})
+    {'draws': 200, 'seed': 3}
+    >>> check_choices({"draws": 10**18})
+    Traceback (most recent call last):
+    ...
+    ranking.floor.errors.UserError: draws: 1000000000000000000 is above 100000
+    """
+    if not choices:
+        return {}  # nothing given: the declared defaults (and no schema to build)
+    if where is None and names is None:  # the API's: the same choices check alike, so a repeated call is looked up
+        key = tuple((k, type(v), v) for k, v in choices.items())
+        try:
+            return dict(_checked(key))
+        except TypeError:  # unhashable (group weights as a mapping): checked below
+            pass
+    return _check_choices(choices, where, names)
+
+
+@functools.lru_cache(maxsize=256)
+def _checked(key: tuple[tuple[str, type, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    return tuple(_check_choices({k: v for k, _, v in key}, None, None).items())
+
+
+def _check_choices(choices: Mapping[str, Any], where: Any, names: Any) -> dict[str, Any]:
+    from ranking.floor.schema import fields_model, validate
+
+    model = fields_model(RankPlan, exclude=("rules", "explicit", "params"))
+    checked = validate(model, dict(choices), where=where, names=names)
+    out = {name: getattr(checked, name) for name in CHOICES if name in checked.model_fields_set}
+    if out.get("group_weights") and out.get("setting", "basic") == "basic":
+        flag = names("group_weights") if names else "group_weights"
+        prefix = f"{where}: " if where else ""
+        raise UserError(f"{prefix}{flag}: group weights only apply with the weighted or two-step setting, not basic")
+    return out
+
+
+def choice_signature(*head: inspect.Parameter) -> inspect.Signature:
+    """The signature of a function that takes the declared choices as keywords after ``head`` (``ranking.rank``:
+    the table and the rule), and the rules' own parameters (``**params``): what ``help()`` and an editor show."""
+    keywords = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+                for f in fields(RankPlan) if f.name in CHOICES]
+    return inspect.Signature([*head, *keywords, inspect.Parameter("params", inspect.Parameter.VAR_KEYWORD)])
+
+
+# help() and editors show the declared choices as RankPlan.build's keywords (ranking.rank's: ranking.api)
+RankPlan.build.__func__.__signature__ = choice_signature(  # type: ignore[attr-defined]
+    inspect.Parameter("cls", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+    inspect.Parameter("rule", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="all"))

@@ -67,7 +67,6 @@ import numpy as np
 from ranking.floor.errors import UserError
 from ranking.table import ScoreTable
 
-MEANS = ("arithmetic_mean", "geometric_mean", "optimality_gap")
 #: Re-rankings one rule's exhaustive search may spend (a level of changed cells is tried in full or not at all).
 EXHAUSTIVE_BUDGET = 20_000
 #: Beam width of the search beyond the exhaustive levels.
@@ -625,8 +624,10 @@ def robustness(table: ScoreTable, results: Mapping[str, Any], *, setting: str = 
                rule_params: Mapping[str, Mapping[str, Any]] | None = None, plan: Any = None) -> dict[str, CellsToWin]:
     """Rule → :class:`CellsToWin` for the rules of ``results`` (rule → RuleResult) on ``table``, under ``plan``
     (a :class:`ranking.plan.RankPlan`) or the plan of ``setting``, ``rank_kwargs`` and per rule ``rule_params``."""
-    if max_cells < 1:
-        raise UserError(f"--max-cells {max_cells}: search at least 1 cell")
+    if plan is None or max_cells != plan.max_cells:  # a plan's was checked once, when it was built
+        from ranking.plan import check_choices
+
+        max_cells = check_choices({"max_cells": max_cells})["max_cells"]
     return {rule: cells_to_win(table, rule, setting=setting, max_cells=max_cells, plan=plan,
                                rank_kwargs={**(rank_kwargs or {}), **((rule_params or {}).get(rule, {}))})
             for rule in results}

@@ -92,6 +92,7 @@ from typing import Any
 
 import numpy as np
 
+from ranking.choices import TIES  # the tie conventions: their one declaration
 from ranking.floor.errors import UserError
 from ranking.pairwise import (
     BLOCK_ELEMENTS,
@@ -103,7 +104,6 @@ from ranking.pairwise import (
 from ranking.result import RuleResult, positions_from_scores
 from ranking.table import Criterion, ScoreTable
 
-TIES = ("default", "votenrank")
 MISSING = ("rank_present", "error")
 
 #: Rounding bound of a mean baseline's score, in ulps per term: float sums of k terms are off by at most

@@ -40,17 +40,27 @@ from pydantic import (
     model_validator,
 )
 
+from ranking.choices import (  # a ranking choice's declared type
+    GroupWeightsChoice,
+    PresetChoice,
+    SettingChoice,
+    TiesChoice,
+    VoteChoice,
+)
+from ranking.choices import OgGammaChoice as GammaChoice
 from ranking.floor import schema as floor_schema
 from ranking.floor.errors import UserError
 from ranking.floor.schema import Flag, Number, show
 
+
+def choice_help(choice: Any) -> str | None:
+    """A declared choice's help (:mod:`ranking.choices`), the description of its scenario key."""
+    return floor_schema.description(choice)
+
 # The allowed values, spelled here so that printing a schema imports no numpy; tests/test_schema_ranking.py
-# checks they equal ranking.table.DIRECTIONS, ranking.rules.TIES, ranking.settings.SETTINGS and PRESETS,
-# and BOARD_NAMES ranking.boards.BOARDS.
+# checks they equal ranking.table.DIRECTIONS and ranking.boards.BOARDS. A ranking's choices (setting, ties,
+# preset, og_gamma, vote) are typed by their one declaration, ranking.plan.RankPlan (its light module).
 DIRECTIONS = ("higher", "lower", "target")
-TIES = ("default", "votenrank")
-SETTINGS = ("basic", "weighted", "two-step")
-PRESETS = ("default", "votenrank")
 BOARD_NAMES = ("helm", "open-llm-leaderboard", "mteb", "lm-eval")  # = ranking.boards.BOARDS
 
 
@@ -350,14 +360,12 @@ class ColumnModel(_Strict):
 
     name: Name = Field(description="the column's name (unique)")
     rule: Name = Field(description="a rule name, e.g. borda (see vnr rank --help)")
-    setting: Literal[SETTINGS] = Field(  # type: ignore[valid-type]
-        "basic", description="basic, weighted or two-step")
-    group_weights: Annotated[dict[str, Weight], BeforeValidator(_string_keys)] | None = Field(
-        None, description="group → weight, for weighted and two-step (default 1 each)")
+    setting: SettingChoice = Field("basic", description=choice_help(SettingChoice))  # type: ignore[valid-type]
+    group_weights: GroupWeightsChoice = Field(None, description=choice_help(GroupWeightsChoice))
     group: GroupName | None = Field(None, description="rank inside this one group only (setting basic)")
     params: Annotated[dict[str, Any], BeforeValidator(_string_keys)] | None = Field(
         None, description="extra parameters of the rule")
-    ties: Literal[TIES] | None = Field(None, description="default or votenrank")  # type: ignore[valid-type]
+    ties: TiesChoice = Field(None, description=choice_help(TiesChoice))  # type: ignore[valid-type]
     description: str | None = Field(None, description="free text")
 
 
@@ -375,20 +383,15 @@ class ScenarioModel(_Strict):
     name: Name | None = Field(None, description="the scenario's name (default: the file's stem)")
     description: str | None = Field(None, description="free text")
     table: TableSource | None = Field(None, description="where the scores come from: {importer: NAME} or {path: DIR}")
-    preset: Literal[PRESETS] | None = Field(  # type: ignore[valid-type]
-        None, description="default or votenrank (the paper's conventions)")
-    og_gamma: Annotated[float, Number(gt=0)] | None = Field(
-        None, description="optimality_gap's gamma, a finite number > 0 (0.95 = 95 on a 0-100 scale)")
-    ties: Literal[TIES] | None = Field(  # type: ignore[valid-type]
-        None, description="default or votenrank (default: the preset's)")
+    preset: PresetChoice = Field(None, description=choice_help(PresetChoice))  # type: ignore[valid-type]
+    og_gamma: GammaChoice = Field(None, description=choice_help(GammaChoice))  # type: ignore[valid-type]
+    ties: TiesChoice = Field(None, description=choice_help(TiesChoice))  # type: ignore[valid-type]
     groups: Annotated[dict[str, GroupSpecModel], BeforeValidator(_groups)] | None = Field(
         None, description="group name → {criteria, weights, direction}, in order")
     directions: Annotated[dict[str, Direction], BeforeValidator(_string_keys)] | None = Field(
         None, description="criterion name or pattern → higher or lower")
     reference: Name | None = Field(None, description="the column others are compared with (default: the first)")
-    vote: Literal["benchmark", "column"] | None = Field(
-        None, description="benchmark (default): one vote per benchmark, detail columns do not vote; column: one vote "
-        "per column (an aggregate gives way to its parts)")
+    vote: VoteChoice | None = Field(None, description=choice_help(VoteChoice))  # type: ignore[valid-type]
     columns: Annotated[list[ColumnModel], Field(min_length=1)] = Field(
         description="the compared columns: a list of {name, rule, setting, group_weights}")
     report: ReportModel | None = Field(None, description="{simplex_columns, simplex_resolution}")

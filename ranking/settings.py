@@ -50,7 +50,7 @@ Presets (``preset=``)
     authors ran their LP on the leaderboard's complete rows, pandas
     ``dropna()``: a model missing any score is neither a candidate nor a
     rival; the default keeps it and skips the missing pairs). An explicit
-    ``ties=``, rule parameter (e.g. ``gamma=``) or ``prospective`` argument
+    ``ties=``, ``og_gamma=`` (the optimality gap's gamma), rule parameter or ``prospective`` argument
     (``zero_weight_columns=``, ``drop_incomplete=``) overrides the preset's value.
     A grid config naming the preset scores its bias runs as the authors computed
     fairness (``bias_scoring``: the ``votenrank`` scoring mode of :mod:`harness.bias`).
@@ -86,8 +86,6 @@ from ranking.floor.errors import UserError
 from ranking.result import RuleResult
 from ranking.rules import HUGE, get_rule, safe_weights
 from ranking.table import Criterion, ScoreTable
-
-SETTINGS = ("basic", "weighted", "two-step")
 
 
 @dataclass(frozen=True)
@@ -167,11 +165,7 @@ def apply_setting(
     conv = get_preset(preset)
     ties = conv.ties if ties is None else ties
     params = preset_params(rule, conv, params)
-    if setting not in SETTINGS:
-        raise UserError(f"unknown setting {setting!r} (choose one of: {', '.join(SETTINGS)})")
-    if setting == "basic":
-        if group_weights:
-            raise UserError("group weights only apply to the 'weighted' and 'two-step' settings, not 'basic'")
+    if setting == "basic":  # the setting and its group weights were checked where the choices entered (ranking.plan)
         result = spec(table, ties=ties, **params)
         return replace(result, params={**result.params, "setting": setting, "preset": conv.name})
     gw = resolve_group_weights(table, group_weights)

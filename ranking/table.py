@@ -79,6 +79,9 @@ class Criterion:
     aggregate: bool = False
 
     def __post_init__(self) -> None:
+        if isinstance(self.benchmark, str) and self.benchmark != self.benchmark.strip():
+            # a benchmark's name is compared (one vote per benchmark): normalised once, where it enters
+            object.__setattr__(self, "benchmark", self.benchmark.strip())
         if isinstance(self.settings, Mapping):  # a mapping is kept as sorted (key, value) pairs: hashable, one order
             object.__setattr__(self, "settings", tuple(sorted((str(k), v) for k, v in self.settings.items())))
         if self.range is not None and not isinstance(self.range, tuple):

@@ -7,13 +7,22 @@ is (``benchmark``, ``detail``, ``aggregate``), and the rules rank under the weig
 **vote mode**:
 
 * ``benchmark`` (the default): a ``detail`` column (a subtask behind its benchmark's aggregate,
-  a secondary metric) does not vote; the other columns of one benchmark share its vote, each
-  with its own weight divided by their number. A column without a benchmark is its own.
+  a secondary metric) does not vote; the other columns of one benchmark that rank (weight > 0) share
+  its vote, each with its own weight divided by their number. A benchmark none of whose other columns
+  ranks is voted for by its ranked detail columns instead. A column without a benchmark is its own.
 * ``column``: every column votes with its own weight, except an ``aggregate`` column whose
-  benchmark also has the parts it aggregates (they vote instead, so nothing is counted twice).
+  benchmark also has ranked parts (columns of weight > 0 that are not aggregates: they vote
+  instead, so nothing is counted twice).
+
+Votes are computed from the weights that rank: weight 0 is the table's "shown but not ranked", so a
+weight-0 column takes no share of its benchmark's vote under either mode (it neither votes nor
+halves another column's vote), and an aggregate whose parts all have weight 0 votes for its benchmark
+under ``column`` as under ``benchmark`` (its parts are not ranked: giving way to them would drop the
+benchmark). A benchmark is named by its normalised name (:class:`~ranking.table.Criterion` strips
+the edge spaces where the name enters): ``X`` and ``X `` are one benchmark everywhere.
 
 A table whose criteria name no benchmark (every published reproduction, a plain CSV) ranks the
-same under both modes. Weight 0 is the table's existing "shown but not ranked".
+same under both modes.
 
 >>> from ranking.table import Criterion
 >>> crits = [Criterion("mmlu", benchmark="mmlu", aggregate=True)] + [
@@ -35,38 +44,29 @@ from typing import Any
 
 from ranking.floor.errors import UserError
 
-VOTES = ("benchmark", "column")
-DEFAULT_VOTE = "benchmark"
 
-
-def check_vote(vote: str | None) -> str:
-    """The vote mode, or a one-line :class:`UserError` naming the allowed ones."""
-    vote = DEFAULT_VOTE if vote is None else vote
-    if vote not in VOTES:
-        raise UserError(f"vote {vote!r} is not one of {', '.join(VOTES)} (benchmark: one vote per benchmark; "
-                        "column: one vote per column)")
-    return vote
-
-
-def vote_weights(criteria: Sequence[Any], vote: str | None = None) -> Any:
-    """Each criterion's weight under the vote mode ``vote`` (module docstring), as a numpy array."""
+def vote_weights(criteria: Sequence[Any], vote: str = "benchmark") -> Any:
+    """Each criterion's weight under the vote mode ``vote`` (``benchmark`` or ``column``, checked where the choice
+    enters: :class:`ranking.plan.RankPlan`), from the weights that rank (module docstring), as a numpy array."""
     import numpy as np
 
-    vote = check_vote(vote)
     own = np.array([float(c.weight) for c in criteria])
+    ranked = [w > 0 for w in own]
     if vote == "column":
-        has_parts = {c.vote_unit for c in criteria if not c.aggregate}
+        has_parts = {c.vote_unit for c, r in zip(criteria, ranked) if r and not c.aggregate}
         return np.array([0.0 if c.aggregate and c.vote_unit in has_parts else w for c, w in zip(criteria, own)])
     voting: dict[str, int] = {}
-    columns: dict[str, int] = {}
-    for c in criteria:
-        columns[c.vote_unit] = columns.get(c.vote_unit, 0) + 1
-        if not c.detail:
-            voting[c.vote_unit] = voting.get(c.vote_unit, 0) + 1
+    details: dict[str, int] = {}
+    for c, r in zip(criteria, ranked):
+        if r:
+            counted = details if c.detail else voting
+            counted[c.vote_unit] = counted.get(c.vote_unit, 0) + 1
 
     def share(c: Any, w: float) -> float:
-        if c.vote_unit not in voting:  # a benchmark of detail columns only: they share its vote instead
-            return w / columns[c.vote_unit]
+        if w == 0:
+            return 0.0  # shown but not ranked: no share of the vote
+        if c.vote_unit not in voting:  # no other ranked column: the ranked detail columns share its vote instead
+            return w / details[c.vote_unit]
         return 0.0 if c.detail else w / voting[c.vote_unit]
 
     return np.array([share(c, w) for c, w in zip(criteria, own)])
@@ -81,13 +81,12 @@ def structured(criteria: Sequence[Any]) -> bool:
     return any(c.detail or c.aggregate for c in criteria) or any(n > 1 for n in units.values())
 
 
-def apply_votes(table: Any, vote: str | None = None) -> tuple[Any, dict[str, Any]]:
+def apply_votes(table: Any, vote: str = "benchmark") -> tuple[Any, dict[str, Any]]:
     """(the table with its weights under ``vote``, what the output states about it).
 
     The statement: ``{"vote": mode, "benchmarks": n voting units, "columns": n columns, "voting_columns": n,
     "not_voting": [names]}``; the table is returned unchanged when its criteria name no structure.
     """
-    vote = check_vote(vote)
     crits = table.criteria
     info: dict[str, Any] = {"vote": vote, "columns": len(crits)}
     if not structured(crits):

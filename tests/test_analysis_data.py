@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ranking.analysis.data import (
+from ranking.floor.errors import UserError
+from ranking.loading import load_table
+from ranking.published import (
     BENCHBENCH,
     benchbench_kind,
     load_benchbench,
@@ -13,8 +15,6 @@ from ranking.analysis.data import (
     load_instance_table,
     load_ranking_nlp,
 )
-from ranking.floor.errors import UserError
-from ranking.loading import load_table
 
 
 def test_glue_conventions(data_root):

@@ -42,7 +42,7 @@ def test_human_reference_and_selection():
 
 
 def test_instance_level_real_file(data_root):
-    from ranking.analysis.data import load_instance_level
+    from ranking.published import load_instance_level
 
     f = load_instance_level(data_root / "leaderboards" / "ranking_nlp" / "instance_level" / "DIALOG_pc.csv")
     out = aggregate_instances(f, metrics=["ROUGE_.*", "BLEU"])

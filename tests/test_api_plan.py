@@ -49,14 +49,17 @@ def test_ranking_rank_is_the_one_rank():
     assert defined == ["ranking/api.py"]
 
 
-def test_rank_and_the_plan_take_the_same_choices_with_the_same_defaults():
-    """ranking.rank spells its choices out (for help() and editors) and hands them to RankPlan.build: the two
-    lists cannot drift apart (a choice rank took but the plan ignored, or another default)."""
-    from ranking.plan import RankPlan
+def test_rank_and_the_plan_show_the_declared_choices_with_their_defaults():
+    """ranking.rank and RankPlan.build take ``**choices``; the keywords help() and editors show are generated
+    from the one declaration (RankPlan's fields), so neither can drift from it."""
+    from ranking.plan import CHOICES, RankPlan
 
     choices = list(inspect.signature(ranking.rank).parameters.values())[1:]  # without the table
     plan = list(inspect.signature(RankPlan.build).parameters.values())
     assert [(p.name, p.kind, p.default) for p in choices] == [(p.name, p.kind, p.default) for p in plan]
+    declared = [(f.name, f.default) for f in dataclasses.fields(RankPlan) if f.name in CHOICES]
+    assert [(p.name, p.default) for p in choices[1:-1]] == declared
+    assert choices[0].name == "rule" and choices[-1].kind is inspect.Parameter.VAR_KEYWORD
 
 
 def test_drop_incomplete_through_ranking_rank():
@@ -82,11 +85,15 @@ def test_rank_is_its_plan_applied():
 
 @pytest.mark.parametrize(("choices", "message"), [
     ({"rule": "bordaa"}, "unknown rule 'bordaa'"),
-    ({"setting": "weighted-ish"}, "unknown setting"),
+    ({"setting": "weighted-ish"}, "setting: 'weighted-ish' is not one of basic, weighted, two-step"),
     ({"group_weights": {"g": 1.0}}, "group weights only apply"),
-    ({"preset": "paper"}, "unknown preset"),
-    ({"og_gamma": 0}, "must be a finite number > 0"),
-    ({"vote": "task"}, "vote 'task' is not one of"),
+    ({"preset": "paper"}, "preset: 'paper' is not one of default, votenrank"),
+    ({"og_gamma": 0}, "og_gamma: 0 must be above 0"),
+    ({"gamma": -1}, "gamma: write og_gamma=-1"),
+    ({"vote": "task"}, "vote: 'task' is not one of"),
+    ({"draws": 10**9}, "draws: 1000000000 is above 100000"),
+    ({"seed": -1}, "seed: -1 is below 0"),
+    ({"max_cells": 2.5}, "max_cells: 2.5 is not a whole number"),
 ])
 def test_a_plan_refuses_bad_choices_before_any_table(choices, message):
     with pytest.raises(UserError, match=message):
@@ -162,9 +169,21 @@ def same(a, b) -> None:
     assert tuple(a.models) == tuple(b.models)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_every_path_ranks_as_ranking_rank(data):
+    """A lean default (12 random tables and choices, each on every path); the exhaustive run is marked slow."""
+    every_path_ranks_as_ranking_rank(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_every_path_ranks_as_ranking_rank_exhaustively(data):
+    every_path_ranks_as_ranking_rank(data)
+
+
+def every_path_ranks_as_ranking_rank(data):
     table = data.draw(tables())
     c = data.draw(choices(len(table.group_names)))
     rule = c["rule"]
@@ -189,7 +208,7 @@ def test_every_path_ranks_as_ranking_rank(data):
     same(make_ranker_result(plan, prepared.table, rule), want)  # the analyses' ranker
     np.testing.assert_array_equal(make_ranker(rule, plan=plan)(prepared.table), np.asarray(want.ranks, dtype=float))
     if c["preset"] is None and c["ties"] is None and c["og_gamma"] is None:  # vnr analyze's own choices
-        from ranking.cli_types import table_from_args
+        from ranking.cli_table import table_from_args
 
         class Args:
             data_root, lower, higher, vote = None, (), (), c["vote"]

@@ -96,7 +96,7 @@ def test_scenario_refusals_are_one_line(report, tmp_path, capsys):
     results, _ = report
     code = main(["rank", "--scenario", str(USER), "--results", str(results), "--intervals", "--draws", "5"])
     err = capsys.readouterr().err
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "at least 20 draws" in err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--draws: 5 is below 20" in err
     bare = write_results(tmp_path / "bare", seeds=False)
     code = main(["report", "--scenario", str(USER), "--results", str(bare), "--out", str(tmp_path / "o"),
                  "--intervals"])

@@ -29,9 +29,9 @@ BAD = {
     "unknown group of a column": (
         GOOD + "  - {name: c, rule: borda, group: speed}\n", "unknown group 'speed'"),
     "weight that does not parse": (
-        GOOD.replace("{performance: 2}", "{performance: two}"), "weight 'two' does not parse"),
+        GOOD.replace("{performance: 2}", "{performance: two}"), "columns[0].group_weights.performance: 'two' is not a number"),
     "negative weight": (
-        GOOD.replace("{performance: 2}", "{performance: -1}"), "negative"),
+        GOOD.replace("{performance: 2}", "{performance: -1}"), "columns[0].group_weights.performance: -1 must be a finite number >= 0"),
     "own weight that does not parse": (
         GOOD.replace("t2_f1]}", "t2_f1], weights: {t2_f1: 1/0}}"), "does not parse"),
     "pattern matching nothing": (

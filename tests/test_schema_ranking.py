@@ -468,14 +468,14 @@ def test_describing_the_model_column_says_so(tmp_path):
 
 
 def test_the_schemas_allow_the_values_the_engine_knows():
-    from ranking import rules, schemas, settings, table
+    from ranking import plan, rules, schemas, settings, table
 
-    assert schemas.DIRECTIONS == table.DIRECTIONS and schemas.TIES == rules.TIES
-    assert schemas.SETTINGS == settings.SETTINGS and schemas.PRESETS == tuple(settings.PRESETS)
+    assert schemas.DIRECTIONS == table.DIRECTIONS and rules.TIES is plan.TIES
+    assert plan.PRESETS == tuple(settings.PRESETS)  # the declared names of the presets the engine defines
     from ranking import boards
 
     assert set(schemas.BOARD_NAMES) == set(boards.BOARDS)
-    assert json_schema("scenario")["$defs"]["ColumnModel"]["properties"]["setting"]["enum"] == list(settings.SETTINGS)
+    assert json_schema("scenario")["$defs"]["ColumnModel"]["properties"]["setting"]["enum"] == list(plan.SETTINGS)
 
 
 def test_criteria_init_never_takes_over_another_tables_sidecar(tmp_path):

@@ -96,7 +96,7 @@ def test_a_table_without_benchmarks_ranks_alike_in_both_modes_and_states_nothing
     for rule in a.results:
         np.testing.assert_array_equal(a[rule].scores, b[rule].scores)
     assert apply_votes(t)[0] is t
-    with pytest.raises(UserError, match="vote 'task' is not one of benchmark, column"):
+    with pytest.raises(UserError, match="vote: 'task' is not one of benchmark, column"):
         ranking.rank(t, vote="task")
 
 
@@ -336,3 +336,57 @@ def test_an_unknown_board_or_vote_in_a_file_is_one_line(tmp_path, capsys):
     assert main(["rank", "--scenario", str(tmp_path / "s.yaml"), "--results", str(folder)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "vote: 'task' is not one of benchmark, column" in err
+
+
+# ---------------------------------------------------------------------------- votes from the weights that rank
+def _drop(table: ScoreTable, name: str) -> ScoreTable:
+    keep = [j for j, c in enumerate(table.criteria) if c.name != name]
+    return ScoreTable(table.models, tuple(table.criteria[j] for j in keep), table.values[:, keep])
+
+
+@pytest.mark.parametrize("vote", ["benchmark", "column"])
+def test_a_weight_0_column_takes_no_share_of_its_benchmark_s_vote_under_every_rule(vote):
+    """acc_norm is shown but not ranked (weight 0): every rule ranks as if it were not in the table. (Before, it
+    halved acc's share of the benchmark's vote: the mean then put B first, with acc counted half.)"""
+    crits = (Criterion("arc/acc", benchmark="arc"), Criterion("arc/acc_norm", benchmark="arc", weight=0.0),
+             Criterion("gsm8k"))
+    values = np.array([[1.0, 0.05, 0.05], [0.05, 1.0, 0.6], [0.2, 0.5, 0.3]])
+    table = ScoreTable(("A", "B", "C"), crits, values)
+    assert vote_weights(crits, vote).tolist() == [1.0, 0.0, 1.0]
+    without = _drop(table, "arc/acc_norm")
+    for rule in rule_names():
+        got, want = ranking.rank(table, rule, vote=vote)[rule], ranking.rank(without, rule, vote=vote)[rule]
+        np.testing.assert_array_equal(got.ranks, want.ranks)
+        np.testing.assert_allclose(got.scores, want.scores)
+    assert ranking.rank(table, "arithmetic_mean").winners["arithmetic_mean"] == ("A",)
+
+
+def test_an_aggregate_whose_parts_all_have_weight_0_votes_under_either_mode():
+    """The parts are not ranked (weight 0), so the aggregate is its benchmark's one ranked column: it votes under
+    --vote column as under --vote benchmark. (Before, it gave way to parts that cast nothing under column: the
+    benchmark lost its vote.) With one part ranked, the parts vote instead, as before."""
+    crits = [Criterion("mmlu", benchmark="mmlu", aggregate=True),
+             Criterion("mmlu_a", benchmark="mmlu", weight=0.0), Criterion("mmlu_b", benchmark="mmlu", weight=0.0),
+             Criterion("arc")]
+    assert vote_weights(crits, "column").tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert vote_weights(crits, "benchmark").tolist() == [1.0, 0.0, 0.0, 1.0]
+    crits[1] = Criterion("mmlu_a", benchmark="mmlu")
+    assert vote_weights(crits, "column").tolist() == [0.0, 1.0, 0.0, 1.0]
+
+
+def test_a_benchmark_whose_ranked_columns_are_details_is_voted_by_them():
+    """Its non-detail column has weight 0: the ranked detail columns share the benchmark's vote."""
+    crits = [Criterion("b/main", benchmark="b", weight=0.0), Criterion("b/d1", benchmark="b", detail=True),
+             Criterion("b/d2", benchmark="b", detail=True), Criterion("c")]
+    assert vote_weights(crits, "benchmark").tolist() == [0.0, 0.5, 0.5, 1.0]
+
+
+def test_a_benchmark_name_with_an_edge_space_is_the_same_benchmark(tmp_path):
+    """``X`` and ``X `` name one benchmark wherever the name enters (a sidecar, the Python API): normalised once."""
+    assert Criterion("a", benchmark="X ").benchmark == "X"
+    crits = (Criterion("a", benchmark="X"), Criterion("b", benchmark="X "), Criterion("c"))
+    assert vote_weights(crits, "benchmark").tolist() == [0.5, 0.5, 1.0]
+    (tmp_path / "matrix.csv").write_text("model,a,b,c\nm1,1,2,3\nm2,2,1,1\nm3,3,3,2\n")
+    (tmp_path / "criteria.yaml").write_text('criteria:\n  a: {benchmark: "X"}\n  b: {benchmark: "X "}\n  c: {}\n')
+    result = ranking.rank(ranking.load_table(tmp_path / "matrix.csv"), "borda")
+    assert result.settings["votes"]["benchmarks"] == 2 and result.settings["votes"]["columns"] == 3

@@ -6,8 +6,8 @@
 * :mod:`ranking.analysis.kemeny` — exact Kemeny consensus (DP over subsets), Borda beyond;
 * :mod:`ranking.analysis.instance` — instance-level one-level and two-level aggregation;
 * :mod:`ranking.analysis.synthetic` — synthetic corruption / rescaling experiments;
-* :mod:`ranking.analysis.data` — loaders for the benchbench and ranking_nlp leaderboards;
 * :mod:`ranking.analysis.cli` — ``vnr analyze ...``.
 
-Submodules are imported on use; importing this package loads nothing heavy.
+The benchbench and ranking_nlp leaderboards they run on are read by :mod:`ranking.published` (below
+:mod:`ranking.loading`, which reads them as TABLE paths). Submodules are imported on use; importing this package loads nothing heavy.
 """

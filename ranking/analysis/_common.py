@@ -156,7 +156,7 @@ def make_ranker(
 
     ``plan`` (else the plan of ``rule``, ``setting``, ``group_weights`` and ``params``, the arguments of
     :func:`ranking.rank`) ranks tables it prepared (:meth:`~ranking.plan.RankPlan.prepare`, e.g.
-    :func:`ranking.cli_types.table_from_args` with ``voted``) and the sub-tables and changed tables the
+    :func:`ranking.cli_table.table_from_args` with ``voted``) and the sub-tables and changed tables the
     analyses derive from them. The rule name is checked now, so a typo fails before any repetition runs.
     """
     from ranking.plan import RankPlan

@@ -19,12 +19,12 @@ import math
 import sys
 from typing import Any
 
+from ranking.cli_table import TABLE_HELP, add_table_options, table_from_args
 from ranking.cli_types import (
-    TABLE_HELP,
-    add_table_options,
+    add_choice_flags,
+    choices_from_args,
     finite_non_negative_float,
     rule_help,
-    table_from_args,
 )
 
 FORMATS = ("table", "json")
@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = parser.add_subparsers(dest="analysis", metavar="ANALYSIS", parser_class=type(parser))
     sub.required = True
 
-    def add(name: str, help_text: str, *, table: bool = True, rule: str | None = None) -> argparse.ArgumentParser:
+    def add(name: str, help_text: str, *, table: bool = True, rule: str | None = None,
+            setting: bool = False) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         if table:
             p.add_argument("table", metavar="TABLE", help=TABLE_HELP)
@@ -51,45 +52,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
         p.add_argument("--wide", action="store_true",
                        help="print tables in full: no wrapping to 120 columns, no shortened names")
-        p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
         p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="progress bars on stderr (default: when stderr is a terminal)")
         if rule is not None:
             p.add_argument("--rule", default=rule, help=rule_help(f"rule to analyse (default: {rule})"))
-            p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
-                           help="aggregation setting (default: basic)")
+        # --seed, and --vote (a table), --setting (a rule): generated from their declaration (ranking.plan.RankPlan)
+        add_choice_flags(p, "analyze", only=("seed", *(("vote",) if table else ()),
+                                             *(("setting",) if rule is not None or setting else ())))
         return p
 
-    p = add("agreement", "agreement@k (top and least), Kendall τ and ties of several rules against a reference rule")
+    p = add("agreement", "agreement@k (top and least), Kendall τ and ties of several rules against a reference rule",
+            setting=True)
     p.add_argument("--rules", default="all", help=rule_help("comma-separated rule names, or 'all' (default)"))
     p.add_argument("--reference", default="arithmetic_mean", help="reference rule (default: arithmetic_mean)")
     p.add_argument("-k", default="1,3,5", help="comma-separated k values (default: 1,3,5)")
-    p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
-                   help="aggregation setting of every rule (default: basic)")
-    p.set_defaults(func=run_agreement)
+    p.set_defaults(func=_checked(run_agreement))
 
     p = add("iia", "IIA experiment: flips of a random pair's order as random systems are added", rule="borda")
     p.add_argument("--repetitions", type=int, default=50, help="repetitions (default: 50)")
-    p.set_defaults(func=run_iia)
+    p.set_defaults(func=_checked(run_iia))
 
     p = add("missing", "robustness to missing scores: Spearman ρ of the top-7 after hiding N scores", rule="borda")
     p.add_argument("--n-missing", default="1,5,10", help="comma-separated numbers of hidden scores (default: 1,5,10)")
     p.add_argument("--repetitions", type=int, default=100, help="repetitions (default: 100)")
     p.add_argument("--top", type=int, default=7, help="size of the compared top set (default: 7)")
-    p.set_defaults(func=run_missing)
+    p.set_defaults(func=_checked(run_missing))
 
     p = add("diversity", "diversity = 1 − Kendall's W across criteria (tie-corrected)")
     p.add_argument("--impute", default="knn", choices=("knn", "median", "drop"),
                    help="missing scores: kNN imputation (default), criterion median, or drop incomplete models")
-    p.set_defaults(func=run_diversity)
+    p.set_defaults(func=_checked(run_diversity))
 
-    p = add("sensitivity", "cardinal / ordinal sensitivity (lower bounds on the worst ranking change)")
+    p = add("sensitivity", "cardinal / ordinal sensitivity (lower bounds on the worst ranking change)", setting=True)
     p.add_argument("--kind", default="auto", choices=("auto", "cardinal", "ordinal"),
                    help="auto: ordinal for the ordinal benchbench leaderboards, else cardinal")
     p.add_argument("--rule", default=None,
                    help=rule_help("rank with this rule instead of the mean (cardinal) / win rate (ordinal)"))
-    p.add_argument("--setting", default="basic", choices=("basic", "weighted", "two-step"),
-                   help="aggregation setting with --rule (default: basic)")
     p.add_argument("--epsilon", type=float, default=None, help="cardinal: smallest weight (default min(0.01, std ratio))")
     p.add_argument("--steps", type=int, default=None, help="optimisation steps (default 300 cardinal / 600 ordinal)")
     p.add_argument("--top-share", type=float, default=0.2, help="ordinal: share of top models (default 0.2)")
@@ -97,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rule-budget", type=int, default=300, help="rule evaluations allowed with --rule (default 300)")
     p.add_argument("--impute", default="knn", choices=("knn", "median", "drop"),
                    help="missing scores: kNN imputation (default), criterion median, or drop incomplete models")
-    p.set_defaults(func=run_sensitivity)
+    p.set_defaults(func=_checked(run_sensitivity))
 
     p = add("kemeny", "exact Kemeny consensus (DP over subsets) up to --max-exact systems, Borda beyond")
     p.add_argument(
@@ -109,13 +107,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--tie-cost", type=finite_non_negative_float, default=0.0,
         help="cost of a pair tied in a criterion (finite, >= 0; default 0)",
     )
-    p.set_defaults(func=run_kemeny)
+    p.set_defaults(func=_checked(run_kemeny))
 
     p = add("instance", "instance-level mean / one-level / two-level aggregation of (system, instance, metric) scores")
     p.add_argument("--metrics", default=None, help="comma-separated metric names or regexes (default: all)")
     p.add_argument("--human", default="exclude", choices=("exclude", "include", "only"),
                    help="human judgements (H: metrics): exclude (default; then used as reference), include, only")
-    p.set_defaults(func=run_instance)
+    p.set_defaults(func=_checked(run_instance))
 
     p = add("synthetic", "synthetic robustness: corrupted tasks / a rescaled task, error of each aggregation",
             table=False)
@@ -128,16 +126,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--phi", type=float, default=0.2, help="spacing of the Gumbel locations (default 0.2)")
     p.add_argument("--n-corrupted", type=int, default=1, help="scaling: corrupted tasks (default 1)")
     p.add_argument("--repetitions", type=int, default=50, help="repetitions per value (default 50)")
-    p.set_defaults(func=run_synthetic)
+    p.set_defaults(func=_checked(run_synthetic))
 
     p = add("tradeoff", "diversity vs sensitivity across benchmarks, as a table and a scatter plot", table=False)
     p.add_argument("tables", nargs="*", metavar="TABLE", help="tables (default: every benchbench leaderboard)")
     p.add_argument("--out", default=None, help="scatter plot file (.png, .pdf, .svg)")
     p.add_argument("--steps", type=int, default=None, help="optimisation steps per benchmark")
-    p.set_defaults(func=run_tradeoff)
+    p.set_defaults(func=_checked(run_tradeoff))
 
 
 # ---------------------------------------------------------------------- helpers
+def _checked(run: Any) -> Any:
+    """``run`` after the ranking choices given as flags are checked once (:func:`ranking.cli_types.choices_from_args`)."""
+    def checked(args: argparse.Namespace) -> int:
+        choices_from_args(args)
+        return run(args)
+
+    checked.__name__ = checked.__qualname__ = run.__name__
+    return checked
+
+
 def _progress(args: argparse.Namespace) -> bool:
     return sys.stderr.isatty() if args.progress is None else bool(args.progress)
 
@@ -259,7 +267,7 @@ def _sensitivity(table, args: argparse.Namespace, kind: str) -> dict[str, Any]:
 
 
 def _kind_of(table, requested: str) -> str:
-    from ranking.analysis.data import benchbench_kind
+    from ranking.published import benchbench_kind
 
     if requested != "auto":
         return requested
@@ -292,9 +300,9 @@ def run_kemeny(args: argparse.Namespace) -> int:
 
 
 def run_instance(args: argparse.Namespace) -> int:
-    from ranking.analysis.data import load_instance_table
     from ranking.analysis.instance import aggregate_instances
     from ranking.floor.paths import resolve_data_root
+    from ranking.published import load_instance_table
 
     frame = load_instance_table(args.table, resolve_data_root(args.data_root))
     metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
@@ -331,8 +339,8 @@ def run_synthetic(args: argparse.Namespace) -> int:
 def run_tradeoff(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from ranking.analysis.data import BENCHBENCH
     from ranking.analysis.diversity import diversity
+    from ranking.published import BENCHBENCH
 
     names = args.tables or [f"benchbench/{b}" for b in BENCHBENCH]
     args.rule = None

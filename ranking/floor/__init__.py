@@ -10,6 +10,8 @@
   translator of a refusal into one line (``where: key.path: what is wrong — what to write instead``), for the
   harness's configs, specs and calibration files and the ranking side's sidecars, leaderboard specs and
   scenarios alike;
+* :mod:`ranking.floor.flags`: command-line flags generated from declared fields (a run kind's spec, the grid's
+  settings, a ranking's choices), each flag's help and check its field's own;
 * :mod:`ranking.floor.yaml_io`: the one YAML loader (YAML 1.2 scalars, duplicate keys and aliases refused,
   errors that never print an unbounded value).
 
@@ -20,5 +22,6 @@ pandas and scipy, no torch). Under ``ranking`` the house has every arrow pointin
 ``ranking`` → ``ranking.floor``. (It sat under ``harness`` for one stop, which made ``ranking`` import
 ``harness``: an arrow running back up.) Importing it costs nothing: the floor imports only the standard library
 (``yaml`` inside the loader, ``pydantic`` inside the schema core's functions), never numpy, pandas, the rest of
-``ranking`` or ``harness``; ``tests/test_imports.py`` holds both sides to it.
+``ranking`` or ``harness``; ``tests/test_imports.py`` holds both sides to it. The maintainer's map of the whole house (where
+each kind of thing goes, how a value flows, what the architecture tests hold) is this folder's README.md.
 """

@@ -18,8 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ranking.cli_types import add_uncertainty_flags, int_in_range, non_negative_int, rule_help
+from ranking.cli_types import add_choice_flags, choices_from_args, int_in_range, rule_help
 from ranking.floor.errors import UserError
+from ranking.plan import MAX_DRAWS
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +61,11 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
 
     scenario, table, seeds, source = load_inputs(args)
     cmp = compare(scenario, table)
-    n = int(getattr(args, "bootstrap", 0) or 0)
-    if n < 0:
-        raise UserError(f"--bootstrap must be >= 0, got {n}")
+    n = int(getattr(args, "bootstrap", 0) or 0)  # bounded by its flag's type
     if n > 0:
         from ranking.scenarios.bootstrap import bootstrap, error_bootstrap, read_seeds
 
-        seed_arg = getattr(args, "seed", None)
-        seed = 0 if seed_arg is None else int(seed_arg)
+        seed = args.seed  # checked once, with the other ranking choices (choices_from_args)
         if table.standard_errors is not None:  # the source's own noise (e.g. lm-eval's stderr) wins over seeds
             say(f"bootstrapping {n} draws from the scores' standard errors …")
             cmp.rank_probabilities = error_bootstrap(scenario, table, n, seed=seed)
@@ -87,17 +85,14 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
             cmp.rank_probabilities = bootstrap(scenario, table, seed_values, n, seed=seed)
         cmp.bootstrap_n = n
     if getattr(args, "intervals", False):
-        from ranking.intervals import check_level, draw_source
+        from ranking.intervals import draw_source
+        from ranking.plan import DEFAULT_DRAWS
         from ranking.scenarios.uncertainty import add_intervals
 
-        seed_arg = getattr(args, "seed", None)
-        draws = 1000 if getattr(args, "draws", None) is None else int(args.draws)
-        check_level(args.level)
-        if draws < 20:
-            raise UserError(f"--draws {draws}: at least 20 draws are needed for a {args.level:.0%} interval")
+        draws = DEFAULT_DRAWS if args.draws is None else args.draws
         draw_source(cmp.table, seeds)  # a table without uncertainty is refused before any work
         say("drawing rank intervals …")
-        add_intervals(cmp, seeds, level=args.level, draws=draws, seed=0 if seed_arg is None else int(seed_arg))
+        add_intervals(cmp, seeds, level=args.level, draws=draws, seed=args.seed)
     if getattr(args, "robustness", False):
         from ranking.scenarios.uncertainty import add_robustness
 
@@ -137,6 +132,7 @@ def run_report(args: argparse.Namespace) -> int:
     from ranking.scenarios.simplex import simplex_map
 
     check_output_dir(args.out, "--out")  # before the work: a file named as --out is refused in one line
+    choices_from_args(args)  # the ranking choices, checked once (their declaration: ranking.plan.RankPlan)
     cmp, scenario, _, source = build_comparison(args)
     resolution = args.resolution or scenario.simplex_resolution
     maps = []
@@ -167,10 +163,10 @@ def _data_root_shown(args: argparse.Namespace) -> str | None:
 # ---------------------------------------------------------------------- whatif
 def whatif_columns(scenario: Any, rule: str | None, setting: str | None) -> list[Any]:
     """The columns to ask about: an ad-hoc (rule, setting), or every weighted / two-step column."""
-    from ranking.scenarios.scenario import SETTINGS
+    from ranking.plan import check_choices
 
-    if setting is not None and setting not in SETTINGS:
-        raise UserError(f"--setting {setting!r} is not one of {', '.join(SETTINGS)}")
+    if setting is not None:
+        check_choices({"setting": setting}, names=lambda _: "--setting")  # its declaration's values
     if setting == "basic":
         raise UserError("--setting basic has no group weights to change: use weighted or two-step")
     if rule is None and setting is None:
@@ -219,8 +215,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-root", metavar="DIR", help="data root for importer sources (default: $VNR_DATA_ROOT)")
 
 
-
-
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "report",
@@ -229,13 +223,10 @@ def register(subparsers: Any) -> None:
     )
     _common(p)
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
-    p.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
-                   help="replicates for rank probabilities: draws from the scores' standard errors where the table "
-                   "has them (stderr.csv), else seed resamples (needs seeds.csv)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and of --intervals' draws")
-    add_uncertainty_flags(
-        p, intervals="rank intervals (for all models at once) and tiers per column, drawn as bars and bands",
-        robustness="per column: the fewest scores that must change for another model to win, in words")
+    p.add_argument("--bootstrap", type=int_in_range(0, MAX_DRAWS), default=0, metavar="N",
+                   help=f"replicates for rank probabilities, 0 to {MAX_DRAWS}: draws from the scores' standard errors "
+                   "where the table has them (stderr.csv), else seed resamples (needs seeds.csv)")
+    add_choice_flags(p, "report")  # --intervals, --level, --draws, --seed, --robustness, --max-cells (ranking.plan)
     p.add_argument("--resolution", type=int_in_range(1, MAX_RESOLUTION), default=None, metavar="R",
                    help=f"grid steps per side of the weight simplex, 1 to {MAX_RESOLUTION} "
                    "(default: the scenario's, else 30)")

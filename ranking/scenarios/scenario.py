@@ -74,8 +74,6 @@ from ranking.table import ScoreTable
 
 log = logging.getLogger(__name__)
 
-SETTINGS = ("basic", "weighted", "two-step")
-TIES = ("default", "votenrank")
 
 
 # ---------------------------------------------------------------------- value parsing
@@ -153,10 +151,12 @@ class Column:
             raise UserError(f"column {self.name!r} shows the leaderboard's own order: it has no ranking plan")
         params = dict(self.params)
         preset = params.pop("preset", None)
+        # the optimality gap's gamma (a column's params: gamma, as the file writes it) has one keyword: og_gamma
+        og_gamma = params.pop("gamma", None) if self.rule == "optimality_gap" else None
         inside = self.group is not None
         return RankPlan.build(self.rule, setting="basic" if inside else self.setting,
                               group_weights=None if inside else self.group_weights, ties=self.ties or ties,
-                              preset=preset, vote=vote, **params)
+                              preset=preset, og_gamma=og_gamma, vote=vote, **params)
 
 
 @dataclass(frozen=True)
@@ -479,6 +479,7 @@ BOARD_RULE = "board"
 
 def _columns(specs: Sequence[Any], group_names: Sequence[str], where: str) -> tuple[Column, ...]:
     """The schema-checked ``columns`` entries as :class:`Column` s: unique names, known rules and groups."""
+    from ranking.plan import check_choices
     from ranking.rules import get_rule
 
     groups_text = ", ".join(group_names) or "none (define 'groups')"
@@ -502,10 +503,9 @@ def _columns(specs: Sequence[Any], group_names: Sequence[str], where: str) -> tu
                 raise UserError(f"{what}.setting: a column ranking inside group {spec.group!r} takes setting basic, "
                                 f"not {spec.setting!r} — remove 'setting' or 'group'")
         group_weights: dict[str, float] | None = None
-        if spec.group_weights is not None:
-            if spec.setting == "basic":
-                raise UserError(f"{what}.group_weights: they apply to settings weighted and two-step, not basic — "
-                                "write setting: weighted (or two-step), or remove group_weights")
+        if spec.group_weights is not None:  # not under basic: the declaration's one check, named by the file's key
+            check_choices({"setting": spec.setting, "group_weights": spec.group_weights}, where=where,
+                          names=lambda key, i=i: f"columns[{i}].{key}")
             for g in spec.group_weights:
                 if g not in group_names:
                     raise UserError(f"{what}.group_weights: unknown group {g!r} — write one of: {groups_text}")

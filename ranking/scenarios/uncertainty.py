@@ -17,17 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from ranking.floor.errors import UserError
 from ranking.scenarios.compare import Comparison, column_plans, run_column
 
 
 def add_intervals(cmp: Comparison, seeds: str | Path | None, *, level: float, draws: int, seed: int) -> None:
     """Fill ``cmp.intervals`` (column → RankIntervals) and ``cmp.intervals_note`` from the table's uncertainty."""
-    from ranking.intervals import check_level, draw_source, intervals_from_draws, score_draws
+    from ranking.intervals import draw_source, intervals_from_draws, score_draws
+    from ranking.plan import check_choices
 
-    level = check_level(level)
-    if draws < 20:
-        raise UserError(f"--draws {draws}: at least 20 draws are needed for a {level:.0%} interval")
+    level, draws, seed = (check_choices({"level": level, "draws": draws, "seed": seed})[k]
+                          for k in ("level", "draws", "seed"))
     table = cmp.table
     source = draw_source(table, seeds)
     ties = cmp.scenario.ties

@@ -1,4 +1,5 @@
-"""Loaders for the public leaderboards the analyses run on (read through :func:`ranking.load_table`).
+"""Loaders for the published leaderboards the analyses run on (read through :func:`ranking.load_table`, which
+imports this module: it sits below the TABLE loader and the analyses alike).
 
 * ``leaderboards/benchbench/`` (Zhang & Hardt): one tab-separated table per
   benchmark. :func:`load_benchbench` turns one into a :class:`ScoreTable`
