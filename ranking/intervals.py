@@ -913,6 +913,8 @@ class RankIntervals:
 PAIRWISE_LIMIT = 600
 #: Elements of one chunk of pairwise differences (draws × models × models).
 PAIR_CHUNK = 4_000_000
+#: Calibrate the max statistic out of sample (each half of the draws studentised by the other half's spreads).
+CROSS_FIT = True
 #: Most of Threshold's lexicographic keys the draws carry (pairs equal on all of them stay unseparated).
 THRESHOLD_KEYS = 8
 
@@ -937,20 +939,7 @@ def pair_critical_value(deviations: np.ndarray, spread: np.ndarray, level: float
     0.0
     """
     d = np.asarray(deviations, dtype=float)
-    b_count, n = d.shape
-    if n < 2 or b_count == 0:
-        return 0.0
-    inv = np.where((spread > 0) & np.isfinite(spread), 1.0 / np.where(spread > 0, spread, 1.0), 0.0)
-    iu = np.triu_indices(n, 1)
-    inv_u = inv[iu]
-    stat = np.empty(b_count)
-    chunk = max(1, PAIR_CHUNK // max(n * n, 1))
-    for lo in range(0, b_count, chunk):
-        part = d[lo : lo + chunk]
-        diff = np.abs(part[:, iu[0]] - part[:, iu[1]]) * inv_u
-        stat[lo : lo + chunk] = diff.max(axis=1) if diff.shape[1] else 0.0
-    k = min(b_count, max(1, math.ceil(level * b_count - 1e-9)))
-    return float(np.sort(stat)[k - 1])
+    return _keyed_critical_value([d], np.zeros((d.shape[1], d.shape[1]), dtype=int), spread, level)
 
 
 def pair_bounds(scores: np.ndarray, spread: np.ndarray, c: float,
@@ -1052,7 +1041,8 @@ def intervals_from_draws(rule: str, models: tuple[str, ...], scores: np.ndarray,
             spreads = [spread] + [pair_spread(x) for x in devs[1:]]
             spread = np.choose(which, spreads)
             spread[spread <= tol * 1e-3] = 0.0
-            c = _keyed_critical_value(devs, which, spread, level)
+            blocked = np.where(free[:, None] | free[None, :], np.inf, spread)
+            c = _keyed_critical_value(devs, which, blocked, level)
         else:
             diff = None
             c = pair_critical_value(dev, np.where(free[:, None] | free[None, :], np.inf, spread), level)
@@ -1070,19 +1060,45 @@ def intervals_from_draws(rule: str, models: tuple[str, ...], scores: np.ndarray,
 
 
 def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.ndarray, level: float) -> float:
-    """:func:`pair_critical_value` where pair ``(i, j)`` reads the deviations of its deciding key ``which[i, j]``."""
+    """:func:`pair_critical_value` where pair ``(i, j)`` reads the deviations of its key ``which[i, j]`` (``devs``:
+    per key, draws × models) and is studentised by ``spread[i, j]`` (0 or infinite: the pair counts 0).
+
+    With :data:`CROSS_FIT` (and 40 draws or more) each half of the draws is studentised by the spreads of the
+    other half (by all draws' where the other half's is 0): the observed table's statistic is studentised by
+    spreads estimated from draws it is not one of, and so, then, is each draw's. (Studentised in sample, the
+    max over many pairs is too small: the pairs whose draws happened to move less get a smaller spread.)
+    """
     b_count, n = devs[0].shape
     if n < 2 or b_count == 0:
         return 0.0
     iu = np.triu_indices(n, 1)
     w = which[iu]
-    inv = np.where((spread > 0) & np.isfinite(spread), 1.0 / np.where(spread > 0, spread, 1.0), 0.0)[iu]
+    blocked = ~np.isfinite(spread)
+
+    def inverse(sp: np.ndarray) -> np.ndarray:
+        return np.where((sp > 0) & np.isfinite(sp), 1.0 / np.where(sp > 0, sp, 1.0), 0.0)[iu]
+
+    def spread_of(rows: slice) -> np.ndarray:
+        per_key = [pair_spread(dk[rows] - dk[rows].mean(axis=0)) for dk in devs]
+        own = per_key[0] if len(devs) == 1 else np.choose(which, per_key)
+        return np.where((own > 0) & ~blocked, own, spread)
+
+    halves = [(0, b_count, inverse(spread))]
+    if CROSS_FIT and b_count >= 40:
+        h = b_count // 2
+        halves = [(0, h, inverse(spread_of(slice(h, b_count)))), (h, b_count, inverse(spread_of(slice(0, h))))]
     stat = np.zeros(b_count)
+    chunk = max(1, PAIR_CHUNK // max(n * n, 1))
     for k, dk in enumerate(devs):
         pick = w == k
-        if pick.any():
-            a, b = iu[0][pick], iu[1][pick]
-            stat = np.maximum(stat, (np.abs(dk[:, a] - dk[:, b]) * inv[pick]).max(axis=1))
+        if not pick.any():
+            continue
+        a, b = iu[0][pick], iu[1][pick]
+        for start, stop, inv_u in halves:
+            inv_k = inv_u[pick]
+            for lo in range(start, stop, chunk):
+                hi = min(lo + chunk, stop)
+                stat[lo:hi] = np.maximum(stat[lo:hi], (np.abs(dk[lo:hi, a] - dk[lo:hi, b]) * inv_k).max(axis=1))
     q = min(b_count, max(1, math.ceil(level * b_count - 1e-9)))
     return float(np.sort(stat)[q - 1])
 
@@ -1195,3 +1211,45 @@ def rank_intervals(table: ScoreTable, results: Mapping[str, Any], *, source: Dra
                                          pairwise=pairwise if pairwise is not None else (None if recentre else False),
                                          keys=keys)
     return out
+
+
+def intervals_from_seeds(table: ScoreTable, per_seed: np.ndarray, rule: str | Any = "borda", *,
+                         level: float = 0.95, draws: int = DEFAULT_DRAWS, seed: int = 0,
+                         **options: Any) -> dict[str, RankIntervals]:
+    """Rank intervals and tiers from per-model seed tables: what an adaptive grid calls after each wave.
+
+    ``table``: the models × criteria means (a :class:`ScoreTable`, its criteria's directions, weights and
+    ranges); ``per_seed``: models × seeds × criteria, aligned with ``table`` (NaN where a seed has no value:
+    a model with fewer seeds, a cell that does not depend on the seed). Checked as ``seeds.csv`` is: finite,
+    within ranges, two seeds or more in every cell that has any, and each cell's seed mean equal to ``table``'s
+    value (:func:`seed_table_source`). ``rule``: one rule or several (or ``"all"``); ``options``: the choices of
+    :func:`ranking.rank` (``setting``, ``group_weights``, ``ties``, ``preset``, ``vote``, ...).
+
+    Returns rule → :class:`RankIntervals`: per model (``.models``) ``rank_lo``/``rank_hi`` (the ranks the data
+    allow, for all models at once at ``level``) and ``tier`` (1 = top; a model opens the next tier when it is
+    surely below every model of the current one). NaN: a model the rule does not rank.
+
+    How: each draw resamples, per model, whole seeds (a seed's row of the model's criteria together, so one
+    run's luck moving all of a model's scores is kept), around the ties the data allow; the intervals cover the
+    ranks of each rule's **expected** score (module docstring). A decision that stops early should use
+    ``rank_hi``/``rank_lo`` at a level spent over its looks (the intervals hold at ``level`` for one look).
+    """
+    from ranking.plan import RankPlan
+
+    plan = RankPlan.build(rule, **options)
+    prepared = plan.prepare(table).table
+    arr = np.asarray(per_seed, dtype=float)
+    if arr.ndim == 3 and arr.shape[0] == table.n_models and arr.shape[2] == table.n_criteria:
+        rows = [table.models.index(m) for m in prepared.models]
+        cols = [table.names.index(c) for c in prepared.names]
+        arr = arr[rows][:, :, cols]
+    source = seed_table_source(prepared, arr)
+    results = {}
+    for name in plan.rules:
+        try:
+            results[name] = plan.run_rule(prepared, name)
+        except UserError:
+            if plan.explicit:
+                raise
+    return rank_intervals(prepared, results, source=source, level=level, draws=draws, seed=seed, plan=plan,
+                          skipped=None if plan.explicit else {})
