@@ -1074,14 +1074,16 @@ def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.
     iu = np.triu_indices(n, 1)
     w = which[iu]
     blocked = ~np.isfinite(spread)
+    # a spread this small is float noise of a difference that does not move (0 / 0 counts 0)
+    eps = 1e-9 * max(max(float(np.abs(dk).max()) if dk.size else 0.0 for dk in devs), 1e-300)
 
     def inverse(sp: np.ndarray) -> np.ndarray:
-        return np.where((sp > 0) & np.isfinite(sp), 1.0 / np.where(sp > 0, sp, 1.0), 0.0)[iu]
+        return np.where((sp > eps) & np.isfinite(sp), 1.0 / np.where(sp > eps, sp, 1.0), 0.0)[iu]
 
     def spread_of(rows: slice) -> np.ndarray:
         per_key = [pair_spread(dk[rows] - dk[rows].mean(axis=0)) for dk in devs]
         own = per_key[0] if len(devs) == 1 else np.choose(which, per_key)
-        return np.where((own > 0) & ~blocked, own, spread)
+        return np.where((own > eps) & ~blocked, own, spread)
 
     halves = [(0, b_count, inverse(spread))]
     if CROSS_FIT and b_count >= 40:

@@ -15,7 +15,8 @@ draws of its uncertainty):
 
 Old = draws around the observed table, deviations from the point score, scale ``σ_i + σ_j``; new = draws
 around the ties the data allow, deviations from the draws' mean, each difference studentised by its own
-spread (``pairwise``); ref = studentised differences on the old draws.
+spread (``pairwise``), the max statistic calibrated out of sample (``CROSS_FIT``); ref = each difference
+studentised in sample (``CROSS_FIT`` off), on the new draws (the audit's reference).
 
     python scripts/bench_intervals.py                 # 150 replications, 200 draws (a few minutes)
     python scripts/bench_intervals.py --reps 40 --quick
@@ -32,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import ranking.intervals as intervals  # noqa: E402
 from ranking.api import rank  # noqa: E402
 from ranking.intervals import draw_source, rank_intervals, seed_table_source  # noqa: E402
 from ranking.settings import apply_setting  # noqa: E402
@@ -51,12 +53,14 @@ def table(values: np.ndarray, se: float | np.ndarray | None) -> ScoreTable:
 def methods(observed: ScoreTable, rules, draws: int, seed: int, source=None) -> dict[str, dict]:
     point = rank(observed, list(rules))
     src = source if source is not None else draw_source(observed)
-    return {
-        "old": rank_intervals(observed, point.results, source=src, draws=draws, seed=seed, recentre=False),
-        "ref": rank_intervals(observed, point.results, source=src, draws=draws, seed=seed, recentre=False,
-                              pairwise=True),
-        "new": rank_intervals(observed, point.results, source=src, draws=draws, seed=seed),
-    }
+    out = {"old": rank_intervals(observed, point.results, source=src, draws=draws, seed=seed, recentre=False),
+           "new": rank_intervals(observed, point.results, source=src, draws=draws, seed=seed)}
+    intervals.CROSS_FIT = False  # the reference: each difference studentised in sample, on the new draws
+    try:
+        out["ref"] = rank_intervals(observed, point.results, source=src, draws=draws, seed=seed)
+    finally:
+        intervals.CROSS_FIT = True
+    return out
 
 
 def expected_ranks(truth: np.ndarray, rule: str, draws: int = 2000) -> np.ndarray:
@@ -68,6 +72,12 @@ def expected_ranks(truth: np.ndarray, rule: str, draws: int = 2000) -> np.ndarra
     t = table(truth, SE)
     if rule == "arithmetic_mean" or np.all(truth == truth.flat[0]):
         return apply_setting(t, rule).ranks
+    if rule == "threshold":  # lexicographic: the positions of its expected keys
+        from ranking.rules import WEIGHT_RTOL, lexicographic_positions, threshold_keys
+
+        noisy = truth[None] + np.random.default_rng(1).standard_normal((draws, *truth.shape)) * SE
+        keys = np.mean([threshold_keys(t.with_values(v)) for v in noisy], axis=0)
+        return lexicographic_positions(keys, tol=WEIGHT_RTOL * t.n_criteria * t.n_models)
     mean_score = score_draws(t, rule, draw_source(t), draws, 1).mean(axis=0)
     return positions_from_scores(mean_score, atol=1e-9 * max(1.0, float(np.abs(mean_score).max())))
 
@@ -177,6 +187,8 @@ def main() -> None:
     run_truth("ties 20x10", np.full((20, 10), 0.5), RULES, args.reps, args.draws, rng)
     if not args.quick:
         run_truth("ties 50x20", np.full((50, 20), 0.5), RULES, args.reps, args.draws, rng)
+    run_truth("moderate 20x10 (neighbours 1 standard error apart)",
+              np.tile(0.5 + SE * np.arange(20)[:, None], (1, 10)), RULES, args.reps, args.draws, rng)
     run_truth("separated 20x10 (6 standard errors apart)", np.tile(0.5 + 6 * SE * np.arange(20)[:, None], (1, 10)),
               RULES, args.reps, args.draws, rng)
     run_missing(20, 10, args.reps, args.draws, rng)
