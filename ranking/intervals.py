@@ -913,8 +913,10 @@ class RankIntervals:
 PAIRWISE_LIMIT = 600
 #: Elements of one chunk of pairwise differences (draws × models × models).
 PAIR_CHUNK = 4_000_000
-#: Calibrate the max statistic out of sample (each half of the draws studentised by the other half's spreads).
+#: Calibrate the max statistic out of sample: the draws in ``CROSS_FOLDS`` folds, each fold's statistic
+#: studentised by the spreads of the other folds' draws.
 CROSS_FIT = True
+CROSS_FOLDS = 5
 #: Most of Threshold's lexicographic keys the draws carry (pairs equal on all of them stay unseparated).
 THRESHOLD_KEYS = 8
 
@@ -1046,6 +1048,15 @@ def intervals_from_draws(rule: str, models: tuple[str, ...], scores: np.ndarray,
         else:
             diff = None
             c = pair_critical_value(dev, np.where(free[:, None] | free[None, :], np.inf, spread), level)
+        # B draws cannot certify a rare move: a difference seen to move in none (or few) of them may still move,
+        # with probability up to 3 / B (the rule of three), by as much as any difference moved in the draws (its
+        # own at most): its spread is at least that of such a move (what keeps an observed Condorcet winner
+        # among tied models from looking certain when no draw happened to make it win)
+        rare = min(0.5, 3.0 / max(int(drawn.shape[0]), 1))
+        moved = dev[:, ~free] if (~free).any() else dev[:, :0]
+        jump = float((moved.max(axis=1) - moved.min(axis=1)).max()) if moved.size else 0.0
+        gap = np.abs(diff) if diff is not None else np.abs(s[ok][:, None] - s[ok][None, :])
+        spread = np.maximum(spread, np.minimum(gap, jump) * math.sqrt(rare * (1.0 - rare)))
         spread[free, :] = np.inf
         spread[:, free] = np.inf
         full = np.zeros((s.size, s.size))
@@ -1063,10 +1074,11 @@ def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.
     """:func:`pair_critical_value` where pair ``(i, j)`` reads the deviations of its key ``which[i, j]`` (``devs``:
     per key, draws × models) and is studentised by ``spread[i, j]`` (0 or infinite: the pair counts 0).
 
-    With :data:`CROSS_FIT` (and 40 draws or more) each half of the draws is studentised by the spreads of the
-    other half (by all draws' where the other half's is 0): the observed table's statistic is studentised by
+    With :data:`CROSS_FIT` (and 10 draws a fold or more) each fold of the draws is studentised by the spreads of
+    the other folds' draws (by all draws' where those are 0): the observed table's statistic is studentised by
     spreads estimated from draws it is not one of, and so, then, is each draw's. (Studentised in sample, the
-    max over many pairs is too small: the pairs whose draws happened to move less get a smaller spread.)
+    max over many pairs is too small: the pairs whose draws happened to move less get a smaller spread.) The
+    quantile is the ``ceil(level · (B + 1))``-th smallest of the ``B`` statistics, as a Monte-Carlo test's.
     """
     b_count, n = devs[0].shape
     if n < 2 or b_count == 0:
@@ -1080,15 +1092,18 @@ def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.
     def inverse(sp: np.ndarray) -> np.ndarray:
         return np.where((sp > eps) & np.isfinite(sp), 1.0 / np.where(sp > eps, sp, 1.0), 0.0)[iu]
 
-    def spread_of(rows: slice) -> np.ndarray:
+    def spread_of(rows: Any) -> np.ndarray:
         per_key = [pair_spread(dk[rows] - dk[rows].mean(axis=0)) for dk in devs]
         own = per_key[0] if len(devs) == 1 else np.choose(which, per_key)
         return np.where((own > eps) & ~blocked, own, spread)
 
     halves = [(0, b_count, inverse(spread))]
-    if CROSS_FIT and b_count >= 40:
-        h = b_count // 2
-        halves = [(0, h, inverse(spread_of(slice(h, b_count)))), (h, b_count, inverse(spread_of(slice(0, h))))]
+    if CROSS_FIT and b_count >= 10 * CROSS_FOLDS:
+        cuts = [b_count * f // CROSS_FOLDS for f in range(CROSS_FOLDS + 1)]
+        halves = []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            rest = np.r_[0:a, b:b_count]
+            halves.append((a, b, inverse(spread_of(rest))))
     stat = np.zeros(b_count)
     chunk = max(1, PAIR_CHUNK // max(n * n, 1))
     for k, dk in enumerate(devs):
@@ -1101,7 +1116,7 @@ def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.
             for lo in range(start, stop, chunk):
                 hi = min(lo + chunk, stop)
                 stat[lo:hi] = np.maximum(stat[lo:hi], (np.abs(dk[lo:hi, a] - dk[lo:hi, b]) * inv_k).max(axis=1))
-    q = min(b_count, max(1, math.ceil(level * b_count - 1e-9)))
+    q = min(b_count, max(1, math.ceil(level * (b_count + 1) - 1e-9)))  # a Monte-Carlo test's (B + 1) rank
     return float(np.sort(stat)[q - 1])
 
 
