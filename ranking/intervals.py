@@ -373,10 +373,10 @@ def draw_source(table: ScoreTable, seeds: str | Path | None = None) -> DrawSourc
 #: Two or more scores of one criterion are pooled (drawn around their common mean) while their spread stays
 #: within what equal true scores give at this level: the largest standardised difference of k equal scores
 #: exceeds ``z(1 − POOL_ALPHA / (k (k − 1)))`` with probability at most ``POOL_ALPHA`` (Bonferroni).
-POOL_ALPHA = 0.01
+POOL_ALPHA = 0.3
 
 
-def tie_centre(values: np.ndarray, cell_se: np.ndarray, alpha: float = POOL_ALPHA) -> np.ndarray:
+def tie_centre(values: np.ndarray, cell_se: np.ndarray, alpha: float | None = None) -> np.ndarray:
     """``values`` with, per criterion, every block of scores the data cannot tell apart set to the block's mean.
 
     In each column the scores with a standard error (``cell_se`` > 0; NaN: none, never pooled) are sorted and
@@ -389,6 +389,7 @@ def tie_centre(values: np.ndarray, cell_se: np.ndarray, alpha: float = POOL_ALPH
     """
     from statistics import NormalDist
 
+    alpha = POOL_ALPHA if alpha is None else alpha
     out = np.array(values, dtype=float, copy=True)
     n, m = out.shape
     z = [0.0, 0.0] + [NormalDist().inv_cdf(1.0 - alpha / (k * (k - 1))) * math.sqrt(2.0) for k in range(2, n + 1)]
@@ -413,7 +414,7 @@ def tie_centre(values: np.ndarray, cell_se: np.ndarray, alpha: float = POOL_ALPH
     return out
 
 
-def tie_recentred(source: DrawSource, alpha: float = POOL_ALPHA) -> DrawSource:
+def tie_recentred(source: DrawSource, alpha: float | None = None) -> DrawSource:
     """``source`` drawn around :func:`tie_centre` of its centre (the same source where nothing is pooled).
 
     Why: a rank-based score (Borda, Copeland, ...) drawn around the observed table moves less than it does
@@ -916,7 +917,7 @@ PAIR_CHUNK = 4_000_000
 #: Calibrate the max statistic out of sample: the draws in ``CROSS_FOLDS`` folds, each fold's statistic
 #: studentised by the spreads of the other folds' draws.
 CROSS_FIT = True
-CROSS_FOLDS = 5
+CROSS_FOLDS = 2
 #: Most of Threshold's lexicographic keys the draws carry (pairs equal on all of them stay unseparated).
 THRESHOLD_KEYS = 8
 
