@@ -413,7 +413,7 @@ def draw_source(table: ScoreTable, seeds: str | Path | None = None) -> DrawSourc
 #: Two or more scores of one criterion are pooled (drawn around their common mean) while their spread stays
 #: within what equal true scores give at this level: the largest standardised difference of k equal scores
 #: exceeds ``z(1 − POOL_ALPHA / (k (k − 1)))`` with probability at most ``POOL_ALPHA`` (Bonferroni).
-POOL_ALPHA = 0.3
+POOL_ALPHA = 0.05
 
 
 def tie_centre(values: np.ndarray, cell_se: np.ndarray, alpha: float | None = None) -> np.ndarray:
