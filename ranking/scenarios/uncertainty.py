@@ -23,13 +23,22 @@ from ranking.scenarios.compare import Comparison, column_plans, run_column
 
 def add_intervals(cmp: Comparison, seeds: str | Path | None, *, level: float, draws: int, seed: int) -> None:
     """Fill ``cmp.intervals`` (column → RankIntervals) and ``cmp.intervals_note`` from the table's uncertainty."""
-    from ranking.intervals import check_level, draw_source, intervals_from_draws, score_draws
+    from ranking.intervals import (
+        check_level,
+        draw_source,
+        intervals_from_draws,
+        score_draws,
+        tie_recentred,
+        unseparable_models,
+    )
 
     level = check_level(level)
     if draws < 20:
         raise UserError(f"--draws {draws}: at least 20 draws are needed for a {level:.0%} interval")
     table = cmp.table
     source = draw_source(table, seeds)
+    drawing = tie_recentred(source)  # around the ties the data allow (ranking.intervals)
+    free = unseparable_models(table, source)
     ties = cmp.scenario.ties
     plans = column_plans(cmp.scenario)
     out = {}
@@ -42,9 +51,10 @@ def add_intervals(cmp: Comparison, seeds: str | Path | None, *, level: float, dr
         simple = c.group is None and not c.params and c.setting == "basic"
         resolved = {"ties": c.ties or ties, "atol": 0.0}
         # a plain basic column may use a vectorised scorer (its plan's); any other is scored draw by draw by its column
-        drawn = score_draws(table, c.rule, source, draws, seed, setting="basic" if simple else "column",
+        drawn = score_draws(table, c.rule, drawing, draws, seed, setting="basic" if simple else "column",
                             resolved=resolved, score_one=one, plan=plans[c.name] if simple else None)
-        out[c.name] = intervals_from_draws(c.rule, table.models, res.scores, res.ranks, drawn, level)
+        out[c.name] = intervals_from_draws(c.rule, table.models, res.scores, res.ranks, drawn, level,
+                                           unseparable=free)
     cmp.intervals = out
     cmp.intervals_note = (f"Rank intervals: {level:.0%} for all models at once (per column), from "
                           f"{source.describe(draws, table.values.size)}, seed {seed}; simultaneous pairwise "
