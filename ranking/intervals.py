@@ -1079,6 +1079,7 @@ def intervals_from_draws(rule: str, models: tuple[str, ...], scores: np.ndarray,
     else:
         spread = pair_spread(dev)
         spread[spread <= tol * 1e-3] = 0.0
+        devs, which, diff = [dev], np.zeros((n_ok, n_ok), dtype=int), None
         if keys:
             sub = [(np.asarray(k_s, dtype=float)[ok], np.where(np.isnan(k_d), k_s, k_d)[:, ok]) for k_s, k_d in keys]
             diff, which = _deciding(s[ok], d, sub, tol)
@@ -1087,22 +1088,20 @@ def intervals_from_draws(rule: str, models: tuple[str, ...], scores: np.ndarray,
             spreads = [spread] + [pair_spread(x) for x in devs[1:]]
             spread = np.choose(which, spreads)
             spread[spread <= tol * 1e-3] = 0.0
-            blocked = np.where(free[:, None] | free[None, :], np.inf, spread)
-            c = _keyed_critical_value(devs, which, blocked, level)
-        else:
-            diff = None
-            c = pair_critical_value(dev, np.where(free[:, None] | free[None, :], np.inf, spread), level)
         # B draws cannot certify a rare move: a difference seen to move in none (or few) of them may still move,
         # with probability up to 3 / B (the rule of three), by as much as any difference moved in the draws (its
-        # own at most): its spread is at least that of such a move (what keeps an observed Condorcet winner
-        # among tied models from looking certain when no draw happened to make it win)
+        # own at most): its spread is at least that of such a move — in the draws' statistic and the table's
+        # alike (what keeps an observed Condorcet winner among tied models from looking certain when no draw
+        # happened to make it win, and a rare move of a discrete score from setting the quantile alone)
         rare = min(0.5, 3.0 / max(int(drawn.shape[0]), 1))
-        moved = dev[:, ~free] if (~free).any() else dev[:, :0]
+        moved = np.concatenate([x[:, ~free] for x in devs], axis=1) if (~free).any() else dev[:, :0]
         jump = float((moved.max(axis=1) - moved.min(axis=1)).max()) if moved.size else 0.0
         gap = np.abs(diff) if diff is not None else np.abs(s[ok][:, None] - s[ok][None, :])
-        spread = np.maximum(spread, np.minimum(gap, jump) * math.sqrt(rare * (1.0 - rare)))
+        floor = np.minimum(gap, jump) * math.sqrt(rare * (1.0 - rare))
+        spread = np.maximum(spread, floor)
         spread[free, :] = np.inf
         spread[:, free] = np.inf
+        c = _keyed_critical_value(devs, which, spread, level, floor)
         full = np.zeros((s.size, s.size))
         full[np.ix_(ok, ok)] = spread
         if diff is None:
@@ -1114,9 +1113,11 @@ def intervals_from_draws(rule: str, models: tuple[str, ...], scores: np.ndarray,
     return RankIntervals(rule, tuple(models), lo, hi, tiers, sigma, c, level, int(drawn.shape[0]))
 
 
-def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.ndarray, level: float) -> float:
+def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.ndarray, level: float,
+                          floor: np.ndarray | None = None) -> float:
     """:func:`pair_critical_value` where pair ``(i, j)`` reads the deviations of its key ``which[i, j]`` (``devs``:
-    per key, draws × models) and is studentised by ``spread[i, j]`` (0 or infinite: the pair counts 0).
+    per key, draws × models) and is studentised by ``spread[i, j]`` (0 or infinite: the pair counts 0; each
+    fold's spreads are at least ``floor``, as ``spread`` is).
 
     With :data:`CROSS_FIT` (and 10 draws a fold or more) each fold of the draws is studentised by the spreads of
     the other folds' draws (by all draws' where those are 0): the observed table's statistic is studentised by
@@ -1139,6 +1140,8 @@ def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.
     def spread_of(rows: Any) -> np.ndarray:
         per_key = [pair_spread(dk[rows] - dk[rows].mean(axis=0)) for dk in devs]
         own = per_key[0] if len(devs) == 1 else np.choose(which, per_key)
+        if floor is not None:
+            own = np.maximum(own, floor)
         return np.where((own > eps) & ~blocked, own, spread)
 
     halves = [(0, b_count, inverse(spread))]

@@ -192,6 +192,7 @@ def main() -> None:
     run_truth("separated 20x10 (6 standard errors apart)", np.tile(0.5 + 6 * SE * np.arange(20)[:, None], (1, 10)),
               RULES, args.reps, args.draws, rng)
     run_missing(20, 10, args.reps, args.draws, rng)
+    run_missing(20, 10, args.reps // 3, 1000, rng)  # the default draws: the out-of-sample calibration costs less
     run_shared(20, 10, 5, args.reps, args.draws, rng)
     run_expected(args.reps, args.draws, rng)
 

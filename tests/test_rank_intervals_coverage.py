@@ -62,7 +62,7 @@ def test_coverage_holds_with_20_exactly_tied_models_for_the_rules_scored_draw_by
 
 @pytest.mark.slow
 def test_coverage_holds_with_50_exactly_tied_models_for_every_rule():
-    covered = tied_coverage(50, 20, tables=150, draws=200, seed=8)
+    covered = tied_coverage(50, 20, tables=150, draws=200, seed=8, rules=[r for r in rule_names() if r not in BY_DRAW])
     low = {rule: c for rule, c in covered.items() if c < 0.93}
     assert not low, covered
 
