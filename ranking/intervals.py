@@ -951,7 +951,7 @@ class RankIntervals:
 
 #: Most ranked models for studentised pairwise differences (``draws × n × n`` work); above it the scale of a
 #: difference is ``σ_i + σ_j`` (:func:`critical_value`, O(n) per draw).
-PAIRWISE_LIMIT = 600
+PAIRWISE_LIMIT = 300
 #: Elements of one chunk of pairwise differences (draws × models × models).
 PAIR_CHUNK = 4_000_000
 #: Calibrate the max statistic out of sample: the draws in ``CROSS_FOLDS`` folds, each fold's statistic
@@ -1160,6 +1160,17 @@ def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.
         a, b = iu[0][pick], iu[1][pick]
         for start, stop, inv_u in halves:
             inv_k = inv_u[pick]
+            if pick.all():  # every pair on this key: the whole n × n block per draw (contiguous, no gather)
+                inv_full = np.zeros((n, n), dtype=np.float32)  # single precision: half the memory traffic
+                inv_full[iu] = inv_k
+                d32 = dk.astype(np.float32)
+                for lo in range(start, stop, chunk):
+                    hi = min(lo + chunk, stop)
+                    part = d32[lo:hi]
+                    block = np.abs(part[:, :, None] - part[:, None, :])
+                    block *= inv_full
+                    stat[lo:hi] = np.maximum(stat[lo:hi], block.reshape(hi - lo, -1).max(axis=1))
+                continue
             for lo in range(start, stop, chunk):
                 hi = min(lo + chunk, stop)
                 stat[lo:hi] = np.maximum(stat[lo:hi], (np.abs(dk[lo:hi, a] - dk[lo:hi, b]) * inv_k).max(axis=1))
