@@ -711,14 +711,15 @@ def batch_scorer(table: ScoreTable, rule: str, setting: str, params: Mapping[str
     if setting != "basic" or float(params.get("atol", 0.0) or 0.0) != 0.0:
         return None
     vectors = {"plurality": PLURALITY, "borda": BORDA, "dowdall": DOWDALL, "threshold": THRESHOLD}
-    key = int(params.get("threshold_key", 1) or 1)  # Threshold's k-th lexicographic key: k trailing zeros
-    if rule == "threshold" and key > 1:
-        vectors["threshold"] = threshold_vector(key)
     majority = ("copeland", "minimax", "condorcet", "baldwin")
     if rule not in vectors and rule not in majority and rule != "arithmetic_mean":
         return None
     if rule in majority and table.n_models > MAJORITY_LIMIT:
         return None
+
+    key = int(params.get("threshold_key", 1) or 1)  # Threshold's k-th lexicographic key: k trailing zeros
+    if rule == "threshold" and key > 1:
+        vectors["threshold"] = threshold_vector(key)
     if np.abs(table.values[~np.isnan(table.values)]).max() > HUGE / 1e3:
         return None
     sub, keep = _rankable(table)
@@ -1045,79 +1046,6 @@ def _deciding(scores: np.ndarray, drawn: np.ndarray, keys: list[tuple[np.ndarray
     return diff, which
 
 
-def intervals_from_draws(rule: str, models: tuple[str, ...], scores: np.ndarray, ranks: np.ndarray,
-                         drawn: np.ndarray, level: float, *, unseparable: np.ndarray | None = None,
-                         centre: str = "mean", pairwise: bool | None = None,
-                         keys: list[tuple[np.ndarray, np.ndarray]] | None = None) -> RankIntervals:
-    """:class:`RankIntervals` from the point scores and ranks and the ``draws × models`` drawn scores.
-
-    ``centre``: each drawn score's deviation is taken from its mean over the draws (``"mean"``, the expected
-    score's analogue; what the tie-recentred draws need) or from the point score (``"point"``, as before).
-    ``pairwise`` (default: up to :data:`PAIRWISE_LIMIT` models): each difference studentised by its own
-    spread; else by ``σ_i + σ_j``. ``unseparable`` (models, booleans): never separated from any other model
-    (an unknown standard error). ``keys``: further lexicographic keys ``(scores, drawn)`` (Threshold's), used
-    for a pair whose score is certainly equal (equal in the point table and in every draw).
-    """
-    s = np.asarray(scores, dtype=float)
-    ok = ~np.isnan(s)
-    n_ok = int(ok.sum())
-    d = np.where(np.isnan(drawn), s, drawn)[:, ok]
-    sigma = np.zeros(s.shape)
-    sigma[ok] = d.std(axis=0)
-    sig = sigma[ok]
-    tol = _tol(s)
-    still = sig <= tol * 1e-3
-    sigma[np.flatnonzero(ok)[still]] = 0.0
-    dev = d - (d.mean(axis=0) if centre == "mean" else s[ok])
-    dev[:, still] = 0.0
-    free = np.zeros(n_ok, dtype=bool) if unseparable is None else np.asarray(unseparable, dtype=bool)[ok]
-    point = np.asarray(ranks, dtype=float)
-    if pairwise is None:
-        pairwise = n_ok <= PAIRWISE_LIMIT
-    if not pairwise:
-        dev[:, free] = 0.0
-        c = critical_value(dev, np.where(free, 0.0, sigma[ok]), level)
-        wide = np.where(ok, sigma, 0.0)
-        wide[np.flatnonzero(ok)[free]] = np.inf
-        lo, hi = rank_bounds(s, wide, c)
-        tiers = tiers_of(s, wide, c, point)
-    else:
-        spread = pair_spread(dev)
-        spread[spread <= tol * 1e-3] = 0.0
-        devs, which, diff = [dev], np.zeros((n_ok, n_ok), dtype=int), None
-        if keys:
-            sub = [(np.asarray(k_s, dtype=float)[ok], np.where(np.isnan(k_d), k_s, k_d)[:, ok]) for k_s, k_d in keys]
-            diff, which = _deciding(s[ok], d, sub, tol)
-            # per pair its deciding key's deviations and spread: the max statistic over the pairs' own keys
-            devs = [dev] + [kd - kd.mean(axis=0) if centre == "mean" else kd - ks for ks, kd in sub]
-            spreads = [spread] + [pair_spread(x) for x in devs[1:]]
-            spread = np.choose(which, spreads)
-            spread[spread <= tol * 1e-3] = 0.0
-        # B draws cannot certify a rare move: a difference seen to move in none (or few) of them may still move,
-        # with probability up to 3 / B (the rule of three), by as much as any difference moved in the draws (its
-        # own at most): its spread is at least that of such a move — in the draws' statistic and the table's
-        # alike (what keeps an observed Condorcet winner among tied models from looking certain when no draw
-        # happened to make it win, and a rare move of a discrete score from setting the quantile alone)
-        rare = min(0.5, 3.0 / max(int(drawn.shape[0]), 1))
-        moved = np.concatenate([x[:, ~free] for x in devs], axis=1) if (~free).any() else dev[:, :0]
-        jump = float((moved.max(axis=1) - moved.min(axis=1)).max()) if moved.size else 0.0
-        gap = np.abs(diff) if diff is not None else np.abs(s[ok][:, None] - s[ok][None, :])
-        floor = np.minimum(gap, jump) * math.sqrt(rare * (1.0 - rare))
-        spread = np.maximum(spread, floor)
-        spread[free, :] = np.inf
-        spread[:, free] = np.inf
-        c = _keyed_critical_value(devs, which, spread, level, floor)
-        full = np.zeros((s.size, s.size))
-        full[np.ix_(ok, ok)] = spread
-        if diff is None:
-            lo, hi, tiers = pair_bounds(s, full, c, point)
-        else:
-            lo, hi, tiers = _bounds_from_differences(s, ok, diff, spread, c, point, tol)
-    lo = np.where(np.isnan(point), lo, np.fmin(lo, point))
-    hi = np.where(np.isnan(point), hi, np.fmax(hi, point))
-    return RankIntervals(rule, tuple(models), lo, hi, tiers, sigma, c, level, int(drawn.shape[0]))
-
-
 def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.ndarray, level: float,
                           floor: np.ndarray | None = None) -> float:
     """:func:`pair_critical_value` where pair ``(i, j)`` reads the deviations of its key ``which[i, j]`` (``devs``:
@@ -1205,6 +1133,87 @@ def _bounds_from_differences(s: np.ndarray, ok: np.ndarray, diff: np.ndarray, sp
     return lo, hi, tier
 
 
+def unseparable_models(table: ScoreTable, source: DrawSource) -> np.ndarray | None:
+    """Models with an unknown uncertainty on a ranked (weight > 0) criterion: never separated (None: none)."""
+    if source.unknown is None:
+        return None
+    out = (source.unknown & (table.weights > 0)[None, :]).any(axis=1)
+    return out if out.any() else None
+
+
+def intervals_from_draws(rule: str, models: tuple[str, ...], scores: np.ndarray, ranks: np.ndarray,
+                         drawn: np.ndarray, level: float, *, unseparable: np.ndarray | None = None,
+                         centre: str = "mean", pairwise: bool | None = None,
+                         keys: list[tuple[np.ndarray, np.ndarray]] | None = None) -> RankIntervals:
+    """:class:`RankIntervals` from the point scores and ranks and the ``draws × models`` drawn scores.
+
+    ``centre``: each drawn score's deviation is taken from its mean over the draws (``"mean"``, the expected
+    score's analogue; what the tie-recentred draws need) or from the point score (``"point"``, as before).
+    ``pairwise`` (default: up to :data:`PAIRWISE_LIMIT` models): each difference studentised by its own
+    spread; else by ``σ_i + σ_j``. ``unseparable`` (models, booleans): never separated from any other model
+    (an unknown standard error). ``keys``: further lexicographic keys ``(scores, drawn)`` (Threshold's), used
+    for a pair whose score is certainly equal (equal in the point table and in every draw).
+    """
+    s = np.asarray(scores, dtype=float)
+    ok = ~np.isnan(s)
+    n_ok = int(ok.sum())
+    d = np.where(np.isnan(drawn), s, drawn)[:, ok]
+    sigma = np.zeros(s.shape)
+    sigma[ok] = d.std(axis=0)
+    sig = sigma[ok]
+    tol = _tol(s)
+    still = sig <= tol * 1e-3
+    sigma[np.flatnonzero(ok)[still]] = 0.0
+    dev = d - (d.mean(axis=0) if centre == "mean" else s[ok])
+    dev[:, still] = 0.0
+    free = np.zeros(n_ok, dtype=bool) if unseparable is None else np.asarray(unseparable, dtype=bool)[ok]
+    point = np.asarray(ranks, dtype=float)
+    if pairwise is None:
+        pairwise = n_ok <= PAIRWISE_LIMIT
+    if not pairwise:
+        dev[:, free] = 0.0
+        c = critical_value(dev, np.where(free, 0.0, sigma[ok]), level)
+        wide = np.where(ok, sigma, 0.0)
+        wide[np.flatnonzero(ok)[free]] = np.inf
+        lo, hi = rank_bounds(s, wide, c)
+        tiers = tiers_of(s, wide, c, point)
+    else:
+        spread = pair_spread(dev)
+        spread[spread <= tol * 1e-3] = 0.0
+        devs, which, diff = [dev], np.zeros((n_ok, n_ok), dtype=int), None
+        if keys:
+            sub = [(np.asarray(k_s, dtype=float)[ok], np.where(np.isnan(k_d), k_s, k_d)[:, ok]) for k_s, k_d in keys]
+            diff, which = _deciding(s[ok], d, sub, tol)
+            # per pair its deciding key's deviations and spread: the max statistic over the pairs' own keys
+            devs = [dev] + [kd - kd.mean(axis=0) if centre == "mean" else kd - ks for ks, kd in sub]
+            spreads = [spread] + [pair_spread(x) for x in devs[1:]]
+            spread = np.choose(which, spreads)
+            spread[spread <= tol * 1e-3] = 0.0
+        # B draws cannot certify a rare move: a difference seen to move in none (or few) of them may still move,
+        # with probability up to 3 / B (the rule of three), by as much as any difference moved in the draws (its
+        # own at most): its spread is at least that of such a move — in the draws' statistic and the table's
+        # alike (what keeps an observed Condorcet winner among tied models from looking certain when no draw
+        # happened to make it win, and a rare move of a discrete score from setting the quantile alone)
+        rare = min(0.5, 3.0 / max(int(drawn.shape[0]), 1))
+        moved = np.concatenate([x[:, ~free] for x in devs], axis=1) if (~free).any() else dev[:, :0]
+        jump = float((moved.max(axis=1) - moved.min(axis=1)).max()) if moved.size else 0.0
+        gap = np.abs(diff) if diff is not None else np.abs(s[ok][:, None] - s[ok][None, :])
+        floor = np.minimum(gap, jump) * math.sqrt(rare * (1.0 - rare))
+        spread = np.maximum(spread, floor)
+        spread[free, :] = np.inf
+        spread[:, free] = np.inf
+        c = _keyed_critical_value(devs, which, spread, level, floor)
+        full = np.zeros((s.size, s.size))
+        full[np.ix_(ok, ok)] = spread
+        if diff is None:
+            lo, hi, tiers = pair_bounds(s, full, c, point)
+        else:
+            lo, hi, tiers = _bounds_from_differences(s, ok, diff, spread, c, point, tol)
+    lo = np.where(np.isnan(point), lo, np.fmin(lo, point))
+    hi = np.where(np.isnan(point), hi, np.fmax(hi, point))
+    return RankIntervals(rule, tuple(models), lo, hi, tiers, sigma, c, level, int(drawn.shape[0]))
+
+
 def check_level(level: float) -> float:
     try:
         value = float(level)
@@ -1213,14 +1222,6 @@ def check_level(level: float) -> float:
     if not 0.5 <= value < 1.0:
         raise UserError(f"--level {value:g} must be at least 0.5 and below 1 (e.g. 0.95)")
     return value
-
-
-def unseparable_models(table: ScoreTable, source: DrawSource) -> np.ndarray | None:
-    """Models with an unknown uncertainty on a ranked (weight > 0) criterion: never separated (None: none)."""
-    if source.unknown is None:
-        return None
-    out = (source.unknown & (table.weights > 0)[None, :]).any(axis=1)
-    return out if out.any() else None
 
 
 def rank_intervals(table: ScoreTable, results: Mapping[str, Any], *, source: DrawSource, level: float = 0.95,

@@ -23,20 +23,15 @@ from ranking.scenarios.compare import Comparison, column_plans, run_column
 
 def add_intervals(cmp: Comparison, seeds: str | Path | None, *, level: float, draws: int, seed: int) -> None:
     """Fill ``cmp.intervals`` (column → RankIntervals) and ``cmp.intervals_note`` from the table's uncertainty."""
-    from ranking.intervals import (
-        check_level,
-        draw_source,
-        intervals_from_draws,
-        score_draws,
-        tie_recentred,
-        unseparable_models,
-    )
+    from ranking.intervals import check_level, draw_source, intervals_from_draws, score_draws
 
     level = check_level(level)
     if draws < 20:
         raise UserError(f"--draws {draws}: at least 20 draws are needed for a {level:.0%} interval")
     table = cmp.table
     source = draw_source(table, seeds)
+    from ranking.intervals import tie_recentred, unseparable_models
+
     drawing = tie_recentred(source)  # around the ties the data allow (ranking.intervals)
     free = unseparable_models(table, source)
     ties = cmp.scenario.ties
