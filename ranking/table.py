@@ -363,7 +363,9 @@ class ScoreTable:
                 values[i, j] = _cell(row[k], models[i], header[k], where)
         errors = None
         if spec is not None and spec.standard_errors is not None:
-            errors_path = Path(sidecar).parent / spec.standard_errors
+            from ranking.loading import file_inside
+
+            errors_path = file_inside(Path(sidecar).parent, spec.standard_errors, "standard errors")
             if spec.standard_errors_sha256 is not None:
                 try:
                     digest = sha256_of(errors_path.read_bytes())
@@ -646,33 +648,10 @@ def _checked_errors(errors: Any, models: Sequence[str], criteria: Sequence[Crite
 
 
 def read_standard_errors(path: Path, models: Sequence[str], columns: Sequence[str], model_column: str) -> np.ndarray:
-    """The standard errors CSV named by a sidecar, aligned to the table (NaN where a cell or row is absent).
+    """The standard errors CSV named by a sidecar, aligned to the table (:func:`ranking.loading.read_standard_errors`)."""
+    from ranking.loading import read_standard_errors as read
 
-    Same model column and column names as the table; a model or column the table lacks is an error.
-    """
-    header, rows, lines = _read_csv_rows(path)
-    where = f" in {path}"
-    if model_column not in header:
-        raise UserError(f"{path}: model column {model_column!r} not found (columns: {', '.join(header)})")
-    m = header.index(model_column)
-    _no_blank_names(header, rows, lines, m, str(path))
-    out = np.full((len(models), len(columns)), np.nan)
-    col_of = {}
-    for k, name in enumerate(header):
-        if k == m:
-            continue
-        if name not in columns:
-            raise UserError(f"{path}: column {name!r} is not a column of the score table: the standard errors "
-                            "use the table's column names")
-        col_of[k] = columns.index(name)
-    for row in rows:
-        model = row[m].strip()
-        if model not in models:
-            raise UserError(f"{path}: model {model!r} is not a model of the score table")
-        i = models.index(model)
-        for k, j in col_of.items():
-            out[i, j] = _cell(row[k], model, header[k], where)
-    return out
+    return read(path, models, columns, model_column)
 
 
 # ---------------------------------------------------------------------- helpers

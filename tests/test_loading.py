@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -184,3 +185,25 @@ def test_rank_and_analyze_read_the_same_tables(capsys, data_root):
     code, _, _ = vnr(capsys, "analyze", "diversity", folder)
     assert code == 0
     assert ranking.load_table("benchbench/glue", data_root=data_root).n_models == 87
+
+
+def test_files_a_sidecar_names_are_read_only_inside_its_folder(tmp_path):
+    """stderr.csv named by the sidecar: a symbolic link out of the folder is refused (issue #38), a link to a file
+    inside it is read; duplicate rows of a model are refused, a model without a row is an unknown error (NaN)."""
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / "matrix.csv").write_text("model,a\nA,0.9\nB,0.8\n")
+    (folder / "criteria.yaml").write_text("table: matrix.csv\nstandard_errors: stderr.csv\ncriteria:\n  a: {}\n")
+    secret = tmp_path / "elsewhere.csv"
+    secret.write_text("model,a\nA,0.01\nB,0.02\n")
+    os.symlink(secret, folder / "stderr.csv")
+    with pytest.raises(UserError, match=r"stderr.csv is a link out of its folder \(to .*elsewhere.csv\)"):
+        ranking.load_table(folder)
+    os.unlink(folder / "stderr.csv")
+    (folder / "own.csv").write_text("model,a\nA,0.01\n")
+    os.symlink("own.csv", folder / "stderr.csv")
+    table = ranking.load_table(folder)
+    assert table.standard_errors[0, 0] == 0.01 and math.isnan(table.standard_errors[1, 0])
+    (folder / "own.csv").write_text("model,a\nA,0.01\nA,0.02\n")
+    with pytest.raises(UserError, match="model 'A' has two rows"):
+        ranking.load_table(folder)

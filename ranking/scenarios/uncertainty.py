@@ -29,6 +29,10 @@ def add_intervals(cmp: Comparison, seeds: str | Path | None, *, level: float, dr
                           for k in ("level", "draws", "seed"))
     table = cmp.table
     source = draw_source(table, seeds)
+    from ranking.intervals import tie_recentred, unseparable_models
+
+    drawing = tie_recentred(source)  # around the ties the data allow (ranking.intervals)
+    free = unseparable_models(table, source)
     ties = cmp.scenario.ties
     plans = column_plans(cmp.scenario)
     out = {}
@@ -41,9 +45,10 @@ def add_intervals(cmp: Comparison, seeds: str | Path | None, *, level: float, dr
         simple = c.group is None and not c.params and c.setting == "basic"
         resolved = {"ties": c.ties or ties, "atol": 0.0}
         # a plain basic column may use a vectorised scorer (its plan's); any other is scored draw by draw by its column
-        drawn = score_draws(table, c.rule, source, draws, seed, setting="basic" if simple else "column",
+        drawn = score_draws(table, c.rule, drawing, draws, seed, setting="basic" if simple else "column",
                             resolved=resolved, score_one=one, plan=plans[c.name] if simple else None)
-        out[c.name] = intervals_from_draws(c.rule, table.models, res.scores, res.ranks, drawn, level)
+        out[c.name] = intervals_from_draws(c.rule, table.models, res.scores, res.ranks, drawn, level,
+                                           unseparable=free)
     cmp.intervals = out
     cmp.intervals_note = (f"Rank intervals: {level:.0%} for all models at once (per column), from "
                           f"{source.describe(draws, table.values.size)}, seed {seed}; simultaneous pairwise "
