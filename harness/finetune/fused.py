@@ -69,61 +69,17 @@ NOT_FUSABLE = {
     "deberta-v2": "DeBERTa-v2 builds its relative positions and mask from attention_mask with nonzero() "
                   "(data-dependent shapes vmap cannot batch): its runs train alone",
 }
-#: the largest fused group (a typo beyond it would stack that many models in memory)
-MAX_FUSE = 64
 PAD_MULTIPLE = 8
 STATE_FILE = "vnr-fused-state.pt"
 TRAINER_STATE = "trainer_state.json"
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 MAX_GRAD_NORM = 1.0
-#: what ``fuse: auto`` is without a calibration that measured K
-AUTO_RULE = "rule (no calibration measured K): not fused"
 # spec fields that keep a run out of fused groups (not auto): their own layout, compiled step or adapters
 _SOLO_FIELDS = {"padding": ("auto", "bucket", "pad"), "compile": ("auto", "off")}
 
 
 # ---------------------------------------------------------------------- the option
-def fuse_value(value: Any) -> int | str:
-    """``fuse``: ``"auto"`` (K measured by the grid's calibration; not fused without one), ``"off"`` (= 1) or a
-    group size K from 1 to :data:`MAX_FUSE` (numeric text read as a number, as the CLI gives it).
-
-    >>> fuse_value("AUTO"), fuse_value("off"), fuse_value("5"), fuse_value(1)
-    ('auto', 1, 5, 1)
-    >>> fuse_value("many")
-    Traceback (most recent call last):
-    ...
-    ValueError: 'many' is neither auto, off nor a whole number of runs
-    """
-    if isinstance(value, str) and value.strip().lower() in ("auto", "off"):
-        return "auto" if value.strip().lower() == "auto" else 1
-    if value is False:
-        return 1
-    bad = f"{value!r} is neither auto, off nor a whole number of runs"
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(bad)
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(bad) from None
-    if number != number or math.isinf(number) or number != int(number):
-        raise ValueError(f"{value!r} is not a whole number")
-    if number < 1:
-        raise ValueError(f"{int(number)} is below 1")
-    if number > MAX_FUSE:
-        raise ValueError(f"{int(number)} is above {MAX_FUSE}")
-    return int(number)
-
-
-def resolve_fuse(fuse: int | str | None, calibrated: int | None = None) -> tuple[int, str]:
-    """(K, what chose it): an explicit K, else the calibration's K, else 1 (:data:`AUTO_RULE`)."""
-    if fuse not in (None, "auto"):
-        return int(fuse), "the grid's fuse setting"
-    if calibrated:
-        return int(calibrated), "calibration"
-    return 1, AUTO_RULE
-
-
 def check_fusable(model_type: str) -> None:
     """Refuse a family whose runs cannot be fused (one line, the reason)."""
     if model_type in NOT_FUSABLE:
@@ -735,7 +691,8 @@ def _fit(specs: Sequence[Any], output: Path, group: str, *, data_root: Path | No
             "tokens": _tokens_result(book.tokens[k]),
             "settings": {**settings, "fused": {"group": group, "runs": [s.run_id() for s in specs],
                                                "position": k, "size": len(specs),
-                                               "chosen_by": (calibration or {}).get("fuse_source", "fuse")}},
+                                               "chosen_by": "calibration" if (calibration or {}).get("fuse")
+                                               else "the grid's fuse setting"}},
             "train": {
                 "global_step": steps_done if k in outcome["stopped"] else total,
                 "epochs": round((steps_done if k in outcome["stopped"] else total) / per_epoch, 4),
@@ -894,3 +851,39 @@ def _tokens_result(t: Mapping[str, float]) -> dict[str, Any]:
         "tokens_per_s": t["real_tokens"] / seconds if seconds > 0 else None,
         "computed_tokens_per_s": t["computed_tokens"] / seconds if seconds > 0 else None,
     }
+
+
+# ---------------------------------------------------------------------- the executor's entry
+def run_fused_group(specs: Sequence[Any], output: str | Path, *, data_root: Path | None = None,
+                    options: Mapping[str, Any] | None = None, log_dir: Path | None = None) -> list[Any]:
+    """One fused group for :func:`harness.grid.local.execute`: its runs' outcomes (ran, skipped: done before,
+    failed with the record's error, busy: held by another process), in the order of ``specs``. The group's
+    output goes to ``<log_dir>/<group id>.log`` where given."""
+    from harness.grid.local import BUSY, FAILED, RAN, SKIPPED, Outcome, _run_output_to
+    from harness.store import RunStore
+
+    store = RunStore(output)
+    done = {s.run_id() for s in specs if store.is_done(s)}
+    started = time.time()
+    records: dict[str, Any] = {}
+    error = None
+    try:
+        with _run_output_to(Path(log_dir) / f"{group_id(specs)}.log" if log_dir else None):
+            records = run_group(specs, Path(output), data_root=data_root, **dict(options or {}))
+    except Exception as exc:  # the group failed as a whole: each run's record says why
+        error = f"{type(exc).__name__}: {exc}"
+        log.debug("fused group %s failed: %s", group_id(specs), error)
+    seconds = time.time() - started
+    out = []
+    for spec in specs:
+        rid = spec.run_id()
+        record = records.get(rid) or store.get(rid)
+        if rid in done:
+            out.append(Outcome(rid, SKIPPED))
+        elif rid in records and (record or {}).get("status") == "ok":
+            out.append(Outcome(rid, RAN, seconds))
+        elif rid in records or error is not None:
+            out.append(Outcome(rid, FAILED, seconds, str((record or {}).get("error") or error)))
+        else:
+            out.append(Outcome(rid, BUSY))
+    return out

@@ -1158,6 +1158,19 @@ def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: i
     return Packing(fixed_n or cal.runs_per_gpu, cal, "reused" if cal.reused else "calibrated")
 
 
+def resolve_fuse(fuse: int | str | None, calibrated: int | None = None) -> tuple[int, str]:
+    """(K, what chose it) for ``fuse``: an explicit K, else the calibration's K, else 1 (not fused).
+
+    >>> resolve_fuse(5), resolve_fuse("auto", 4), resolve_fuse(None)[0]
+    ((5, 'the fuse setting'), (4, 'calibration'), 1)
+    """
+    if fuse not in (None, "auto"):
+        return int(fuse), "the fuse setting"
+    if calibrated:
+        return int(calibrated), "calibration"
+    return 1, "rule (no calibration measured K): not fused"
+
+
 def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, runs_per_gpu: int | str | None = None,
                   calibrate_runs: bool = True, data_root: Path | None = None) -> tuple[Packing, dict[str, Any]]:
     """What the local executor runs a grid's ``pending`` specs with (``vnr run`` and :func:`harness.api.run_grid`):
@@ -1176,6 +1189,11 @@ def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, run
         kwargs["runs_per_gpu"] = plan.runs_per_gpu
     if exp.local.gpus is not None:
         kwargs["gpus"] = list(exp.local.gpus)
+    fuse, fuse_source = resolve_fuse(exp.local.fuse, plan.calibration.doc.get("chosen", {}).get("fuse")
+                                     if plan.calibration is not None else None)
+    if fuse != 1:
+        kwargs["fuse"] = fuse
+        log.info("fuse %d (%s)", fuse, fuse_source)
     return plan, kwargs
 
 
