@@ -7,6 +7,8 @@ the linear schedule, in its seed's data order. Dropout off, fp32: losses, gradie
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -14,6 +16,7 @@ pytest.importorskip("transformers")
 
 from harness.finetune import fused  # noqa: E402
 from harness.models import load_model  # noqa: E402
+from ranking.floor.errors import UserError  # noqa: E402
 
 TEXTS = [f"the {w} sat on a mat number {i} while {v} ran far away" * (1 + i % 3)
          for i, (w, v) in enumerate(zip(["cat", "dog", "bird", "fish", "cow", "owl"] * 5,
@@ -138,3 +141,71 @@ def test_each_fused_run_trains_as_its_solo_twin(family):
     assert max(exact.values()) <= 1e-9, exact
     fp32 = _fused_and_solo(family, torch.float32)
     assert fp32["loss"] <= TOL and fp32["weights"] <= TOL and fp32["gradients"] <= 10 * TOL, fp32
+
+
+def _stack(family, seeds, dropout=False):
+    from transformers import Trainer
+
+    models, tok = _models(family, seeds, dropout=dropout)
+    stack = fused.StackedRuns(models, learning_rates=[LR] * len(seeds), weight_decays=[0.01] * len(seeds),
+                              regression=False, decay=set(Trainer.get_decay_parameter_names(None, models[0])))
+    return stack, models, tok
+
+
+def test_dropout_on_fused_runs_are_reproducible_and_draw_their_own_masks():
+    runs = []
+    for _ in range(2):
+        stack, _, tok = _stack("bert", (0, 0), dropout=True)  # twice the same seed: only dropout tells them apart
+        out = fused.train_group(stack, [_rows(tok)] * 2, (0, 0), batch_size=BATCH, total_steps=6, warmup=0,
+                                pad_id=tok.pad_token_id, causal=False, dropout_seed=7)
+        runs.append(out["losses"])
+    assert runs[0] == runs[1]  # the same group, the same draws
+    assert all(step[0] != step[1] for step in runs[0])  # each run its own masks
+
+
+def test_a_diverged_run_stops_alone_and_the_others_train_on_as_before():
+    seeds = (0, 1, 2)
+    clean, _, tok = _stack("bert", seeds)
+    rows = _rows(tok)
+    kwargs = {"batch_size": BATCH, "total_steps": 8, "warmup": 0, "pad_id": tok.pad_token_id, "causal": False}
+    fused.train_group(clean, [rows] * 3, seeds, **kwargs)
+    faulty, _, _ = _stack("bert", seeds)
+
+    def poison(step, batch, losses):
+        if step == 3:  # run 1's weights turn to NaN after its third step
+            faulty.params["classifier.weight"][1] = float("nan")
+
+    out = fused.train_group(faulty, [rows] * 3, seeds, on_step=poison, **kwargs)
+    assert out["stopped"] == {1: 4}
+    assert all(math.isnan(step[1]) for step in out["losses"][3:])
+    for k in (0, 2):
+        assert _whole(faulty.state_dict(k), clean.state_dict(k)) == 0.0
+    assert int(faulty.steps[1]) == 3 and int(faulty.steps[0]) == 8
+
+
+def test_a_groups_energy_splits_by_computed_tokens_and_sums_exactly_to_the_reading():
+    reading = {"energy_kwh": 0.123456789, "gpu_hours": 0.3, "co2_kg": 0.05, "duration_s": 100.0,
+               "breakdown": {"cpu_kwh": 0.1, "ram_kwh": 0.003456789, "gpu_kwh": 0.02}}
+    tokens = {"a": 1000, "b": 1000, "c": 1000}
+    split = fused.split_efficiency(reading, tokens, "fused-x")
+    for key in ("energy_kwh", "gpu_hours", "co2_kg"):
+        units = [round(split[r][key] * 3_600_000_000) for r in tokens]
+        assert sum(units) == round(reading[key] * 3_600_000_000), key  # whole millijoules (or equivalents)
+        # the reading to its unit (the NVML counter's): within one millijoule
+        assert math.isclose(math.fsum(split[r][key] for r in tokens), reading[key], abs_tol=1 / 3_600_000_000)
+        assert max(units) - min(units) <= 1  # equal tokens, equal shares (to a unit)
+    assert all(split[r]["duration_s"] == 100.0 for r in tokens)  # the runs ran together
+    assert split["a"]["fused_attribution"] == {
+        "method": fused.SPLIT_METHOD, "group": "fused-x", "runs": 3, "computed_tokens": 1000,
+        "group_computed_tokens": 3000, "share": 1 / 3, "group_energy_kwh": 0.123456789, "group_gpu_hours": 0.3}
+    uneven = fused.split_efficiency(reading, {"a": 1, "b": 3}, "g")
+    assert round(uneven["b"]["energy_kwh"] * 3_600_000_000) == round(0.75 * 0.123456789 * 3_600_000_000)
+
+
+def test_deberta_is_refused_with_the_reason():
+    with pytest.raises(UserError, match="nonzero"):
+        fused.check_fusable("deberta")
+    from harness.specs import FinetuneSpec
+
+    runs = [FinetuneSpec("tiny:deberta", "rte", s) for s in range(2)]
+    assert fused.fuse_groups(runs, 5) == [[runs[0]], [runs[1]]]  # they train alone
