@@ -209,3 +209,114 @@ def test_deberta_is_refused_with_the_reason():
 
     runs = [FinetuneSpec("tiny:deberta", "rte", s) for s in range(2)]
     assert fused.fuse_groups(runs, 5) == [[runs[0]], [runs[1]]]  # they train alone
+
+
+# ---------------------------------------------------------------------- a group's runs end to end (records)
+def _group_specs(seeds=(0, 1, 2), **hyper):
+    from harness.specs import FinetuneSpec
+
+    hp = {"max_train_samples": 16, "max_eval_samples": 8, "batch_size": 4, "epochs": 2, **hyper}
+    return [FinetuneSpec("tiny:bert", "rte", s, **hp) for s in seeds]
+
+
+def _bodies(out, specs):
+    """Each stored record's result: status, metrics, history and training loss (what a run means)."""
+    from harness.store import RunStore
+
+    store = RunStore(out)
+    return {s.run_id(): {k: store.get(s.run_id()).get(k) for k in ("status", "metrics", "history", "train")}
+            for s in specs}
+
+
+def _strip_times(bodies):
+    for body in bodies.values():
+        for row in body["history"] or []:
+            row.pop("eval_runtime_s", None)
+    return bodies
+
+
+def test_a_fault_in_one_fused_run_leaves_the_others_records_as_without_it(data_root, tmp_path):
+    specs = _group_specs()
+    fused.run_group(specs, tmp_path / "clean", data_root=data_root, track_efficiency=False)
+    clean = _strip_times(_bodies(tmp_path / "clean", specs))
+
+    def poison(step, batch, losses):
+        if step == 2:
+            stack_of[0].params["classifier.weight"][1] = float("nan")
+
+    stack_of = []
+    original = fused.StackedRuns.__init__
+
+    def keep(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        stack_of.append(self)
+
+    fused.StackedRuns.__init__ = keep
+    try:
+        fused.run_group(specs, tmp_path / "faulty", data_root=data_root, track_efficiency=False, on_step=poison)
+    finally:
+        fused.StackedRuns.__init__ = original
+    faulty = _strip_times(_bodies(tmp_path / "faulty", specs))
+    ids = [s.run_id() for s in specs]
+    assert faulty[ids[1]]["status"] == "failed"
+    from harness.store import RunStore
+
+    assert "stopped alone at step 3" in RunStore(tmp_path / "faulty").get(ids[1])["error"]
+    for rid in (ids[0], ids[2]):
+        assert faulty[rid] == clean[rid]
+    records = RunStore(tmp_path / "clean")
+    assert {records.get(r)["settings"]["fused"]["group"] for r in ids} == {fused.group_id(specs)}
+
+
+@pytest.mark.slow
+def test_an_interrupted_group_resumes_each_run_from_its_own_checkpoint(data_root, tmp_path):
+    specs = _group_specs()
+    fused.run_group(specs, tmp_path / "whole", data_root=data_root, track_efficiency=False)
+    whole = _strip_times(_bodies(tmp_path / "whole", specs))
+
+    def crash(step, batch, losses):
+        if step == 6:  # after the first epoch's checkpoints (step 4), before the second's
+            raise KeyboardInterrupt("killed")
+
+    with pytest.raises(KeyboardInterrupt):
+        fused.run_group(specs, tmp_path / "cut", data_root=data_root, track_efficiency=False, on_step=crash)
+    from harness.store import RunStore
+
+    store = RunStore(tmp_path / "cut")
+    for spec in specs:  # each run has its own checkpoint at the epoch's end
+        assert (store.checkpoint_dir(spec.run_id()) / "checkpoint-4" / fused.STATE_FILE).is_file()
+    fused.run_group(specs, tmp_path / "cut", data_root=data_root, track_efficiency=False)
+    resumed = _strip_times(_bodies(tmp_path / "cut", specs))
+    assert all(store.get(s.run_id())["resumed_from"] == 4 for s in specs)
+    assert resumed == whole
+
+
+@pytest.mark.slow
+def test_vnr_run_with_fuse_writes_the_records_it_writes_unfused(data_root, tmp_path, capsys):
+    """The same run ids, statuses and metrics (dropout draws differ between layouts: training losses within
+    2 %, as two padding layouts of one run are)."""
+    import yaml
+
+    from harness.cli import main
+    from harness.store import RunStore
+
+    hyper = {"max_train_samples": 16, "max_eval_samples": 8, "batch_size": 4, "epochs": 1}
+    records = {}
+    for name, flags in (("alone", []), ("fused", ["--fuse", "5"])):
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump({"name": name, "output": str(tmp_path / name), "finetune": {
+            "models": ["tiny:bert"], "tasks": ["rte"], "seeds": {"from": 0, "to": 4}, "hyperparameters": hyper,
+            "run_options": {"track_efficiency": False}}}))
+        assert main(["run", str(config), "--no-progress", "--data-root", str(data_root), *flags]) == 0
+        store = RunStore(tmp_path / name)
+        records[name] = {p.stem: store.get(p.stem) for p in (tmp_path / name / "runs").glob("*.json")}
+    alone, fused_records = records["alone"], records["fused"]
+    assert sorted(alone) == sorted(fused_records) and len(alone) == 5
+    groups = {r["settings"]["fused"]["group"] for r in fused_records.values()}
+    assert len(groups) == 1 and all("fused" not in r["settings"] for r in alone.values())
+    for rid, solo in alone.items():
+        together = fused_records[rid]
+        assert solo["status"] == together["status"] == "ok"
+        assert solo["metrics"].keys() == together["metrics"].keys()
+        assert math.isclose(solo["train"]["train_loss"], together["train"]["train_loss"], rel_tol=0.02)
+        assert solo["train"]["global_step"] == together["train"]["global_step"]
