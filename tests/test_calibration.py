@@ -394,3 +394,45 @@ def test_a_cut_burst_spends_the_budget_and_gets_the_caps_deadline():
     assert doc["bounds"]["budget_s"] == 2 and doc["chosen"]["measured"] is False
     table = format_table(Calibration(Path("out/calibration/cpu-fixed-2.json"), "k", doc, bursts_run=bursts))
     assert "cpu-fixed-2.json" not in table and table.startswith("calibration (not stored: nothing measured)")
+
+
+def _fixed_fused(rates, calls):
+    """A fused-burst runner giving fixed windows: K → its rate."""
+    def fused(spec, k, *, deadline, **kwargs):
+        calls.append(k)
+        return {"n": 1, "fuse": k, "precision": "fp32", "status": "measured", "samples_s": rates[k],
+                "window_samples_s": [rates[k]] * 3, "wall_s": 1.0, "seconds": 0.5, "peak_memory_bytes": 2**20,
+                "losses": []}
+
+    return fused
+
+
+def test_the_calibration_chooses_k_where_a_fused_group_is_measured_faster():
+    """Unfused: N=2 best at 120 samples/s. Fused K=2 150, K=4 260, K=8 255 (no gain over K=4: K=16 not tried):
+    K=4 is chosen, named in the table, in the records' calibration and in what the grid resolves fuse auto to."""
+    from harness.grid.calibrate import calibrate, calibration_ref, resolve_fuse
+
+    calls, fused_calls = [], []
+    doc, bursts = calibrate(replace(SPEC, padding="bucket"), device=CPU, grid_samples_total=10**9,
+                            limits=Limits(candidates=(1, 2), budget_cap_s=900, fuse_candidates=(2, 4, 8, 16)),
+                            burst=_fixed_bursts({1: [100.0, 99.0], 2: [120.0, 118.0, 121.0]}, calls),
+                            fused_burst=_fixed_fused({2: 150.0, 4: 260.0, 8: 255.0, 16: 999.0}, fused_calls))
+    assert fused_calls == [2, 4, 8]
+    assert [(r["fuse"], r["status"]) for r in doc["fuse"]["rows"]] == [
+        (2, "measured"), (4, "measured"), (8, "measured"), (16, "skipped")]
+    assert doc["chosen"]["fuse"] == 4 and doc["chosen"]["runs_per_gpu"] == 2
+    from harness.grid.calibrate import Calibration
+
+    cal = Calibration(Path("out/calibration/cpu-fixed-2.json"), "k", doc, bursts_run=bursts)
+    assert calibration_ref(cal)["fuse"] == 4
+    assert resolve_fuse("auto", doc["chosen"]["fuse"]) == (4, "calibration")
+    assert "fuse auto: K=2 150.0 samples/s, K=4 260.0 samples/s, K=8 255.0 samples/s, K=16 skipped" in format_table(cal)
+
+
+def test_fusion_slower_than_the_best_unfused_setting_is_not_chosen():
+    from harness.grid.calibrate import calibrate
+
+    doc, _ = calibrate(replace(SPEC, padding="bucket"), device=CPU, grid_samples_total=10**9,
+                       limits=Limits(candidates=(1,), budget_cap_s=900, fuse_candidates=(2,)),
+                       burst=_fixed_bursts({1: [100.0]}, []), fused_burst=_fixed_fused({2: 101.0}, []))
+    assert doc["fuse"]["chosen"] == 1 and "fuse" not in doc["chosen"]

@@ -887,3 +887,76 @@ def run_fused_group(specs: Sequence[Any], output: str | Path, *, data_root: Path
         else:
             out.append(Outcome(rid, BUSY))
     return out
+
+
+# ---------------------------------------------------------------------- a calibration burst
+class _Cut(Exception):
+    """A fused burst reached the calibration's deadline."""
+
+
+def measure_fused_burst(spec: Any, k: int, *, warmup: int, steps: int, windows: int,
+                        data_root: Path | None = None, deadline: float | None = None) -> dict[str, Any]:
+    """One calibration burst of ``k`` fused runs of ``spec`` (seeds ``spec.seed`` … ``spec.seed + k - 1``) in this
+    process: ``warmup`` untimed steps, then ``windows`` timed windows of ``steps`` steps; the row
+    :mod:`harness.grid.calibrate` keeps (``samples_s``: the median window's samples of all ``k`` runs per
+    second). Past ``deadline`` (a ``time.time()``) the burst stops and its row is ``cut`` (discarded)."""
+    import resource
+
+    import torch
+    from transformers import Trainer
+
+    from harness.finetune.tasks import get_task, load_task
+    from harness.finetune.train import TINY_TOKENIZER_TEXTS, _tokenize
+    from harness.models import load_model, resolve_model
+
+    started = time.time()
+    task = get_task(spec.task)
+    info = resolve_model(spec.model, spec.model_args)
+    check_fusable(info.family)
+    total = warmup + windows * steps
+    data = load_task(task, data_root, max_train_samples=total * spec.batch_size)
+    models, tokenizer = [], None
+    for i in range(k):
+        model, tokenizer, _ = load_model(
+            spec.model, "sequence_classification",
+            texts=data.train.texts()[:TINY_TOKENIZER_TEXTS] if info.is_tiny else None, num_labels=task.num_labels,
+            problem_type=task.problem_type, seed=spec.seed + i, tokenizer=tokenizer, model_args=spec.model_args)
+        models.append(model.to("cuda") if torch.cuda.is_available() else model)
+    stack = StackedRuns(models, learning_rates=[spec.learning_rate] * k, weight_decays=[spec.weight_decay] * k,
+                        regression=task.is_regression, decay=set(Trainer.get_decay_parameter_names(None, models[0])))
+    del models
+    rows = list(_tokenize(data.train, tokenizer, spec.max_length))
+    marks: list[float] = []
+    losses: list[list[float]] = []
+
+    def sync() -> None:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
+    def on_step(step: int, batch: Any, step_losses: list[float]) -> None:
+        if step >= warmup and (step - warmup) % steps == 0:
+            sync()
+            marks.append(time.perf_counter())
+        if step > warmup:
+            losses.append([step, step_losses[0]])
+        if deadline is not None and time.time() > deadline:
+            raise _Cut
+
+    base = {"n": 1, "fuse": k, "precision": "fp32", "threads_per_run": torch.get_num_threads()}
+    try:
+        train_group(stack, [rows] * k, [spec.seed + i for i in range(k)], batch_size=spec.batch_size,
+                    total_steps=total, warmup=0, pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None
+                    else 0, causal=info.family in LAST_TOKEN, dropout_seed=spec.seed, on_step=on_step)
+    except _Cut:
+        return {**base, "status": "cut", "cut": True, "samples_s": None,
+                "reason": f"budget: cut after {time.time() - started:.0f} s: discarded"}
+    rates = [k * steps * spec.batch_size / (b - a) for a, b in zip(marks, marks[1:])]
+    if torch.cuda.is_available():
+        peak = int(torch.cuda.max_memory_reserved())
+    else:
+        peak = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    import statistics
+
+    return {**base, "status": "measured", "samples_s": statistics.median(rates), "window_samples_s": rates,
+            "seconds": marks[-1] - marks[0], "wall_s": time.time() - started, "peak_memory_bytes": peak,
+            "losses": losses[::max(1, steps // 4)]}

@@ -81,6 +81,7 @@ from ranking.floor.json_io import JsonProblem, read_json_object
 log = logging.getLogger("harness.grid")
 
 CANDIDATE_N = (1, 2, 4, 8, 16)
+FUSE_CANDIDATES = (2, 4, 8, 16)  # fused group sizes K a calibration measures for fuse: auto (harness.finetune.fused)
 MEMORY_FRACTION = 0.90  # N × peak memory per run must stay within this share of the device's memory
 GAIN_STOP = 0.05  # stop growing N at a precision when the aggregate throughput gains less than this
 LOSS_RTOL = 0.05  # a precision's logged training losses within 5 % (relative) of fp32's at the same steps
@@ -711,6 +712,7 @@ class Limits:
     steps: int | None = None  # timed steps per window
     windows: int | None = None  # None: WINDOWS
     cpu_threads_per_run: int | None = 1  # torch threads of each burst worker on a CPU; None: the cores shared out
+    fuse_candidates: tuple[int, ...] = ()  # fused group sizes K to measure (fuse: auto); () none
 
 
 @dataclass
@@ -745,7 +747,7 @@ def calibration_ref(cal: Calibration) -> dict[str, Any]:
     the grid's output)."""
     ref = {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"], "shape": cal.key,
            "runs_per_gpu": cal.runs_per_gpu, "precision": cal.precision}
-    for key in ("padding", "compile"):
+    for key in ("padding", "compile", "fuse"):
         if cal.doc["chosen"].get(key):
             ref[key] = cal.doc["chosen"][key]
     return ref
@@ -852,18 +854,20 @@ def measure_compile(spec: FinetuneSpec, device: Device, rows: Sequence[Mapping[s
 def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = None, grid_samples_total: int = 0,
               limits: Limits | None = None, fixed_n: int | None = None,
               cuda_device: str | None = None, log_dir: Path | None = None,
-              burst: Any = None) -> tuple[dict[str, Any], int]:
+              burst: Any = None, fused_burst: Any = None) -> tuple[dict[str, Any], int]:
     """Run the bursts (see the module docstring); returns the table document and the number of bursts run.
 
     ``fixed_n``: N is fixed (``runs_per_gpu: 4``), only the precision is measured. ``log_dir``: where a failed
-    worker's whole output is kept. ``burst``: what runs one burst (:func:`run_burst`'s signature; tests give
-    fixed measurement windows). The steps, in order: the layouts (:meth:`_Sweep.layouts`), the sweep of N per
-    precision (:meth:`_Sweep.precision_sweep`), the confirmation round (:meth:`_Sweep.confirm`), the compiled
-    step (:meth:`_Sweep.compiled`), the document (:meth:`_Sweep.document`).
+    worker's whole output is kept. ``burst`` / ``fused_burst``: what runs one burst (:func:`run_burst`'s and
+    :func:`harness.finetune.fused.measure_fused_burst`'s signatures; tests give fixed measurement windows). The
+    steps, in order: the layouts (:meth:`_Sweep.layouts`), the sweep of N per precision
+    (:meth:`_Sweep.precision_sweep`), the confirmation round (:meth:`_Sweep.confirm`), fused groups
+    (:meth:`_Sweep.fused_groups`), the compiled step (:meth:`_Sweep.compiled`), the document
+    (:meth:`_Sweep.document`).
     """
     sweep = _Sweep(spec, device, data_root=data_root, grid_samples_total=grid_samples_total,
                    limits=limits or Limits(), fixed_n=fixed_n, cuda_device=cuda_device, log_dir=log_dir,
-                   burst=burst or run_burst)
+                   burst=burst or run_burst, fused_burst=fused_burst)
     try:
         with tempfile.TemporaryDirectory(prefix="vnr-calibration-") as tmp:
             sweep.work = Path(tmp)
@@ -873,6 +877,7 @@ def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = No
             _mark_loss_matches(sweep.rows)
             sweep.confirm()
             _mark_loss_matches(sweep.rows)
+            sweep.fused_groups()
             compiled = sweep.compiled()
     finally:
         sweep.sampler.close()
@@ -884,7 +889,8 @@ class _Sweep:
     """One calibration's state and its steps (:func:`calibrate`)."""
 
     def __init__(self, spec: FinetuneSpec, device: Device, *, data_root: Path | None, grid_samples_total: int,
-                 limits: Limits, fixed_n: int | None, cuda_device: str | None, log_dir: Path | None, burst: Any):
+                 limits: Limits, fixed_n: int | None, cuda_device: str | None, log_dir: Path | None, burst: Any,
+                 fused_burst: Any = None):
         self.requested = self.spec = spec  # (the sweep trains the layout measured fastest, where layouts are measured)
         self.device, self.data_root, self.grid_samples_total = device, data_root, grid_samples_total
         self.limits, self.fixed_n, self.cuda_device, self.log_dir, self.run = limits, fixed_n, cuda_device, log_dir, burst
@@ -910,6 +916,8 @@ class _Sweep:
         self.started = time.time()
         self.sampler = DeviceSampler(device, cuda_device=cuda_device)
         self.work = Path(".")
+        self.fused_run = fused_burst
+        self.fuse: dict[str, Any] | None = None  # the fused groups' measurements (fuse: auto), where measured
 
     def deadline(self) -> float:
         """The budget is a hard cap: before the first rate is known, the cap."""
@@ -1056,7 +1064,68 @@ class _Sweep:
                 self.rows.append({**row, "confirmation": True})
                 self.spent = self.spent or bool(row.get("cut"))
 
-    # -- step 4: the compiled step
+    # -- step 4: fused groups
+    def fused_groups(self) -> None:
+        """``fuse: auto`` (:attr:`Limits.fuse_candidates`): K runs fused into one stacked model, K growing while it
+        gains ``gain_stop`` over the K before and the budget holds it (a fused burst estimated at K times the
+        N = 1 burst's wall time, an upper bound); K is chosen where the best fused group's samples/s beats the
+        best unfused setting's by ``gain_stop``."""
+        ks = tuple(sorted(set(self.limits.fuse_candidates)))
+        if not ks:
+            return
+        from harness.finetune.fused import fusable_spec
+
+        if not fusable_spec(self.spec):
+            self.fuse = {"rows": [], "chosen": 1, "note": "not measured: the spec's runs cannot be fused"}
+            return
+        run = self.fused_run
+        if run is None:
+            from harness.finetune.fused import measure_fused_burst as run
+        rows: list[dict[str, Any]] = []
+        previous = None
+        wall = self.last_wall.get(1) or (max(self.last_wall.values()) if self.last_wall else None)
+        for i, k in enumerate(ks):
+            estimate = (wall or 0.0) * k
+            skip = (self.spent_reason() if self.spent else
+                    f"budget: {self.deadline() - time.time():.0f} s left, a fused burst of {k} takes up to "
+                    f"{estimate:.0f} s" if time.time() + estimate > self.deadline() else None)
+            if skip:
+                rows.append({"n": 1, "fuse": k, "precision": "fp32", "status": "skipped", "reason": skip})
+                continue
+            try:
+                row = run(self.spec, k, warmup=self.warmup, steps=self.steps, windows=self.windows,
+                          data_root=self.data_root, deadline=self.deadline())
+            except (RuntimeError, UserError) as exc:  # e.g. out of memory at this K: larger K are not tried
+                text = str(exc).strip()
+                rows.append({"n": 1, "fuse": k, "precision": "fp32", "status": "failed",
+                             "reason": f"failed: {text.splitlines()[-1][:300] if text else exc}"})
+                rows.extend({"n": 1, "fuse": m, "precision": "fp32", "status": "skipped", "reason": f"K={k} failed"}
+                            for m in ks[i + 1:])
+                break
+            rows.append(row)
+            if row.get("cut"):
+                self.spent = True
+                continue
+            wall = row.get("wall_s") or wall
+            rate = row.get("samples_s") or 0.0
+            if previous is not None and rate < previous * (1 + self.limits.gain_stop):
+                rows.extend({"n": 1, "fuse": m, "precision": "fp32", "status": "skipped",
+                             "reason": f"gain: K={k} gained < {self.limits.gain_stop:.0%} over the K before"}
+                            for m in ks[i + 1:])
+                break
+            previous = rate
+        timed = [r for r in rows if r["status"] == "measured" and r.get("samples_s")]
+        unfused = choose(self.rows)["samples_s"] if measured_rates(self.rows) else None
+        best = max(timed, key=lambda r: r["samples_s"]) if timed else None
+        chosen = 1
+        if best is not None and (unfused is None or best["samples_s"] >= unfused * (1 + self.limits.gain_stop)):
+            chosen = int(best["fuse"])
+        note = ("no fused group measured" if best is None else
+                f"fused K={best['fuse']} {best['samples_s']:.1f} samples/s against unfused "
+                f"{unfused:.1f}" if unfused else f"fused K={best['fuse']} {best['samples_s']:.1f} samples/s")
+        self.fuse = {"rows": rows, "chosen": chosen, "note": note + f"; chosen: K={chosen}"}
+
+    # -- step 5: the compiled step
     def compiled(self) -> dict[str, Any]:
         best = choose(self.rows) if measured_rates(self.rows) else None
 
@@ -1070,11 +1139,12 @@ class _Sweep:
         return measure_compile(self.spec, self.device, self.rows, compiled_burst,
                                time_left=self.deadline() - time.time(), spent=self.spent)
 
-    # -- step 5: the document
+    # -- step 6: the document
     def chosen(self, compiled: Mapping[str, Any]) -> dict[str, Any]:
         if measured_rates(self.rows):
             return {**choose(self.rows), **({"padding": self.chosen_layout} if self.chosen_layout else {}),
-                    **({"compile": compiled["chosen"]} if compiled.get("chosen") else {})}
+                    **({"compile": compiled["chosen"]} if compiled.get("chosen") else {}),
+                    **({"fuse": self.fuse["chosen"]} if self.fuse and self.fuse["chosen"] > 1 else {})}
         n, precision = self.fixed_n or 1, self.precisions[0]
         return {"runs_per_gpu": n, "precision": precision, "samples_s": None, "measured": False,
                 "note": f"nothing measured within the budget ({self.deadline() - self.started:.0f} s): {n} run(s) "
@@ -1097,13 +1167,15 @@ class _Sweep:
             "rows": self.rows,
             **({"layouts": self.layout_rows} if self.layout_rows else {}),
             "compile": compiled,
+            **({"fuse": self.fuse} if self.fuse is not None else {}),
             "chosen": self.chosen(compiled),
             "elapsed_s": time.time() - self.started,
         }
 
     def bursts_run(self, compiled: Mapping[str, Any]) -> int:
+        fused = self.fuse["rows"] if self.fuse else []
         return sum(r["status"] in ("measured", "cut")
-                   for r in [*self.rows, *self.layout_rows, *compiled["rows"]]) - self.reused_opening
+                   for r in [*self.rows, *self.layout_rows, *compiled["rows"], *fused]) - self.reused_opening
 
 
 def _mark_loss_matches(rows: list[dict[str, Any]]) -> None:
@@ -1253,9 +1325,11 @@ def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, run
     :func:`harness.grid.local.execute`'s packing keywords (only those that differ from its defaults)."""
     check_gpus(exp.local.gpus, exp.source)  # an index this machine lacks: refused, not run on the CPU
     per_gpu = runs_per_gpu if runs_per_gpu is not None else exp.local.runs_per_gpu
+    fuse_auto = exp.local.fuse in (None, AUTO)
     plan = resolve_packing(pending, exp.output, runs_per_gpu=per_gpu, calibrate_runs=exp.local.calibrate and calibrate_runs,
                            data_root=data_root, gpus=exp.local.gpus,
-                           limits=Limits(budget_cap_s=exp.local.calibration_budget_s),
+                           limits=Limits(budget_cap_s=exp.local.calibration_budget_s,
+                                         fuse_candidates=FUSE_CANDIDATES if fuse_auto else ()),
                            first=next(iter(calibrated(specs)), None) if calibrated(pending) else None)
     if plan.calibration is None and per_gpu == AUTO:
         plan = replace(plan, reason=f"{plan.reason}; precision auto follows the rule")
@@ -1300,6 +1374,11 @@ def format_table(cal: Calibration) -> str:
             f"{r['padding']} {num(r.get('samples_s'), '.1f')} samples/s" + ("" if r["status"] == "measured"
                                                                           else f" ({r['status']})")
             for r in doc["layouts"]) + f"; the sweep below is {doc['chosen'].get('padding', '-')}")
+    if doc.get("fuse"):  # fuse: auto (entries from before fused groups were measured have none)
+        fused = doc["fuse"]
+        shown = ", ".join(f"K={r['fuse']} " + (f"{r['samples_s']:.1f} samples/s" if r["status"] == "measured"
+                                              else f"{r['status']} ({r.get('reason', '')})") for r in fused["rows"])
+        lines.insert(len(lines) - 1, f"fuse auto: {shown or fused['note']}; {fused['note']}")
     if doc.get("compile"):  # (entries from before compile was measured have none)
         lines.insert(len(lines) - 1, "compile auto: " + doc["compile"]["note"]
                      + (f"; chosen: {doc['compile']['chosen']}" if doc["compile"].get("chosen") else ""))
@@ -1322,7 +1401,8 @@ def format_table(cal: Calibration) -> str:
     else:
         lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']}"
                      f"{', padding ' + chosen['padding'] if chosen.get('padding') else ''}"
-                     f"{', compile ' + chosen['compile'] if chosen.get('compile') else ''} "
+                     f"{', compile ' + chosen['compile'] if chosen.get('compile') else ''}"
+                     f"{', fuse ' + str(chosen['fuse']) if chosen.get('fuse') else ''} "
                      f"({chosen['samples_s']:.1f} samples/s{' eager' if chosen.get('compile') else ''}, the median "
                      f"of its timed windows{compiled_rate})")
     return "\n".join([*cal.notes, *lines])
