@@ -855,11 +855,10 @@ def _tokens_result(t: Mapping[str, float]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- the executor's entry
 def run_fused_group(specs: Sequence[Any], output: str | Path, *, data_root: Path | None = None,
-                    options: Mapping[str, Any] | None = None, log_dir: Path | None = None) -> list[Any]:
-    """One fused group for :func:`harness.grid.local.execute`: its runs' outcomes (ran, skipped: done before,
-    failed with the record's error, busy: held by another process), in the order of ``specs``. The group's
-    output goes to ``<log_dir>/<group id>.log`` where given."""
-    from harness.grid.local import BUSY, FAILED, RAN, SKIPPED, Outcome, _run_output_to
+                    options: Mapping[str, Any] | None = None) -> list[tuple[str, str, float, str | None]]:
+    """One fused group for :func:`harness.grid.local.execute`: per run, in the order of ``specs``, ``(run id,
+    status, seconds, error)`` with status ``ran``, ``skipped`` (done before), ``failed`` (the record's error) or
+    ``busy`` (held by another process)."""
     from harness.store import RunStore
 
     store = RunStore(output)
@@ -868,24 +867,23 @@ def run_fused_group(specs: Sequence[Any], output: str | Path, *, data_root: Path
     records: dict[str, Any] = {}
     error = None
     try:
-        with _run_output_to(Path(log_dir) / f"{group_id(specs)}.log" if log_dir else None):
-            records = run_group(specs, Path(output), data_root=data_root, **dict(options or {}))
+        records = run_group(specs, Path(output), data_root=data_root, **dict(options or {}))
     except Exception as exc:  # the group failed as a whole: each run's record says why
         error = f"{type(exc).__name__}: {exc}"
         log.debug("fused group %s failed: %s", group_id(specs), error)
     seconds = time.time() - started
-    out = []
+    out: list[tuple[str, str, float, str | None]] = []
     for spec in specs:
         rid = spec.run_id()
         record = records.get(rid) or store.get(rid)
         if rid in done:
-            out.append(Outcome(rid, SKIPPED))
+            out.append((rid, "skipped", 0.0, None))
         elif rid in records and (record or {}).get("status") == "ok":
-            out.append(Outcome(rid, RAN, seconds))
+            out.append((rid, "ran", seconds, None))
         elif rid in records or error is not None:
-            out.append(Outcome(rid, FAILED, seconds, str((record or {}).get("error") or error)))
+            out.append((rid, "failed", seconds, str((record or {}).get("error") or error)))
         else:
-            out.append(Outcome(rid, BUSY))
+            out.append((rid, "busy", 0.0, None))
     return out
 
 

@@ -423,11 +423,13 @@ def execute(
         groups = fuse_groups(specs, fuse)
         items = [(index[id(g[0])], g[0]) for g in groups if len(g) == 1]
         for group in (g for g in groups if len(g) > 1):
-            for spec, outcome in zip(group, run_fused_group(group, output, data_root=data_root,
-                                                            options=dict(options(group[0])) if options else {},
-                                                            log_dir=None if verbose else store.log_dir())):
-                outcomes[index[id(spec)]] = outcome
-                report(outcome)
+            log_file = None if verbose else store.log_dir() / f"{group[0].run_id()}.fused.log"
+            with _run_output_to(log_file):
+                results = run_fused_group(group, output, data_root=data_root,
+                                          options=dict(options(group[0])) if options else {})
+            for spec, (rid, status, seconds, error) in zip(group, results):
+                outcomes[index[id(spec)]] = Outcome(rid, status, seconds, error)
+                report(outcomes[index[id(spec)]])
     try:
         if not parallel:
             for i, spec in items:
