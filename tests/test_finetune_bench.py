@@ -171,6 +171,22 @@ def test_arithmetic_floor_and_peak_table():
     assert partial == pytest.approx(67349 * 10.0 + 8551 * 20.0 + (949_733 - 67349 - 8551) * mean)
 
 
+@pytest.mark.slow
+def test_bench_finetune_times_fused_groups_beside_ours(data_root: Path):
+    """--fuse 1,2: fused K rows in the same interleaved rounds, their samples/s counting every run's samples, run 0
+    training on the Trainer's order (the same loss as every variant)."""
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_finetune.py"), "--quick", "--json",
+                          "--steps", "2", "--warmup", "1", "--fuse", "1,2", "--task", "rte",
+                          "--data-root", str(data_root)], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (bench,) = json.loads(out.stdout)["benchmarks"]
+    rows = {r["variant"]: r for r in bench["rows"]}
+    assert {"fused K=1", "fused K=2"} <= set(rows) and bench["sanity"]["ok"]
+    assert all(_positive(rows[f"fused K={k}"]["samples_s"]["median"]) for k in (1, 2))
+    assert bench["ratios"]["fused_2_over_ours"] == pytest.approx(
+        rows["fused K=2"]["samples_s"]["median"] / rows["ours"]["samples_s"]["median"])
+
+
 def test_bench_gpu_grid_reports_a_calibration_that_measured_nothing_at_one_run_as_a_row(capsys):
     """A calibration whose N = 1 burst was cut at the budget (nothing measured there): the report says so in a
     row instead of raising ``max() arg is an empty sequence``; the projection at N = 2 still stands."""

@@ -210,10 +210,11 @@ class StackedRuns:
         self.exp_avg = {n: torch.zeros_like(p) for n, p in self.params.items()}
         self.exp_avg_sq = {n: torch.zeros_like(p) for n, p in self.params.items()}
         self.dtype = next(iter(self.params.values())).dtype
-        self.steps = torch.zeros(self.k, dtype=torch.long)
-        self.active = torch.ones(self.k, dtype=torch.bool)
-        self.lr = torch.tensor(list(learning_rates), dtype=torch.float64)
-        self.wd = torch.tensor(list(weight_decays), dtype=torch.float64)
+        self.device = next(iter(self.params.values())).device  # the models' (moved there before stacking)
+        self.steps = torch.zeros(self.k, dtype=torch.long, device=self.device)
+        self.active = torch.ones(self.k, dtype=torch.bool, device=self.device)
+        self.lr = torch.tensor(list(learning_rates), dtype=torch.float64, device=self.device)
+        self.wd = torch.tensor(list(weight_decays), dtype=torch.float64, device=self.device)
         self.decay = set(self.params) if decay is None else set(decay)
         self.regression = regression
         self.max_grad_norm = max_grad_norm
@@ -257,7 +258,7 @@ class StackedRuns:
         b1, b2 = ADAM_BETAS
         if norms is None:
             norms = self.grad_norms(grads)
-        scale = torch.ones(self.k)
+        scale = torch.ones(self.k, device=self.device)
         if self.max_grad_norm is not None:
             scale = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
         self.steps += self.active.long()
@@ -415,7 +416,8 @@ def train_group(stack: StackedRuns, train_rows: Sequence[Sequence[Mapping[str, A
         start = within * batch_size
         picks = [order[start:start + batch_size] for order in orders]
         rows = [[train_rows[k][i] for i in pick] for k, pick in enumerate(picks)]
-        batch = stack_batches(rows, pad_id, causal=causal, dtype=stack.dtype)
+        batch = {k: v.to(stack.device) for k, v in
+                 stack_batches(rows, pad_id, causal=causal, dtype=stack.dtype).items()}
         torch.manual_seed(dropout_seed * 1_000_003 + step)  # the group's dropout draws, per step
         model_batch = {k: v for k, v in batch.items() if k != "attention_mask"}
         losses, grads = stack.loss_and_grads(model_batch)
@@ -445,13 +447,13 @@ def evaluate_group(stack: StackedRuns, rows: Sequence[Mapping[str, Any]], *, bat
     for start in range(0, len(rows), batch_size):
         part = rows[start:start + batch_size]
         batch = stack_batches([part], pad_id, causal=causal, dtype=stack.dtype)
-        shared = {k: v[0] for k, v in batch.items() if k != "attention_mask"}
+        shared = {k: v[0].to(stack.device) for k, v in batch.items() if k != "attention_mask"}
         logits = stack.logits(shared)
         outs.append(logits)
         labels = shared["labels"]
         for k in range(stack.k):
             total[k] += float(classification_loss(logits[k], labels, stack.regression)) * len(part)
-    return torch.cat(outs, dim=1), total / max(1, len(rows))
+    return torch.cat(outs, dim=1).cpu(), total / max(1, len(rows))
 
 
 # ---------------------------------------------------------------------- energy of a fused group
@@ -622,12 +624,12 @@ def _fit(specs: Sequence[Any], output: Path, group: str, *, data_root: Path | No
             spec.model, "sequence_classification",
             texts=data.train.texts()[:2000] if info.is_tiny else None, num_labels=task.num_labels,
             problem_type=task.problem_type, seed=spec.seed, tokenizer=tokenizer, model_args=spec.model_args)
-        models.append(model)
+        models.append(model.to(settings["device"]))
     decay = set(Trainer.get_decay_parameter_names(None, models[0]))
     stack = StackedRuns(models, learning_rates=[s.learning_rate for s in specs],
                         weight_decays=[s.weight_decay for s in specs], regression=task.is_regression, decay=decay)
     for k, folder in enumerate(resumes):
-        stack.load_run(k, torch.load(folder / STATE_FILE, weights_only=True))
+        stack.load_run(k, torch.load(folder / STATE_FILE, weights_only=True, map_location=stack.device))
     train_ds = _tokenize(data.train, tokenizer, spec0.max_length)
     train_rows = list(train_ds)
     eval_arg, eval_keys = _eval_sets(data, tokenizer, spec0.max_length)
@@ -672,7 +674,10 @@ def _fit(specs: Sequence[Any], output: Path, group: str, *, data_root: Path | No
         "batching": {"mode": "bucketed", "pad_to_multiple_of": PAD_MULTIPLE, "requested": spec0.padding,
                      "fused": "each step's batches padded to the group's widest example"},
         "compile": False, "group_by_length": False, "eval_batch_size": eval_bs, "save_steps": save_steps,
-        "dataloader_num_workers": 0, "n_gpu": 0, "report_to": [], "precision": "fp32", "optim": "fused adamw",
+        "dataloader_num_workers": 0, "n_gpu": int(settings["device"] == "cuda"), "report_to": [],
+        "precision": "fp32", "optim": "fused adamw",
+        **({"precision_source": f"fused group (trains in fp32; {settings['precision']} was chosen by "
+                                f"{settings['precision_source']})"} if settings["precision"] != "fp32" else {}),
         "attention": "eager",
     })
     out = []
