@@ -211,6 +211,20 @@ def test_deberta_is_refused_with_the_reason():
     assert fused.fuse_groups(runs, 5) == [[runs[0]], [runs[1]]]  # they train alone
 
 
+def test_only_runs_of_one_cell_that_can_fuse_are_grouped():
+    """Seeds of one cell, K at a time; another recipe is another cell; an explicit mixed precision, length-grouped
+    batches or a flattened layout train alone."""
+    from harness.specs import FinetuneSpec
+
+    cell = [FinetuneSpec("tiny:bert", "rte", s) for s in range(5)]
+    other = [FinetuneSpec("tiny:bert", "rte", s, learning_rate=1e-4) for s in range(2)]
+    alone = [FinetuneSpec("tiny:bert", "rte", 0, precision="bf16"), FinetuneSpec("tiny:bert", "rte", 0, group_by_length=True),
+             FinetuneSpec("tiny:bert", "rte", 0, padding="flatten")]
+    groups = fused.fuse_groups([*cell, *other, *alone], 3)
+    assert groups == [cell[:3], cell[3:], other, *([a] for a in alone)]
+    assert fused.group_id(cell[:3]) != fused.group_id(cell[3:])
+
+
 # ---------------------------------------------------------------------- a group's runs end to end (records)
 def _group_specs(seeds=(0, 1, 2), **hyper):
     from harness.specs import FinetuneSpec

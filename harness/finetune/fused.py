@@ -75,8 +75,10 @@ TRAINER_STATE = "trainer_state.json"
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 MAX_GRAD_NORM = 1.0
-# spec fields that keep a run out of fused groups (not auto): their own layout, compiled step or adapters
-_SOLO_FIELDS = {"padding": ("auto", "bucket", "pad"), "compile": ("auto", "off")}
+# spec fields that keep a run out of fused groups: their own layout, compiled step, a mixed precision asked for
+# (a fused group trains in fp32) or length-grouped batches (a fused group samples in the seed's random order)
+_SOLO_FIELDS = {"padding": ("auto", "bucket", "pad"), "compile": ("auto", "off"), "precision": ("auto", "fp32"),
+                "group_by_length": (False,)}
 
 
 # ---------------------------------------------------------------------- the option
@@ -91,7 +93,8 @@ def check_fusable(model_type: str) -> None:
 
 def fusable_spec(spec: Any) -> bool:
     """Whether this run may train in a fused group (a fine-tuning run of a fusable family, on the default
-    layout, not compiled, without LoRA or an attention backend of its own)."""
+    layout, not compiled, in fp32 or precision auto, in random order, without LoRA or an attention backend of its
+    own)."""
     if getattr(spec, "kind", None) != "finetune" or spec.peft:
         return False
     if any(getattr(spec, key) not in allowed for key, allowed in _SOLO_FIELDS.items()):
