@@ -334,3 +334,18 @@ def test_vnr_run_with_fuse_writes_the_records_it_writes_unfused(data_root, tmp_p
         assert solo["metrics"].keys() == together["metrics"].keys()
         assert math.isclose(solo["train"]["train_loss"], together["train"]["train_loss"], rel_tol=0.02)
         assert solo["train"]["global_step"] == together["train"]["global_step"]
+
+
+def test_a_calibration_burst_of_a_fused_group_times_its_windows_and_stops_at_the_deadline(data_root):
+    import time
+
+    from harness.specs import FinetuneSpec
+
+    spec = FinetuneSpec("tiny:bert", "rte", 0, batch_size=4, max_length=32)
+    row = fused.measure_fused_burst(spec, 2, warmup=1, steps=1, windows=2, data_root=data_root)
+    assert row["status"] == "measured" and row["fuse"] == 2 and len(row["window_samples_s"]) == 2
+    assert row["samples_s"] == sorted(row["window_samples_s"])[0] + (
+        sorted(row["window_samples_s"])[1] - sorted(row["window_samples_s"])[0]) / 2 > 0  # the median of two
+    cut = fused.measure_fused_burst(spec, 2, warmup=1, steps=1, windows=2, data_root=data_root,
+                                    deadline=time.time())
+    assert cut["status"] == "cut" and cut["samples_s"] is None and cut["reason"].endswith("discarded")

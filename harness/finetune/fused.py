@@ -956,6 +956,10 @@ def measure_fused_burst(spec: Any, k: int, *, warmup: int, steps: int, windows: 
     except _Cut:
         return {**base, "status": "cut", "cut": True, "samples_s": None,
                 "reason": f"budget: cut after {time.time() - started:.0f} s: discarded"}
+    finally:  # the burst ran in the grid's own process: its memory goes back before the runs start
+        del stack
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
     rates = [k * steps * spec.batch_size / (b - a) for a, b in zip(marks, marks[1:])]
     if torch.cuda.is_available():
         peak = int(torch.cuda.max_memory_reserved())
