@@ -55,6 +55,10 @@ PAPER_MODELS: dict[str, str] = {
 PAPER_EPOCHS = 5
 PAPER_SEEDS = 5
 TARGETS = {"grid_gpu_hours": 24.0}
+#: GLUE texts per task the shape's tokenizer is trained on, and the examples per task its tokens per sample are
+#: counted on: a few thousand give the same mean length to a few per cent; 50,000 took minutes before any burst
+#: (issue 37). The model's vocabulary size is the real model's either way (bert-base 30522, gpt2 50257).
+TOKENIZER_TEXTS_PER_TASK = 2000
 #: Dense bf16/fp16 tensor-core peak (TFLOP/s, no sparsity) by a fragment of the GPU's name; first match wins.
 PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
     ("h100 pcie", 756.0), ("h100 nvl", 835.0), ("h100", 989.0), ("h200", 989.0), ("gh200", 989.0),
@@ -130,7 +134,8 @@ def grid_real_tokens(tokens_per_sample: Mapping[str, float], *, train_sizes: Map
 
 
 # ---------------------------------------------------------------------- what is measured
-def tokens_per_sample(tokenizer: Any, data_root: Path | None, max_length: int, limit: int = 20000) -> dict[str, float]:
+def tokens_per_sample(tokenizer: Any, data_root: Path | None, max_length: int,
+                      limit: int = TOKENIZER_TEXTS_PER_TASK) -> dict[str, float]:
     """Mean real tokens per training example of each GLUE task in the data root (first ``limit`` examples)."""
     from harness.finetune.tasks import get_task, load_task, local_folder
 
@@ -160,14 +165,14 @@ def build_shape(shape: str, directory: Path, data_root: Path | None) -> tuple[st
     texts: list[str] = []
     for task in GLUE_TRAIN_SIZES:
         if data_root is not None and local_folder(get_task(task), data_root) is not None:
-            split = load_task(task, data_root, max_train_samples=50000).train
+            split = load_task(task, data_root, max_train_samples=TOKENIZER_TEXTS_PER_TASK).train
             texts += split.text_a + (split.text_b or [])
     if not texts:
         raise SystemExit("no GLUE task in the data root to train the tokenizer on: give --data-root")
     family = "gpt2" if shape == "gpt2" else "bert"
     tokenizer = train_tiny_tokenizer(family, texts, vocab_size=50257 if family == "gpt2" else 30522)
     if family == "gpt2":
-        config = tf.GPT2Config(vocab_size=len(tokenizer), num_labels=2, pad_token_id=tokenizer.eos_token_id,
+        config = tf.GPT2Config(vocab_size=50257, num_labels=2, pad_token_id=tokenizer.eos_token_id,
                                bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
         model = tf.GPT2ForSequenceClassification(config)
     else:
@@ -180,33 +185,49 @@ def build_shape(shape: str, directory: Path, data_root: Path | None) -> tuple[st
 
 def summarise(cal: Any, *, parameters: int, tokens: Mapping[str, float], shape: str, peak: float | None,
               device_name: str) -> dict[str, Any]:
-    """The report: the table, the winner, the one-run figure, the projections and the floor."""
+    """The report: the table, the winner, the one-run figure, the projections and the floor. Where the
+    calibration measured nothing at N = 1 (or nothing at all), those figures are None (printed as a row saying
+    so), not an error.
+
+    >>> class Cal:  # a calibration whose only N = 1 burst was cut at the budget
+    ...     path, reused = "out/calibration/x.json", False
+    ...     doc = {"device": {"kind": "x"}, "spec": {}, "rows": [{"n": 1, "precision": "fp32", "status": "cut"}],
+    ...            "chosen": {"runs_per_gpu": 1, "precision": "fp32", "samples_s": None, "measured": False}}
+    >>> r = summarise(Cal(), parameters=0, tokens={}, shape="small", peak=None, device_name="cpu")
+    >>> r["one_run_per_gpu"], r["speedup_over_one_run"], r["projection"]["calibrated_gpu_hours"]
+    (None, None, None)
+    """
     from harness.grid.calibrate import measured_rates
 
     rows = cal.doc["rows"]
     # the best precision at N = 1, by the same median over windows the calibration chose by
-    (_, precision), rate = max(((key, r) for key, r in measured_rates(rows).items() if key[0] == 1), key=lambda kv: kv[1])
-    single = {"precision": precision, "samples_s": rate}
+    at_one = [(key, r) for key, r in measured_rates(rows).items() if key[0] == 1]
+    single = None
+    if at_one:
+        (_, precision), rate = max(at_one, key=lambda kv: kv[1])
+        single = {"n": 1, "precision": precision, "samples_s": rate}
     chosen = cal.doc["chosen"]
-    calibrated = project_grid({shape: chosen["samples_s"]}, models={m: shape for m in PAPER_MODELS})
-    one_run = project_grid({shape: single["samples_s"]}, models={m: shape for m in PAPER_MODELS})
+    models = {m: shape for m in PAPER_MODELS}
+    calibrated = project_grid({shape: chosen["samples_s"]}, models=models) if chosen.get("samples_s") else None
+    one_run = project_grid({shape: single["samples_s"]}, models=models) if single else None
     real = grid_real_tokens(tokens) if tokens else None
     floor = floor_hours(parameters, real, peak) if real and peak and parameters else None
+    hours = calibrated["total_gpu_hours"] if calibrated else None
     return {
         "device": device_name, "device_kind": cal.doc["device"]["kind"], "shape": shape, "parameters": parameters,
-        "calibration_file": str(cal.path), "calibration_reused": cal.reused, "spec": cal.doc["spec"],
-        "rows": rows, "chosen": chosen,
-        "one_run_per_gpu": {"n": 1, "precision": single["precision"], "samples_s": single["samples_s"]},
-        "speedup_over_one_run": chosen["samples_s"] / single["samples_s"],
+        "calibration_file": str(cal.path) if chosen.get("measured", True) else None,
+        "calibration_reused": cal.reused, "spec": cal.doc["spec"], "rows": rows, "chosen": chosen,
+        "one_run_per_gpu": single,
+        "speedup_over_one_run": chosen["samples_s"] / single["samples_s"] if single and calibrated else None,
         "projection": {
-            "total_samples": calibrated["total_samples"],
-            "calibrated_gpu_hours": calibrated["total_gpu_hours"],
-            "one_run_per_gpu_hours": one_run["total_gpu_hours"],
+            "total_samples": project_grid({"x": 1.0}, models={m: "x" for m in PAPER_MODELS})["total_samples"],
+            "calibrated_gpu_hours": hours,
+            "one_run_per_gpu_hours": one_run["total_gpu_hours"] if one_run else None,
             "floor_gpu_hours": floor,
             "real_tokens": real, "tokens_per_sample": dict(tokens), "peak_tflops": peak,
         },
         "targets": TARGETS,
-        "meets": {"grid_gpu_hours": calibrated["total_gpu_hours"] <= TARGETS["grid_gpu_hours"]},
+        "meets": {"grid_gpu_hours": hours is not None and hours <= TARGETS["grid_gpu_hours"]},
     }
 
 
@@ -300,9 +321,35 @@ def main(argv: list[str] | None = None) -> int:
         _print_report(cal, report, opts.shape, device.name, params)
     if len(reports) > 1:
         print("layouts, calibrated samples/s: " + ", ".join(
-            f"{r['padding']} {r['chosen']['samples_s']:.0f} (N={r['chosen']['runs_per_gpu']}, {r['chosen']['precision']})"
+            f"{r['padding']} {format(r['chosen']['samples_s'] or 0, '.0f') if r['chosen']['samples_s'] else 'not measured'}"
+            f" (N={r['chosen']['runs_per_gpu']}, {r['chosen']['precision']})"
             for _, r in reports))
     return 0
+
+
+def projection_rows(report: Mapping[str, Any]) -> list[str]:
+    """The calibrated and one-run rows of the projection; a setting the calibration did not measure is a row
+    saying so.
+
+    >>> projection_rows({"chosen": {"runs_per_gpu": 1, "precision": "fp32", "samples_s": None},
+    ...                  "one_run_per_gpu": None, "speedup_over_one_run": None,
+    ...                  "projection": {"calibrated_gpu_hours": None, "one_run_per_gpu_hours": None}})
+    ['  calibrated: not measured (nothing measured within the budget)', '  one run per device: not measured (no burst at N=1 gave a rate)']
+    """
+    chosen, one, proj = report["chosen"], report["one_run_per_gpu"], report["projection"]
+    if chosen.get("samples_s"):
+        rows = [f"  calibrated (N={chosen['runs_per_gpu']}, {chosen['precision']}, {chosen['samples_s']:.0f} "
+                f"samples/s): {proj['calibrated_gpu_hours']:.1f}"]
+    else:
+        rows = ["  calibrated: not measured (nothing measured within the budget)"]
+    if one is None:
+        rows.append("  one run per device: not measured (no burst at N=1 gave a rate)")
+    else:
+        speedup = (f"  (the calibrated setting: {report['speedup_over_one_run']:.2f}x its throughput)"
+                   if report.get("speedup_over_one_run") else "")
+        rows.append(f"  one run per device (N=1, {one['precision']}, {one['samples_s']:.0f} samples/s): "
+                    f"{proj['one_run_per_gpu_hours']:.1f}{speedup}")
+    return rows
 
 
 def _print_report(cal: Any, report: dict[str, Any], shape: str, device_name: str, parameters: int) -> None:
@@ -310,15 +357,11 @@ def _print_report(cal: Any, report: dict[str, Any], shape: str, device_name: str
 
     print(format_table(cal))
     proj = report["projection"]
-    one = report["one_run_per_gpu"]
     print(f"paper grid ({len(PAPER_MODELS)} models x {len(GLUE_TRAIN_SIZES)} tasks x {PAPER_SEEDS} seeds x "
           f"{PAPER_EPOCHS} epochs = {proj['total_samples'] / 1e6:.0f} M training samples, every model at the "
           f"{shape} shape, padding {report['padding']}), device-hours of training on {device_name}:")
-    print(f"  calibrated (N={report['chosen']['runs_per_gpu']}, {report['chosen']['precision']}, "
-          f"{report['chosen']['samples_s']:.0f} samples/s): {proj['calibrated_gpu_hours']:.1f}")
-    print(f"  one run per device (N=1, {one['precision']}, {one['samples_s']:.0f} samples/s): "
-          f"{proj['one_run_per_gpu_hours']:.1f}  (the calibrated setting: {report['speedup_over_one_run']:.2f}x "
-          "its throughput)")
+    for line in projection_rows(report):
+        print(line)
     if proj["floor_gpu_hours"] is not None:
         print(f"  arithmetic floor (6 x {parameters / 1e6:.3g} M parameters x {proj['real_tokens'] / 1e9:.2f} G real "
               f"tokens at {proj['peak_tflops']:.0f} TFLOP/s): {proj['floor_gpu_hours']:.2f}")

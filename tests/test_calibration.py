@@ -221,16 +221,13 @@ def test_the_budget_stops_the_sweep_and_memory_excludes_an_n(calibrated, tmp_pat
 
 def test_the_budget_is_a_hard_cap_that_cuts_a_running_burst(tmp_path, data_root):
     """A 2 s cap: the first burst (N = 1, one CPU thread) is cut at it (its process loads torch and the model
-    first), kept with its partial rate or discarded, and nothing else starts; the table names both. The whole
-    calibration ends within the cap plus the time to stop the worker."""
-    import time
-
-    started = time.time()
+    first), kept with its partial rate or discarded, and nothing else starts; the table names both. (That each
+    burst is handed the cap as its deadline is checked on fixed windows:
+    test_a_cut_burst_spends_the_budget_and_gets_the_caps_deadline; how long stopping a worker takes on a loaded
+    machine is not asserted.)"""
     cal = ensure_calibration(SPEC, tmp_path, data_root=data_root, grid_samples_total=10**9,
                              limits=Limits(candidates=CANDIDATES, budget_cap_s=2))
-    elapsed = time.time() - started
     rows = cal.doc["rows"]
-    assert cal.doc["elapsed_s"] < 2 + 1.0, (cal.doc["elapsed_s"], elapsed)  # (elapsed: + detecting the device)
     assert rows[0]["n"] == 1 and rows[0]["cut"] and rows[0]["threads_per_run"] == 1
     assert [r["status"] for r in rows[1:]] == ["skipped", "skipped"]
     assert all(r["reason"] == "budget: 2 s spent (a burst was cut at it)" for r in rows[1:])
@@ -320,3 +317,122 @@ def test_slurm_auto_gives_each_task_16_specs_and_what_to_calibrate_with(tmp_path
     assert cli.main(["run", str(smoke), "--executor", "slurm", "--dry-run", "--gpus", "1", "--no-calibrate",
                      "--output", str(tmp_path / "dry")]) == 0
     assert "one task per run, " in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------- the sweep's rules on fixed windows
+CPU = Device("cpu-fixed-2", "cpu", "fixed", 64 * 2**30, 2)
+
+
+def _fixed_bursts(rates, calls):
+    """A burst runner giving fixed measurement windows: the next rate for (N, precision) from ``rates`` (a list
+    per N: one entry per burst at that N, in order), each burst's three windows all at that rate."""
+    seen = {}
+
+    def burst(spec, n, precision, *, deadline, **kwargs):
+        i = seen.get(n, 0)
+        seen[n] = i + 1
+        calls.append((spec.padding, n, deadline))
+        rate = rates[n][i]
+        return {"n": n, "precision": precision, "status": "measured", "samples_s": rate,
+                "window_samples_s": [rate] * 3, "wall_s": 1.0, "seconds": 0.5, "peak_memory_bytes": 2**20,
+                "utilisation_pct": None, "power_w": None, "losses": [[5, 0.69]], "threads_per_run": 1}
+
+    return burst
+
+
+def test_a_gain_shortfall_remeasures_the_n_before_and_goes_on_where_it_was_one_contended_burst():
+    """N=1 measured quiet (100), N=2 in a contended moment (90): N=1 measured again under that load (60), so N=2
+    gained and the sweep goes on; N=8 (140) gains nothing over N=4 (200) measured again (195): it stops there.
+    The median over both N=1 bursts' windows is 80 and N=4's is 197.5: N=4 is chosen (one burst would have
+    stopped the sweep at N=1)."""
+    from harness.grid.calibrate import calibrate
+
+    calls = []
+    rates = {1: [100.0, 60.0], 2: [90.0], 4: [200.0, 195.0], 8: [140.0], 16: [999.0]}
+    doc, bursts = calibrate(replace(SPEC, padding="bucket"), device=CPU, grid_samples_total=10**9,
+                            limits=Limits(candidates=(1, 2, 4, 8, 16), budget_cap_s=900),
+                            burst=_fixed_bursts(rates, calls))
+    assert [n for _, n, _ in calls] == [1, 2, 1, 4, 8, 4]
+    rows = doc["rows"]
+    assert [(r["n"], r["status"], bool(r.get("remeasured"))) for r in rows] == [
+        (1, "measured", False), (2, "measured", False), (1, "measured", True), (4, "measured", False),
+        (8, "measured", False), (4, "measured", True), (16, "skipped", False)]
+    assert rows[-1]["reason"] == "gain: N=8 gained < 5% over the N before (N=4 re-measured: 195.0 samples/s)"
+    assert doc["chosen"] == {"runs_per_gpu": 4, "precision": "fp32", "samples_s": 197.5}
+    assert bursts == 6
+
+
+def test_a_shortfall_confirmed_by_the_remeasurement_stops_the_sweep():
+    from harness.grid.calibrate import calibrate
+
+    calls = []
+    doc, _ = calibrate(replace(SPEC, padding="bucket"), device=CPU, grid_samples_total=10**9,
+                       limits=Limits(candidates=(1, 2, 4), budget_cap_s=900),
+                       burst=_fixed_bursts({1: [100.0, 98.0, 99.0], 2: [101.0, 102.0], 4: [500.0]}, calls))
+    assert [n for _, n, _ in calls] == [1, 2, 1, 1, 2]  # (+ the confirmation round: N=1 and N=2 within 25 %)
+    assert doc["rows"][3]["status"] == "skipped" and doc["rows"][3]["n"] == 4
+    assert doc["rows"][3]["reason"] == "gain: N=2 gained < 5% over the N before (N=1 re-measured: 98.0 samples/s)"
+    assert doc["chosen"]["runs_per_gpu"] == 2  # the confirmation round's medians: 101.5 against 99
+
+
+def test_a_cut_burst_spends_the_budget_and_gets_the_caps_deadline():
+    """Before any rate is known the cap is the deadline each burst is given; a burst cut at it (no finished
+    window) is discarded, nothing more starts, and nothing measured is stored or named as stored."""
+    from harness.grid.calibrate import Calibration, calibrate
+
+    calls = []
+
+    def cut(spec, n, precision, *, deadline, **kwargs):
+        calls.append(deadline)
+        return {"n": n, "precision": precision, "status": "cut", "cut": True, "samples_s": None,
+                "reason": "budget: cut after 2 s, before a timed step ended: discarded"}
+
+    doc, bursts = calibrate(replace(SPEC, padding="bucket"), device=CPU, grid_samples_total=10**9,
+                            limits=Limits(candidates=(1, 2, 4), budget_cap_s=2), burst=cut)
+    assert len(calls) == 1 and bursts == 1
+    assert [r["status"] for r in doc["rows"]] == ["cut", "skipped", "skipped"]
+    assert doc["bounds"]["budget_s"] == 2 and doc["chosen"]["measured"] is False
+    table = format_table(Calibration(Path("out/calibration/cpu-fixed-2.json"), "k", doc, bursts_run=bursts))
+    assert "cpu-fixed-2.json" not in table and table.startswith("calibration (not stored: nothing measured)")
+
+
+def _fixed_fused(rates, calls):
+    """A fused-burst runner giving fixed windows: K → its rate."""
+    def fused(spec, k, *, deadline, **kwargs):
+        calls.append(k)
+        return {"n": 1, "fuse": k, "precision": "fp32", "status": "measured", "samples_s": rates[k],
+                "window_samples_s": [rates[k]] * 3, "wall_s": 1.0, "seconds": 0.5, "peak_memory_bytes": 2**20,
+                "losses": []}
+
+    return fused
+
+
+def test_the_calibration_chooses_k_where_a_fused_group_is_measured_faster():
+    """Unfused: N=2 best at 120 samples/s. Fused K=2 150, K=4 260, K=8 255 (no gain over K=4: K=16 not tried):
+    K=4 is chosen, named in the table, in the records' calibration and in what the grid resolves fuse auto to."""
+    from harness.grid.calibrate import calibrate, calibration_ref, resolve_fuse
+
+    calls, fused_calls = [], []
+    doc, bursts = calibrate(replace(SPEC, padding="bucket"), device=CPU, grid_samples_total=10**9,
+                            limits=Limits(candidates=(1, 2), budget_cap_s=900, fuse_candidates=(2, 4, 8, 16)),
+                            burst=_fixed_bursts({1: [100.0, 99.0], 2: [120.0, 118.0, 121.0]}, calls),
+                            fused_burst=_fixed_fused({2: 150.0, 4: 260.0, 8: 255.0, 16: 999.0}, fused_calls))
+    assert fused_calls == [2, 4, 8]
+    assert [(r["fuse"], r["status"]) for r in doc["fuse"]["rows"]] == [
+        (2, "measured"), (4, "measured"), (8, "measured"), (16, "skipped")]
+    assert doc["chosen"]["fuse"] == 4 and doc["chosen"]["runs_per_gpu"] == 2
+    from harness.grid.calibrate import Calibration
+
+    cal = Calibration(Path("out/calibration/cpu-fixed-2.json"), "k", doc, bursts_run=bursts)
+    assert calibration_ref(cal)["fuse"] == 4
+    assert resolve_fuse("auto", doc["chosen"]["fuse"]) == (4, "calibration")
+    assert "fuse auto: K=2 150.0 samples/s, K=4 260.0 samples/s, K=8 255.0 samples/s, K=16 skipped" in format_table(cal)
+
+
+def test_fusion_slower_than_the_best_unfused_setting_is_not_chosen():
+    from harness.grid.calibrate import calibrate
+
+    doc, _ = calibrate(replace(SPEC, padding="bucket"), device=CPU, grid_samples_total=10**9,
+                       limits=Limits(candidates=(1,), budget_cap_s=900, fuse_candidates=(2,)),
+                       burst=_fixed_bursts({1: [100.0]}, []), fused_burst=_fixed_fused({2: 101.0}, []))
+    assert doc["fuse"]["chosen"] == 1 and "fuse" not in doc["chosen"]

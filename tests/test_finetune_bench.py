@@ -172,6 +172,44 @@ def test_arithmetic_floor_and_peak_table():
 
 
 @pytest.mark.slow
+def test_bench_finetune_times_fused_groups_beside_ours(data_root: Path):
+    """--fuse 1,2: fused K rows in the same interleaved rounds, their samples/s counting every run's samples, run 0
+    training on the Trainer's order (the same loss as every variant)."""
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_finetune.py"), "--quick", "--json",
+                          "--steps", "2", "--warmup", "1", "--fuse", "1,2", "--task", "rte",
+                          "--data-root", str(data_root)], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (bench,) = json.loads(out.stdout)["benchmarks"]
+    rows = {r["variant"]: r for r in bench["rows"]}
+    assert {"fused K=1", "fused K=2"} <= set(rows) and bench["sanity"]["ok"]
+    assert all(_positive(rows[f"fused K={k}"]["samples_s"]["median"]) for k in (1, 2))
+    assert bench["ratios"]["fused_2_over_ours"] == pytest.approx(
+        rows["fused K=2"]["samples_s"]["median"] / rows["ours"]["samples_s"]["median"])
+
+
+def test_bench_gpu_grid_reports_a_calibration_that_measured_nothing_at_one_run_as_a_row(capsys):
+    """A calibration whose N = 1 burst was cut at the budget (nothing measured there): the report says so in a
+    row instead of raising ``max() arg is an empty sequence``; the projection at N = 2 still stands."""
+    from harness.grid.calibrate import Calibration
+
+    m = _gpu_grid_module()
+    doc = {"device": {"kind": "cpu-x", "name": "x"}, "spec": {}, "bounds": {"budget_s": 5.0}, "elapsed_s": 5.0,
+           "rows": [{"n": 1, "precision": "fp32", "status": "cut", "reason": "budget: cut after 5 s: discarded"},
+                    {"n": 2, "precision": "fp32", "status": "measured", "loss_match": True, "samples_s": 36.0,
+                     "window_samples_s": [36.0], "peak_memory_bytes": None, "utilisation_pct": None,
+                     "power_w": None}],
+           "chosen": {"runs_per_gpu": 2, "precision": "fp32", "samples_s": 36.0}}
+    cal = Calibration(Path("out/calibration/cpu-x.json"), "k", doc, bursts_run=2)
+    report = m.summarise(cal, parameters=0, tokens={}, shape="small", peak=None, device_name="x")
+    assert report["one_run_per_gpu"] is None and report["speedup_over_one_run"] is None
+    assert report["projection"]["calibrated_gpu_hours"] == pytest.approx(166_203_275 / 36.0 / 3600)
+    m._print_report(cal, {**report, "padding": "auto"}, "small", "x", 0)
+    out = capsys.readouterr().out
+    assert "  one run per device: not measured (no burst at N=1 gave a rate)" in out.splitlines()
+    assert f"  calibrated (N=2, fp32, 36 samples/s): {166_203_275 / 36.0 / 3600:.1f}" in out.splitlines()
+
+
+@pytest.mark.slow
 def test_bench_gpu_grid_calibrates_on_cpu_and_projects(data_root: Path, tmp_path: Path):
     """--cpu runs the same calibration as on a GPU (the tiny BERT; nothing measured is meaningful) and
     reports the projections from its own table."""

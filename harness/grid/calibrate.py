@@ -81,6 +81,7 @@ from ranking.floor.json_io import JsonProblem, read_json_object
 log = logging.getLogger("harness.grid")
 
 CANDIDATE_N = (1, 2, 4, 8, 16)
+FUSE_CANDIDATES = (2, 4, 8, 16)  # fused group sizes K a calibration measures for fuse: auto (harness.finetune.fused)
 MEMORY_FRACTION = 0.90  # N × peak memory per run must stay within this share of the device's memory
 GAIN_STOP = 0.05  # stop growing N at a precision when the aggregate throughput gains less than this
 LOSS_RTOL = 0.05  # a precision's logged training losses within 5 % (relative) of fp32's at the same steps
@@ -711,6 +712,7 @@ class Limits:
     steps: int | None = None  # timed steps per window
     windows: int | None = None  # None: WINDOWS
     cpu_threads_per_run: int | None = 1  # torch threads of each burst worker on a CPU; None: the cores shared out
+    fuse_candidates: tuple[int, ...] = ()  # fused group sizes K to measure (fuse: auto); () none
 
 
 @dataclass
@@ -745,7 +747,7 @@ def calibration_ref(cal: Calibration) -> dict[str, Any]:
     the grid's output)."""
     ref = {"file": f"calibration/{cal.path.name}", "device_kind": cal.doc["device"]["kind"], "shape": cal.key,
            "runs_per_gpu": cal.runs_per_gpu, "precision": cal.precision}
-    for key in ("padding", "compile"):
+    for key in ("padding", "compile", "fuse"):
         if cal.doc["chosen"].get(key):
             ref[key] = cal.doc["chosen"][key]
     return ref
@@ -851,184 +853,329 @@ def measure_compile(spec: FinetuneSpec, device: Device, rows: Sequence[Mapping[s
 
 def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = None, grid_samples_total: int = 0,
               limits: Limits | None = None, fixed_n: int | None = None,
-              cuda_device: str | None = None, log_dir: Path | None = None) -> tuple[dict[str, Any], int]:
+              cuda_device: str | None = None, log_dir: Path | None = None,
+              burst: Any = None, fused_burst: Any = None) -> tuple[dict[str, Any], int]:
     """Run the bursts (see the module docstring); returns the table document and the number of bursts run.
 
     ``fixed_n``: N is fixed (``runs_per_gpu: 4``), only the precision is measured. ``log_dir``: where a failed
-    worker's whole output is kept.
+    worker's whole output is kept. ``burst`` / ``fused_burst``: what runs one burst (:func:`run_burst`'s and
+    :func:`harness.finetune.fused.measure_fused_burst`'s signatures; tests give fixed measurement windows). The
+    steps, in order: the layouts (:meth:`_Sweep.layouts`), the sweep of N per precision
+    (:meth:`_Sweep.precision_sweep`), the confirmation round (:meth:`_Sweep.confirm`), fused groups
+    (:meth:`_Sweep.fused_groups`), the compiled step (:meth:`_Sweep.compiled`), the document
+    (:meth:`_Sweep.document`).
     """
-    limits = limits or Limits()
-    memory = int(limits.memory_bytes if limits.memory_bytes is not None else device.memory_bytes)
-    if spec.precision != AUTO:
-        precisions: tuple[str, ...] = (spec.precision,)
-    else:
-        precisions = tuple(limits.precisions or candidate_precisions(device))
-    candidates = (fixed_n,) if fixed_n else tuple(sorted(set(limits.candidates)))
-    warmup, steps = STEPS[device.type]
-    warmup = max(1, limits.warmup if limits.warmup is not None else warmup)  # the probe and the common start need one
-    steps = max(1, limits.steps if limits.steps is not None else steps)
-    windows = max(1, limits.windows if limits.windows is not None else WINDOWS)
-    cap = limits.budget_cap_s if limits.budget_cap_s is not None else BUDGET_CAP_S[device.type]
-    rows: list[dict[str, Any]] = []
-    budget: float | None = None
-    peak = 0
-    started = time.time()
-    sampler = DeviceSampler(device, cuda_device=cuda_device)
-    last_wall: dict[int, float] = {}
-    threads = limits.cpu_threads_per_run if device.type == "cpu" else None
-    spent = False  # a burst was cut at the budget: nothing more is started
-
-    def deadline() -> float:  # the budget is a hard cap: before the first rate is known, the cap
-        return started + (budget if budget is not None else cap)
-
-    requested = spec  # (the sweep trains the layout measured fastest, where layouts are measured)
-    layouts = candidate_layouts(spec)
-    layout_rows: list[dict[str, Any]] = []
-    chosen_layout: str | None = None
-    opened: dict[str, Any] | None = None  # the chosen layout's burst: the sweep's first row
-    reused_opening = 0
+    sweep = _Sweep(spec, device, data_root=data_root, grid_samples_total=grid_samples_total,
+                   limits=limits or Limits(), fixed_n=fixed_n, cuda_device=cuda_device, log_dir=log_dir,
+                   burst=burst or run_burst, fused_burst=fused_burst)
     try:
         with tempfile.TemporaryDirectory(prefix="vnr-calibration-") as tmp:
-            if layouts:  # padding auto: each exact layout at the first N and precision, the fastest is swept
-
-                def layout_burst(layout: str) -> dict[str, Any]:
-                    if spent:
-                        return {"n": candidates[0], "precision": precisions[0], "status": "skipped",
-                                "reason": f"budget: {deadline() - started:.0f} s spent (a burst was cut at it)"}
-                    try:
-                        return run_burst(replace(spec, padding=layout), candidates[0], precisions[0], device=device,
-                                         warmup=warmup, steps=steps, data_root=data_root, work=Path(tmp),
-                                         sampler=sampler, cuda_device=cuda_device, windows=windows, log_dir=log_dir,
-                                         deadline=deadline(), threads=threads)
-                    except RuntimeError as exc:  # this layout does not train here: the others are measured
-                        log.warning("calibration burst padding %s failed: %s", layout, exc)
-                        return {"n": candidates[0], "precision": precisions[0], "status": "failed",
-                                "reason": f"failed: {str(exc).strip()[:300]}"}
-
-                def counted(layout: str) -> dict[str, Any]:
-                    nonlocal spent
-                    row = layout_burst(layout)
-                    spent = spent or bool(row.get("cut"))
-                    return row
-
-                chosen_layout, layout_rows = measure_layouts(spec, layouts, counted)
-                chosen_layout = chosen_layout or layouts[0]
-                opened = next((r for r in layout_rows if r["padding"] == chosen_layout and r["status"] != "skipped"),
-                              None)  # (measured, or cut, or failed: the sweep's first burst either way)
-                if opened is not None and opened["status"] == "failed":
-                    raise UserError(f"calibration: the grid's first fine-tuning spec does not train: "
-                                    f"{opened['reason'].removeprefix('failed: ')}")
-                spec = replace(spec, padding=chosen_layout)
-            for precision in precisions:
-                previous: float | None = None
-                for i, n in enumerate(candidates):
-                    skip = None
-                    if opened is not None and (n, precision) == (candidates[0], precisions[0]):
-                        pass  # measured above (its layout's burst)
-                    elif spent:
-                        skip = f"budget: {deadline() - started:.0f} s spent (a burst was cut at it)"
-                    elif peak and n * peak > limits.memory_fraction * memory:
-                        skip = (f"memory: {n} x {peak / 2**30:.2f} GiB > {limits.memory_fraction:.0%} of "
-                                f"{memory / 2**30:.2f} GiB")
-                    elif rows and budget is not None and last_wall:
-                        estimate = last_wall.get(n) or max(last_wall.values()) * (n / max(last_wall))
-                        if time.time() - started + estimate > budget:
-                            skip = f"budget: {budget:.0f} s would be passed (about {estimate:.0f} s more)"
-                    if skip:
-                        rows.append({"n": n, "precision": precision, "status": "skipped", "reason": skip})
-                        continue
-                    try:
-                        if opened is not None and (n, precision) == (candidates[0], precisions[0]):
-                            row, opened = {k: v for k, v in opened.items() if k != "padding"}, None  # measured above
-                            reused_opening = 1
-                        else:
-                            row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
-                                            data_root=data_root, work=Path(tmp), sampler=sampler,
-                                            cuda_device=cuda_device, windows=windows, log_dir=log_dir,
-                                            deadline=deadline(), threads=threads)
-                    except RuntimeError as exc:  # e.g. out of memory at this N: the sweep goes on without it
-                        if not rows:
-                            raise UserError(f"calibration: the grid's first fine-tuning spec does not train: {exc}"
-                                            ) from None
-                        log.warning("calibration burst %s N=%d failed: %s", precision, n, exc)
-                        rows.append({"n": n, "precision": precision, "status": "failed",
-                                     "reason": f"failed: {str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else exc}"})
-                        rows.extend({"n": m, "precision": precision, "status": "skipped",
-                                     "reason": f"N={n} failed"} for m in candidates[i + 1:])
-                        break
-                    rows.append(row)
-                    if row.get("cut"):
-                        spent = True
-                        if row["status"] != "measured":
-                            continue
-                    else:
-                        last_wall[n] = row["wall_s"]
-                    peak = max(peak, row["peak_memory_bytes"] or 0)
-                    if budget is None and row["samples_s"]:  # the grid's projected time at one run per device
-                        budget = min(cap, limits.budget_fraction * grid_samples_total / row["samples_s"])
-                    rate = row["samples_s"] or 0.0
-                    if previous is not None and rate < previous * (1 + limits.gain_stop):
-                        for m in candidates[i + 1:]:
-                            rows.append({"n": m, "precision": precision, "status": "skipped",
-                                         "reason": f"gain: N={n} gained < {limits.gain_stop:.0%} over the N before"})
-                        break
-                    previous = rate
-            _mark_loss_matches(rows)
-            # One burst is one moment of a machine's load: when the two best settings are within CONFIRM_MARGIN of
-            # each other, both are measured again, interleaved, and the medians decide (budget permitting).
-            ranked = sorted(measured_rates(rows).items(), key=lambda item: -item[1])
-            if len(ranked) >= 2 and ranked[1][1] >= (1 - CONFIRM_MARGIN) * ranked[0][1]:
-                for _ in range(CONFIRM_ROUNDS):
-                    for n, precision in (ranked[1][0], ranked[0][0]):
-                        if spent or time.time() - started + last_wall.get(n, 0.0) > deadline() - started:
-                            continue
-                        row = run_burst(spec, n, precision, device=device, warmup=warmup, steps=steps,
-                                        data_root=data_root, work=Path(tmp), sampler=sampler,
-                                        cuda_device=cuda_device, windows=windows, log_dir=log_dir,
-                                        deadline=deadline(), threads=threads)
-                        rows.append({**row, "confirmation": True})
-                        spent = spent or bool(row.get("cut"))
-            _mark_loss_matches(rows)
-            best = choose(rows) if measured_rates(rows) else None
-
-            def compiled_burst() -> dict[str, Any]:  # at the chosen layout, N and precision
-                try:
-                    return run_burst(replace(spec, compile="on"), best["runs_per_gpu"], best["precision"],
-                                     device=device, warmup=warmup, steps=steps, data_root=data_root, work=Path(tmp),
-                                     sampler=sampler, cuda_device=cuda_device, windows=windows, log_dir=log_dir,
-                                     deadline=deadline(), threads=threads)
-                except RuntimeError as exc:  # compile fails here: eager
-                    log.warning("calibration burst compile on failed: %s", exc)
-                    return {"status": "failed", "reason": f"failed: {str(exc).strip()[:300]}"}
-
-            compiled = measure_compile(spec, device, rows, compiled_burst, time_left=deadline() - time.time(),
-                                       spent=spent)
+            sweep.work = Path(tmp)
+            sweep.layouts()
+            for precision in sweep.precisions:
+                sweep.precision_sweep(precision)
+            _mark_loss_matches(sweep.rows)
+            sweep.confirm()
+            _mark_loss_matches(sweep.rows)
+            sweep.fused_groups()
+            compiled = sweep.compiled()
     finally:
-        sampler.close()
-    _mark_loss_matches(rows)
-    doc = {
-        "device": asdict(device) | {"memory_bytes_used_for_bound": memory},
-        "spec": {"run_id": requested.run_id(), "model": spec.model, "task": spec.task, "max_length": spec.max_length,
-                 "batch_size": spec.batch_size, "precision": spec.precision},
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "bounds": {"candidates": list(candidates), "precisions": list(precisions), "warmup_steps": warmup,
-                   "timed_steps": steps, "windows": windows, "budget_s": deadline() - started, "budget_cap_s": cap,
-                   "cpu_threads_per_run": threads,
-                   "budget_fraction": limits.budget_fraction, "grid_samples": grid_samples_total,
-                   "memory_fraction": limits.memory_fraction, "gain_stop": limits.gain_stop,
-                   "loss_rtol": LOSS_RTOL},
-        "rows": rows,
-        **({"layouts": layout_rows} if layout_rows else {}),
-        "compile": compiled,
-        "chosen": ({**choose(rows), **({"padding": chosen_layout} if chosen_layout else {}),
-                    **({"compile": compiled["chosen"]} if compiled.get("chosen") else {})}
-                   if measured_rates(rows) else {
-            "runs_per_gpu": fixed_n or 1, "precision": precisions[0], "samples_s": None, "measured": False,
-            "note": f"nothing measured within the budget ({deadline() - started:.0f} s): {fixed_n or 1} run(s) "
-                    f"per device at {precisions[0]}, unmeasured; not stored (raise calibration_budget_s)"}),
-        "elapsed_s": time.time() - started,
-    }
-    return doc, sum(r["status"] in ("measured", "cut") for r in [*rows, *layout_rows, *compiled["rows"]]) - reused_opening
+        sweep.sampler.close()
+    _mark_loss_matches(sweep.rows)
+    return sweep.document(compiled), sweep.bursts_run(compiled)
+
+
+class _Sweep:
+    """One calibration's state and its steps (:func:`calibrate`)."""
+
+    def __init__(self, spec: FinetuneSpec, device: Device, *, data_root: Path | None, grid_samples_total: int,
+                 limits: Limits, fixed_n: int | None, cuda_device: str | None, log_dir: Path | None, burst: Any,
+                 fused_burst: Any = None):
+        self.requested = self.spec = spec  # (the sweep trains the layout measured fastest, where layouts are measured)
+        self.device, self.data_root, self.grid_samples_total = device, data_root, grid_samples_total
+        self.limits, self.fixed_n, self.cuda_device, self.log_dir, self.run = limits, fixed_n, cuda_device, log_dir, burst
+        self.memory = int(limits.memory_bytes if limits.memory_bytes is not None else device.memory_bytes)
+        self.precisions: tuple[str, ...] = ((spec.precision,) if spec.precision != AUTO
+                                            else tuple(limits.precisions or candidate_precisions(device)))
+        self.candidates = (fixed_n,) if fixed_n else tuple(sorted(set(limits.candidates)))
+        warmup, steps = STEPS[device.type]
+        self.warmup = max(1, limits.warmup if limits.warmup is not None else warmup)  # the probe and the start need one
+        self.steps = max(1, limits.steps if limits.steps is not None else steps)
+        self.windows = max(1, limits.windows if limits.windows is not None else WINDOWS)
+        self.cap = limits.budget_cap_s if limits.budget_cap_s is not None else BUDGET_CAP_S[device.type]
+        self.threads = limits.cpu_threads_per_run if device.type == "cpu" else None
+        self.rows: list[dict[str, Any]] = []
+        self.layout_rows: list[dict[str, Any]] = []
+        self.chosen_layout: str | None = None
+        self.opened: dict[str, Any] | None = None  # the chosen layout's burst: the sweep's first row
+        self.reused_opening = 0
+        self.budget: float | None = None
+        self.peak = 0
+        self.last_wall: dict[int, float] = {}
+        self.spent = False  # a burst was cut at the budget: nothing more is started
+        self.started = time.time()
+        self.sampler = DeviceSampler(device, cuda_device=cuda_device)
+        self.work = Path(".")
+        self.fused_run = fused_burst
+        self.fuse: dict[str, Any] | None = None  # the fused groups' measurements (fuse: auto), where measured
+
+    def deadline(self) -> float:
+        """The budget is a hard cap: before the first rate is known, the cap."""
+        return self.started + (self.budget if self.budget is not None else self.cap)
+
+    def burst(self, spec: FinetuneSpec, n: int, precision: str) -> dict[str, Any]:
+        return self.run(spec, n, precision, device=self.device, warmup=self.warmup, steps=self.steps,
+                        data_root=self.data_root, work=self.work, sampler=self.sampler, cuda_device=self.cuda_device,
+                        windows=self.windows, log_dir=self.log_dir, deadline=self.deadline(), threads=self.threads)
+
+    def spent_reason(self) -> str:
+        return f"budget: {self.deadline() - self.started:.0f} s spent (a burst was cut at it)"
+
+    # -- step 1: the layouts
+    def layouts(self) -> None:
+        """``padding: auto``: each exact layout at the first N and precision; the fastest is swept."""
+        layouts = candidate_layouts(self.spec)
+        if not layouts:
+            return
+        first_n, first_precision = self.candidates[0], self.precisions[0]
+
+        def counted(layout: str) -> dict[str, Any]:
+            if self.spent:
+                return {"n": first_n, "precision": first_precision, "status": "skipped", "reason": self.spent_reason()}
+            try:
+                row = self.burst(replace(self.spec, padding=layout), first_n, first_precision)
+            except RuntimeError as exc:  # this layout does not train here: the others are measured
+                log.warning("calibration burst padding %s failed: %s", layout, exc)
+                return {"n": first_n, "precision": first_precision, "status": "failed",
+                        "reason": f"failed: {str(exc).strip()[:300]}"}
+            self.spent = self.spent or bool(row.get("cut"))
+            return row
+
+        chosen, self.layout_rows = measure_layouts(self.spec, layouts, counted)
+        self.chosen_layout = chosen or layouts[0]
+        self.opened = next((r for r in self.layout_rows if r["padding"] == self.chosen_layout
+                            and r["status"] != "skipped"), None)  # (measured, cut or failed: the first burst)
+        if self.opened is not None and self.opened["status"] == "failed":
+            raise UserError(f"calibration: the grid's first fine-tuning spec does not train: "
+                            f"{self.opened['reason'].removeprefix('failed: ')}")
+        self.spec = replace(self.spec, padding=self.chosen_layout)
+
+    # -- step 2: N per precision
+    def skip_reason(self, n: int, precision: str) -> str | None:
+        """Why the burst at (n, precision) is not started (budget spent or passed, memory), else None."""
+        if self.opened is not None and (n, precision) == (self.candidates[0], self.precisions[0]):
+            return None  # measured above (its layout's burst)
+        if self.spent:
+            return self.spent_reason()
+        if self.peak and n * self.peak > self.limits.memory_fraction * self.memory:
+            return (f"memory: {n} x {self.peak / 2**30:.2f} GiB > {self.limits.memory_fraction:.0%} of "
+                    f"{self.memory / 2**30:.2f} GiB")
+        if self.rows and self.budget is not None and self.last_wall:
+            estimate = self.last_wall.get(n) or max(self.last_wall.values()) * (n / max(self.last_wall))
+            if time.time() - self.started + estimate > self.budget:
+                return f"budget: {self.budget:.0f} s would be passed (about {estimate:.0f} s more)"
+        return None
+
+    def measure(self, n: int, precision: str) -> dict[str, Any]:
+        """The burst at (n, precision) (the opening layout burst where it is that one), its row recorded."""
+        if self.opened is not None and (n, precision) == (self.candidates[0], self.precisions[0]):
+            row, self.opened = {k: v for k, v in self.opened.items() if k != "padding"}, None  # measured above
+            self.reused_opening = 1
+        else:
+            row = self.burst(self.spec, n, precision)
+        self.rows.append(row)
+        if row.get("cut"):
+            self.spent = True
+            if row["status"] != "measured":
+                return row
+        else:
+            self.last_wall[n] = row["wall_s"]
+        self.peak = max(self.peak, row["peak_memory_bytes"] or 0)
+        if self.budget is None and row["samples_s"]:  # the grid's projected time at one run per device
+            self.budget = min(self.cap, self.limits.budget_fraction * self.grid_samples_total / row["samples_s"])
+        return row
+
+    def failed(self, n: int, precision: str, exc: RuntimeError, later: Sequence[int]) -> None:
+        """A burst that failed (e.g. out of memory at this N): the sweep of this precision goes on without it."""
+        if not self.rows:
+            raise UserError(f"calibration: the grid's first fine-tuning spec does not train: {exc}") from None
+        log.warning("calibration burst %s N=%d failed: %s", precision, n, exc)
+        text = str(exc).strip()
+        self.rows.append({"n": n, "precision": precision, "status": "failed",
+                          "reason": f"failed: {text.splitlines()[-1][:300] if text else exc}"})
+        self.rows.extend({"n": m, "precision": precision, "status": "skipped", "reason": f"N={n} failed"}
+                         for m in later)
+
+    def remeasured(self, n: int, precision: str) -> float | None:
+        """The rate at ``n`` measured again now (a gain shortfall may be one contended burst: the N before is
+        measured under the same load before the sweep stops), or None where no burst could be started."""
+        if self.skip_reason(n, precision) is not None or self.spent:
+            return None
+        try:
+            row = self.burst(self.spec, n, precision)
+        except RuntimeError as exc:
+            log.warning("calibration re-measurement %s N=%d failed: %s", precision, n, exc)
+            return None
+        self.rows.append({**row, "remeasured": True})
+        self.spent = self.spent or bool(row.get("cut"))
+        if not row.get("cut"):
+            self.last_wall[n] = row["wall_s"]
+        return row.get("samples_s") if row.get("status") == "measured" else None
+
+    def precision_sweep(self, precision: str) -> None:
+        """N = 1, 2, 4, ... at one precision, until a bound skips the rest or N gains less than
+        ``gain_stop`` over the N before, that N re-measured first."""
+        previous: tuple[int, float] | None = None
+        for i, n in enumerate(self.candidates):
+            skip = self.skip_reason(n, precision)
+            if skip:
+                self.rows.append({"n": n, "precision": precision, "status": "skipped", "reason": skip})
+                continue
+            try:
+                row = self.measure(n, precision)
+            except RuntimeError as exc:
+                self.failed(n, precision, exc, self.candidates[i + 1:])
+                return
+            if row.get("cut") and row["status"] != "measured":
+                continue
+            rate = row["samples_s"] or 0.0
+            if previous is not None and rate < previous[1] * (1 + self.limits.gain_stop):
+                again = self.remeasured(previous[0], precision)
+                if again is None or rate < again * (1 + self.limits.gain_stop):
+                    why = (f"gain: N={n} gained < {self.limits.gain_stop:.0%} over the N before"
+                           + (f" (N={previous[0]} re-measured: {again:.1f} samples/s)" if again is not None else ""))
+                    self.rows.extend({"n": m, "precision": precision, "status": "skipped", "reason": why}
+                                     for m in self.candidates[i + 1:])
+                    return
+            previous = (n, rate)
+
+    # -- step 3: the confirmation round
+    def confirm(self) -> None:
+        """One burst is one moment of a machine's load: when the two best settings are within CONFIRM_MARGIN of
+        each other, both are measured again, interleaved, and the medians decide (budget permitting)."""
+        ranked = sorted(measured_rates(self.rows).items(), key=lambda item: -item[1])
+        if len(ranked) < 2 or ranked[1][1] < (1 - CONFIRM_MARGIN) * ranked[0][1]:
+            return
+        for _ in range(CONFIRM_ROUNDS):
+            for n, precision in (ranked[1][0], ranked[0][0]):
+                if self.spent or time.time() - self.started + self.last_wall.get(n, 0.0) > self.deadline() - self.started:
+                    continue
+                row = self.burst(self.spec, n, precision)
+                self.rows.append({**row, "confirmation": True})
+                self.spent = self.spent or bool(row.get("cut"))
+
+    # -- step 4: fused groups
+    def fused_groups(self) -> None:
+        """``fuse: auto`` (:attr:`Limits.fuse_candidates`): K runs fused into one stacked model, K growing while it
+        gains ``gain_stop`` over the K before and the budget holds it (a fused burst estimated at K times the
+        N = 1 burst's wall time, an upper bound); K is chosen where the best fused group's samples/s beats the
+        best unfused setting's by ``gain_stop``."""
+        ks = tuple(sorted(set(self.limits.fuse_candidates)))
+        if not ks:
+            return
+        from harness.finetune.fused import fusable_spec
+
+        if not fusable_spec(self.spec):
+            self.fuse = {"rows": [], "chosen": 1, "note": "not measured: the spec's runs cannot be fused"}
+            return
+        run = self.fused_run
+        if run is None:
+            from harness.finetune.fused import measure_fused_burst as run
+        rows: list[dict[str, Any]] = []
+        previous = None
+        wall = self.last_wall.get(1) or (max(self.last_wall.values()) if self.last_wall else None)
+        for i, k in enumerate(ks):
+            estimate = (wall or 0.0) * k
+            skip = (self.spent_reason() if self.spent else
+                    f"budget: {self.deadline() - time.time():.0f} s left, a fused burst of {k} takes up to "
+                    f"{estimate:.0f} s" if time.time() + estimate > self.deadline() else None)
+            if skip:
+                rows.append({"n": 1, "fuse": k, "precision": "fp32", "status": "skipped", "reason": skip})
+                continue
+            try:
+                row = run(self.spec, k, warmup=self.warmup, steps=self.steps, windows=self.windows,
+                          data_root=self.data_root, deadline=self.deadline())
+            except (RuntimeError, UserError) as exc:  # e.g. out of memory at this K: larger K are not tried
+                text = str(exc).strip()
+                rows.append({"n": 1, "fuse": k, "precision": "fp32", "status": "failed",
+                             "reason": f"failed: {text.splitlines()[-1][:300] if text else exc}"})
+                rows.extend({"n": 1, "fuse": m, "precision": "fp32", "status": "skipped", "reason": f"K={k} failed"}
+                            for m in ks[i + 1:])
+                break
+            rows.append(row)
+            if row.get("cut"):
+                self.spent = True
+                continue
+            wall = row.get("wall_s") or wall
+            rate = row.get("samples_s") or 0.0
+            if previous is not None and rate < previous * (1 + self.limits.gain_stop):
+                rows.extend({"n": 1, "fuse": m, "precision": "fp32", "status": "skipped",
+                             "reason": f"gain: K={k} gained < {self.limits.gain_stop:.0%} over the K before"}
+                            for m in ks[i + 1:])
+                break
+            previous = rate
+        timed = [r for r in rows if r["status"] == "measured" and r.get("samples_s")]
+        unfused = choose(self.rows)["samples_s"] if measured_rates(self.rows) else None
+        best = max(timed, key=lambda r: r["samples_s"]) if timed else None
+        chosen = 1
+        if best is not None and (unfused is None or best["samples_s"] >= unfused * (1 + self.limits.gain_stop)):
+            chosen = int(best["fuse"])
+        note = ("no fused group measured" if best is None else
+                f"fused K={best['fuse']} {best['samples_s']:.1f} samples/s against unfused "
+                f"{unfused:.1f}" if unfused else f"fused K={best['fuse']} {best['samples_s']:.1f} samples/s")
+        self.fuse = {"rows": rows, "chosen": chosen, "note": note + f"; chosen: K={chosen}"}
+
+    # -- step 5: the compiled step
+    def compiled(self) -> dict[str, Any]:
+        best = choose(self.rows) if measured_rates(self.rows) else None
+
+        def compiled_burst() -> dict[str, Any]:  # at the chosen layout, N and precision
+            try:
+                return self.burst(replace(self.spec, compile="on"), best["runs_per_gpu"], best["precision"])
+            except RuntimeError as exc:  # compile fails here: eager
+                log.warning("calibration burst compile on failed: %s", exc)
+                return {"status": "failed", "reason": f"failed: {str(exc).strip()[:300]}"}
+
+        return measure_compile(self.spec, self.device, self.rows, compiled_burst,
+                               time_left=self.deadline() - time.time(), spent=self.spent)
+
+    # -- step 6: the document
+    def chosen(self, compiled: Mapping[str, Any]) -> dict[str, Any]:
+        if measured_rates(self.rows):
+            return {**choose(self.rows), **({"padding": self.chosen_layout} if self.chosen_layout else {}),
+                    **({"compile": compiled["chosen"]} if compiled.get("chosen") else {}),
+                    **({"fuse": self.fuse["chosen"]} if self.fuse and self.fuse["chosen"] > 1 else {})}
+        n, precision = self.fixed_n or 1, self.precisions[0]
+        return {"runs_per_gpu": n, "precision": precision, "samples_s": None, "measured": False,
+                "note": f"nothing measured within the budget ({self.deadline() - self.started:.0f} s): {n} run(s) "
+                        f"per device at {precision}, unmeasured; not stored (raise calibration_budget_s)"}
+
+    def document(self, compiled: dict[str, Any]) -> dict[str, Any]:
+        spec, limits = self.spec, self.limits
+        return {
+            "device": asdict(self.device) | {"memory_bytes_used_for_bound": self.memory},
+            "spec": {"run_id": self.requested.run_id(), "model": spec.model, "task": spec.task,
+                     "max_length": spec.max_length, "batch_size": spec.batch_size, "precision": spec.precision},
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "bounds": {"candidates": list(self.candidates), "precisions": list(self.precisions),
+                       "warmup_steps": self.warmup, "timed_steps": self.steps, "windows": self.windows,
+                       "budget_s": self.deadline() - self.started, "budget_cap_s": self.cap,
+                       "cpu_threads_per_run": self.threads,
+                       "budget_fraction": limits.budget_fraction, "grid_samples": self.grid_samples_total,
+                       "memory_fraction": limits.memory_fraction, "gain_stop": limits.gain_stop,
+                       "loss_rtol": LOSS_RTOL},
+            "rows": self.rows,
+            **({"layouts": self.layout_rows} if self.layout_rows else {}),
+            "compile": compiled,
+            **({"fuse": self.fuse} if self.fuse is not None else {}),
+            "chosen": self.chosen(compiled),
+            "elapsed_s": time.time() - self.started,
+        }
+
+    def bursts_run(self, compiled: Mapping[str, Any]) -> int:
+        fused = self.fuse["rows"] if self.fuse else []
+        return sum(r["status"] in ("measured", "cut")
+                   for r in [*self.rows, *self.layout_rows, *compiled["rows"], *fused]) - self.reused_opening
 
 
 def _mark_loss_matches(rows: list[dict[str, Any]]) -> None:
@@ -1158,6 +1305,19 @@ def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: i
     return Packing(fixed_n or cal.runs_per_gpu, cal, "reused" if cal.reused else "calibrated")
 
 
+def resolve_fuse(fuse: int | str | None, calibrated: int | None = None) -> tuple[int, str]:
+    """(K, what chose it) for ``fuse``: an explicit K, else the calibration's K, else 1 (not fused).
+
+    >>> resolve_fuse(5), resolve_fuse("auto", 4), resolve_fuse(None)[0]
+    ((5, 'the fuse setting'), (4, 'calibration'), 1)
+    """
+    if fuse not in (None, "auto"):
+        return int(fuse), "the fuse setting"
+    if calibrated:
+        return int(calibrated), "calibration"
+    return 1, "rule (no calibration measured K): not fused"
+
+
 def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, runs_per_gpu: int | str | None = None,
                   calibrate_runs: bool = True, data_root: Path | None = None) -> tuple[Packing, dict[str, Any]]:
     """What the local executor runs a grid's ``pending`` specs with (``vnr run`` and :func:`harness.api.run_grid`):
@@ -1165,9 +1325,11 @@ def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, run
     :func:`harness.grid.local.execute`'s packing keywords (only those that differ from its defaults)."""
     check_gpus(exp.local.gpus, exp.source)  # an index this machine lacks: refused, not run on the CPU
     per_gpu = runs_per_gpu if runs_per_gpu is not None else exp.local.runs_per_gpu
+    fuse_auto = exp.local.fuse in (None, AUTO)
     plan = resolve_packing(pending, exp.output, runs_per_gpu=per_gpu, calibrate_runs=exp.local.calibrate and calibrate_runs,
                            data_root=data_root, gpus=exp.local.gpus,
-                           limits=Limits(budget_cap_s=exp.local.calibration_budget_s),
+                           limits=Limits(budget_cap_s=exp.local.calibration_budget_s,
+                                         fuse_candidates=FUSE_CANDIDATES if fuse_auto else ()),
                            first=next(iter(calibrated(specs)), None) if calibrated(pending) else None)
     if plan.calibration is None and per_gpu == AUTO:
         plan = replace(plan, reason=f"{plan.reason}; precision auto follows the rule")
@@ -1176,6 +1338,11 @@ def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, run
         kwargs["runs_per_gpu"] = plan.runs_per_gpu
     if exp.local.gpus is not None:
         kwargs["gpus"] = list(exp.local.gpus)
+    fuse, fuse_source = resolve_fuse(exp.local.fuse, plan.calibration.doc.get("chosen", {}).get("fuse")
+                                     if plan.calibration is not None else None)
+    if fuse != 1:
+        kwargs["fuse"] = fuse
+        log.info("fuse %d (%s)", fuse, fuse_source)
     return plan, kwargs
 
 
@@ -1183,7 +1350,9 @@ def format_table(cal: Calibration) -> str:
     """The calibration as a table (what ``vnr run`` prints)."""
     doc = cal.doc
     dev = doc["device"]
-    lines = [f"calibration {cal.path} ({'reused' if cal.reused else f'{cal.bursts_run} bursts'}), "
+    where = (str(cal.path) if doc["chosen"].get("measured", True)  # an unmeasured fallback is not stored
+             else "(not stored: nothing measured)")
+    lines = [f"calibration {where} ({'reused' if cal.reused else f'{cal.bursts_run} bursts'}), "
              f"{dev['name']} [{dev['kind']}], spec shape {cal.key}",
              f"{'N':>3} {'precision':>9} {'samples/s':>10} {'util %':>7} {'W':>6} {'peak GiB':>9} {'loss ok':>7}  note"]
 
@@ -1205,6 +1374,11 @@ def format_table(cal: Calibration) -> str:
             f"{r['padding']} {num(r.get('samples_s'), '.1f')} samples/s" + ("" if r["status"] == "measured"
                                                                           else f" ({r['status']})")
             for r in doc["layouts"]) + f"; the sweep below is {doc['chosen'].get('padding', '-')}")
+    if doc.get("fuse"):  # fuse: auto (entries from before fused groups were measured have none)
+        fused = doc["fuse"]
+        shown = ", ".join(f"K={r['fuse']} " + (f"{r['samples_s']:.1f} samples/s" if r["status"] == "measured"
+                                              else f"{r['status']} ({r.get('reason', '')})") for r in fused["rows"])
+        lines.insert(len(lines) - 1, f"fuse auto: {shown or fused['note']}; {fused['note']}")
     if doc.get("compile"):  # (entries from before compile was measured have none)
         lines.insert(len(lines) - 1, "compile auto: " + doc["compile"]["note"]
                      + (f"; chosen: {doc['compile']['chosen']}" if doc["compile"].get("chosen") else ""))
@@ -1227,7 +1401,8 @@ def format_table(cal: Calibration) -> str:
     else:
         lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']}"
                      f"{', padding ' + chosen['padding'] if chosen.get('padding') else ''}"
-                     f"{', compile ' + chosen['compile'] if chosen.get('compile') else ''} "
+                     f"{', compile ' + chosen['compile'] if chosen.get('compile') else ''}"
+                     f"{', fuse ' + str(chosen['fuse']) if chosen.get('fuse') else ''} "
                      f"({chosen['samples_s']:.1f} samples/s{' eager' if chosen.get('compile') else ''}, the median "
                      f"of its timed windows{compiled_rate})")
     return "\n".join([*cal.notes, *lines])

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.grid.settings import MAX_RUNS_PER_GPU
+from harness.grid.settings import MAX_FUSE, MAX_RUNS_PER_GPU
 from harness.schema import PRECISIONS
 from ranking.floor.errors import UserError
 from ranking.floor.schema import Name, Number, validate
@@ -52,6 +52,7 @@ class ChosenSetting(_Open):
     precision: Literal[MEASURED_PRECISIONS]  # type: ignore[valid-type]
     samples_s: Annotated[float, Number(ge=0)] | None = None
     compile: Literal["on", "off"] | None = None  # compile auto, where measured (harness.grid.calibrate.measure_compile)
+    fuse: Annotated[int, Number(ge=2, le=MAX_FUSE)] | None = None  # fuse auto, where measured (_Sweep.fused_groups)
 
 
 class DeviceRecord(_Open):

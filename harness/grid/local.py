@@ -357,8 +357,12 @@ def execute(
     gpus: Sequence[int | str] | None = None,
     verbose: bool = False,
     echo: bool = True,
+    fuse: int = 1,
 ) -> list[Outcome]:
     """The local executor (see the module docstring); outcomes in the order of ``specs``.
+
+    ``fuse`` (K > 1): the fine-tuning runs of a cell that differ only in seed train K at a time as one fused
+    group in this process (:func:`harness.finetune.fused.run_fused_group`), each with its own record.
 
     A failed spec does not stop the grid. ``progress``: the grid's progress bar;
     ``echo``: one line per finished run on stderr; ``verbose``: the runs' own
@@ -411,12 +415,27 @@ def execute(
         outcomes[index] = outcome
         report(outcome)
 
+    items = list(enumerate(specs))
+    if fuse > 1:  # the fused groups first, in this process; the runs that stay alone as before
+        from harness.finetune.fused import fuse_groups, run_fused_group
+
+        index = {id(s): i for i, s in items}
+        groups = fuse_groups(specs, fuse)
+        items = [(index[id(g[0])], g[0]) for g in groups if len(g) == 1]
+        for group in (g for g in groups if len(g) > 1):
+            log_file = None if verbose else store.log_dir() / f"{group[0].run_id()}.fused.log"
+            with _run_output_to(log_file):
+                results = run_fused_group(group, output, data_root=data_root,
+                                          options=dict(options(group[0])) if options else {})
+            for spec, (rid, status, seconds, error) in zip(group, results):
+                outcomes[index[id(spec)]] = Outcome(rid, status, seconds, error)
+                report(outcomes[index[id(spec)]])
     try:
         if not parallel:
-            for i, spec in enumerate(specs):
+            for i, spec in items:
                 one(i, spec, slots[0])
         else:
-            _run_pool(list(enumerate(specs)), slots, one)
+            _run_pool(items, slots, one)
     finally:
         bar.close()
     return [outcomes[i] for i in range(len(specs)) if i in outcomes]

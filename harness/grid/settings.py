@@ -243,6 +243,49 @@ def runs_per_gpu_value(value: Any) -> int | str:
 RunsPerGpu = Annotated[int | str, Before(runs_per_gpu_value)]  # N (1 to 64) or "auto"
 
 
+# A fused group stacks K copies of the model in one process's memory (harness.finetune.fused); beyond 64 a
+# number is a typo, as for runs_per_gpu.
+MAX_FUSE = 64
+
+
+def fuse_value(value: Any) -> int | str:
+    """``fuse``: ``"auto"`` (K measured by the grid's calibration; not fused without one), ``"off"`` (= 1) or
+    a group size K from 1 to :data:`MAX_FUSE` (numeric text read as a number, as the CLI gives it).
+
+    >>> fuse_value("AUTO"), fuse_value("off"), fuse_value("5"), fuse_value(1)
+    ('auto', 1, 5, 1)
+    >>> fuse_value("many")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'many' is neither auto, off nor a whole number of runs
+    """
+    if isinstance(value, str) and value.strip().lower() in ("auto", "off"):
+        return "auto" if value.strip().lower() == "auto" else 1
+    if value is False:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{value!r} is neither auto, off nor a whole number of runs")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is neither auto, off nor a whole number of runs") from None
+    if number != number or number in (float("inf"), float("-inf")) or number != int(number):
+        raise ValueError(f"{value!r} is not a whole number")
+    if number < 1:
+        raise ValueError(f"{int(number)} is below 1")
+    if number > MAX_FUSE:
+        raise ValueError(f"{int(number)} is above {MAX_FUSE}")
+    return int(number)
+
+
+Fuse = Annotated[int | str, Before(fuse_value), Cli(metavar="K|auto|off"), Shown({
+    "anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_FUSE}, {"enum": ["auto", "off"]}],
+    "description": "train the runs of a cell that differ only in seed as one process and one stacked model, K "
+                   "at a time (harness.finetune.fused; each keeps its own run id, weights, optimizer, data order, "
+                   "checkpoint and record): auto (K measured by the grid's calibration; not fused without one), "
+                   f"off, or K (1 to {MAX_FUSE})"})] | None
+
+
 def _runs_per_gpu_shown(description: str) -> Shown:
     return Shown({"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_RUNS_PER_GPU},
                             {"const": "auto"}], "description": description})
@@ -318,6 +361,7 @@ class LocalSettings:
                                      {"type": "string"}, {"type": "integer", "minimum": 1}],
                            "description": "GPU indices to use ([0, 2] or \"0,2\"), or a count; default: what "
                                           "the executor finds"})] | None = None
+    fuse: Fuse = None
     calibrate: Calibrate = True
     calibration_budget_s: CalibrationBudget = None
 

@@ -1,0 +1,351 @@
+"""Fused runs (harness.finetune.fused): each of K runs trained as one stacked model gives what it gives alone.
+
+The solo twin is the straightforward way: the model's own forward on its own padded batch with its 2-D padding
+mask and its own pooling and loss, ``torch.optim.AdamW`` with the Trainer's decay groups, ``clip_grad_norm_`` and
+the linear schedule, in its seed's data order. Dropout off, fp32: losses, gradients and weights agree within
+1e-5 relative over 24 steps, for every fusable family."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from harness.finetune import fused  # noqa: E402
+from harness.models import load_model  # noqa: E402
+from ranking.floor.errors import UserError  # noqa: E402
+
+TEXTS = [f"the {w} sat on a mat number {i} while {v} ran far away" * (1 + i % 3)
+         for i, (w, v) in enumerate(zip(["cat", "dog", "bird", "fish", "cow", "owl"] * 5,
+                                        ["a fox", "the sun", "rain", "it", "we", "they"] * 5))]
+N, BATCH, STEPS, SEEDS = 24, 4, 24, (0, 1, 2)
+TOL = 1e-5
+LR = 1e-4
+
+
+def _no_dropout(model):
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    return model
+
+
+def _models(family, seeds=SEEDS, dropout=False):
+    models, tok = [], None
+    for seed in seeds:
+        model, tok, _ = load_model(f"tiny:{family}", "sequence_classification", texts=TEXTS, num_labels=2,
+                                   seed=seed, tokenizer=tok)
+        fused._eager_attention(model)
+        models.append(model if dropout else _no_dropout(model))
+    return models, tok
+
+
+def _rows(tok):
+    enc = tok(TEXTS[:N], truncation=True, max_length=64)
+    return [{**{k: enc[k][i] for k in enc}, "label": i % 2} for i in range(N)]
+
+
+def _rel(a, b, floor=0.0):
+    """||a - b|| / max(||b||, floor)."""
+    return float((a - b).norm() / b.norm().clamp_min(max(floor, 1e-30)))
+
+
+def _solo(model, rows, seed, tok, widths, steps=STEPS, lr=LR):
+    """The run alone, the straightforward way; per step its loss and gradients (copies). Each batch is padded to
+    ``widths[step]`` (the fused group's width at that step): the same layout, so what differs is fusion alone."""
+    from transformers import Trainer, get_linear_schedule_with_warmup
+
+    decay = set(Trainer.get_decay_parameter_names(None, model))
+    named = dict(model.named_parameters())
+    opt = torch.optim.AdamW([{"params": [p for n, p in named.items() if n in decay], "weight_decay": 0.01},
+                             {"params": [p for n, p in named.items() if n not in decay], "weight_decay": 0.0}],
+                            lr=lr, foreach=False)
+    sched = get_linear_schedule_with_warmup(opt, 0, steps)
+    per_epoch = -(-len(rows) // BATCH)
+    losses, grads = [], []
+    model.train()
+    for step in range(steps):
+        epoch, within = divmod(step, per_epoch)
+        order = fused.epoch_order(len(rows), seed, epoch)[within * BATCH:(within + 1) * BATCH]
+        feats = [{k: v for k, v in rows[i].items() if k != "label"} for i in order]
+        batch = tok.pad(feats, return_tensors="pt", padding="max_length", max_length=widths[step])
+        if "token_type_ids" in batch and "distilbert" in type(model).__name__.lower():
+            del batch["token_type_ids"]
+        labels = torch.tensor([rows[i]["label"] for i in order])
+        opt.zero_grad()
+        out = model(**batch, labels=labels)
+        out.loss.backward()
+        losses.append(float(out.loss.detach()))
+        grads.append({n: p.grad.detach().clone() for n, p in named.items()})
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+    return losses, grads
+
+
+def _fused_and_solo(family, dtype, seeds=SEEDS):
+    """(max relative error of the losses, of the whole gradients, of the whole final weights) of each fused run
+    against its solo twin over STEPS steps."""
+    from transformers import Trainer
+
+    models, tok = _models(family, seeds)
+    models = [m.to(dtype) for m in models]
+    rows = _rows(tok)
+    stack = fused.StackedRuns(models, learning_rates=[LR] * len(seeds), weight_decays=[0.01] * len(seeds),
+                              regression=False, decay=set(Trainer.get_decay_parameter_names(None, models[0])))
+    seen = []  # per step: the fused losses, gradients and batch width, taken by wrapping loss_and_grads
+    original = stack.loss_and_grads
+
+    def watched(batch, **kw):
+        losses, grads = original(batch, **kw)
+        seen.append((losses.clone(), {n: g.clone() for n, g in grads.items()}, batch["input_ids"].shape[-1]))
+        return losses, grads
+
+    stack.loss_and_grads = watched
+    fused.train_group(stack, [rows] * len(seeds), seeds, batch_size=BATCH, total_steps=STEPS, warmup=0,
+                      pad_id=tok.pad_token_id, causal=family in fused.LAST_TOKEN)
+    assert len(seen) == STEPS
+    errors = {"loss": 0.0, "gradients": 0.0, "weights": 0.0}
+    for k, (model, seed) in enumerate(zip(models, seeds)):
+        losses, grads = _solo(model, rows, seed, tok, [width for _, _, width in seen])
+        for step in range(STEPS):
+            errors["loss"] = max(errors["loss"], abs(float(seen[step][0][k]) - losses[step]) / abs(losses[step]))
+            errors["gradients"] = max(errors["gradients"], _whole({n: g[k] for n, g in seen[step][1].items()},
+                                                                  grads[step]))
+        errors["weights"] = max(errors["weights"], _whole(stack.state_dict(k),
+                                                          {n: p.detach() for n, p in model.named_parameters()}))
+    # the runs differ from each other (own seeds, own data order)
+    head = list(stack.params)[-2]  # the head's last weight
+    assert _rel(stack.state_dict(0)[head], stack.state_dict(1)[head]) > 1e-3
+    return errors
+
+
+def _whole(got, want):
+    """||got - want|| / ||want|| with every tensor laid end to end."""
+    whole = torch.sqrt(sum((w.double() ** 2).sum() for w in want.values()))
+    return float(torch.sqrt(sum(((got[n].double() - w.double()) ** 2).sum() for n, w in want.items())) / whole)
+
+
+@pytest.mark.parametrize("family", ["bert", *(pytest.param(f, marks=pytest.mark.slow)
+                                              for f in ("roberta", "albert", "distilbert", "gpt2"))])
+def test_each_fused_run_trains_as_its_solo_twin(family):
+    """fp64: the fused computation is the solo one (1e-9 over 24 AdamW steps). fp32: losses within 1e-5 at every
+    step, weights within 1e-5; the gradients within 1e-4: the batched kernels round differently (≈1e-5 per tensor
+    at the first step) and AdamW, which divides each entry by its own gradient scale, turns that rounding into
+    different moves of the entries whose gradient is zero in exact arithmetic (attention key biases,
+    zero-initialised norm biases), as it does between two layouts of one run alone."""
+    exact = _fused_and_solo(family, torch.float64)
+    assert max(exact.values()) <= 1e-9, exact
+    fp32 = _fused_and_solo(family, torch.float32)
+    assert fp32["loss"] <= TOL and fp32["weights"] <= TOL and fp32["gradients"] <= 10 * TOL, fp32
+
+
+def _stack(family, seeds, dropout=False):
+    from transformers import Trainer
+
+    models, tok = _models(family, seeds, dropout=dropout)
+    stack = fused.StackedRuns(models, learning_rates=[LR] * len(seeds), weight_decays=[0.01] * len(seeds),
+                              regression=False, decay=set(Trainer.get_decay_parameter_names(None, models[0])))
+    return stack, models, tok
+
+
+def test_dropout_on_fused_runs_are_reproducible_and_draw_their_own_masks():
+    runs = []
+    for _ in range(2):
+        stack, _, tok = _stack("bert", (0, 0), dropout=True)  # twice the same seed: only dropout tells them apart
+        out = fused.train_group(stack, [_rows(tok)] * 2, (0, 0), batch_size=BATCH, total_steps=6, warmup=0,
+                                pad_id=tok.pad_token_id, causal=False, dropout_seed=7)
+        runs.append(out["losses"])
+    assert runs[0] == runs[1]  # the same group, the same draws
+    assert all(step[0] != step[1] for step in runs[0])  # each run its own masks
+
+
+def test_a_diverged_run_stops_alone_and_the_others_train_on_as_before():
+    seeds = (0, 1, 2)
+    clean, _, tok = _stack("bert", seeds)
+    rows = _rows(tok)
+    kwargs = {"batch_size": BATCH, "total_steps": 8, "warmup": 0, "pad_id": tok.pad_token_id, "causal": False}
+    fused.train_group(clean, [rows] * 3, seeds, **kwargs)
+    faulty, _, _ = _stack("bert", seeds)
+
+    def poison(step, batch, losses):
+        if step == 3:  # run 1's weights turn to NaN after its third step
+            faulty.params["classifier.weight"][1] = float("nan")
+
+    out = fused.train_group(faulty, [rows] * 3, seeds, on_step=poison, **kwargs)
+    assert out["stopped"] == {1: 4}
+    assert all(math.isnan(step[1]) for step in out["losses"][3:])
+    for k in (0, 2):
+        assert _whole(faulty.state_dict(k), clean.state_dict(k)) == 0.0
+    assert int(faulty.steps[1]) == 3 and int(faulty.steps[0]) == 8
+
+
+def test_a_groups_energy_splits_by_computed_tokens_and_sums_exactly_to_the_reading():
+    reading = {"energy_kwh": 0.123456789, "gpu_hours": 0.3, "co2_kg": 0.05, "duration_s": 100.0,
+               "breakdown": {"cpu_kwh": 0.1, "ram_kwh": 0.003456789, "gpu_kwh": 0.02}}
+    tokens = {"a": 1000, "b": 1000, "c": 1000}
+    split = fused.split_efficiency(reading, tokens, "fused-x")
+    for key in ("energy_kwh", "gpu_hours", "co2_kg"):
+        units = [round(split[r][key] * 3_600_000_000) for r in tokens]
+        assert sum(units) == round(reading[key] * 3_600_000_000), key  # whole millijoules (or equivalents)
+        # the reading to its unit (the NVML counter's): within one millijoule
+        assert math.isclose(math.fsum(split[r][key] for r in tokens), reading[key], abs_tol=1 / 3_600_000_000)
+        assert max(units) - min(units) <= 1  # equal tokens, equal shares (to a unit)
+    assert all(split[r]["duration_s"] == 100.0 for r in tokens)  # the runs ran together
+    assert split["a"]["fused_attribution"] == {
+        "method": fused.SPLIT_METHOD, "group": "fused-x", "runs": 3, "computed_tokens": 1000,
+        "group_computed_tokens": 3000, "share": 1 / 3, "group_energy_kwh": 0.123456789, "group_gpu_hours": 0.3}
+    uneven = fused.split_efficiency(reading, {"a": 1, "b": 3}, "g")
+    assert round(uneven["b"]["energy_kwh"] * 3_600_000_000) == round(0.75 * 0.123456789 * 3_600_000_000)
+
+
+def test_deberta_is_refused_with_the_reason():
+    with pytest.raises(UserError, match="nonzero"):
+        fused.check_fusable("deberta")
+    from harness.specs import FinetuneSpec
+
+    runs = [FinetuneSpec("tiny:deberta", "rte", s) for s in range(2)]
+    assert fused.fuse_groups(runs, 5) == [[runs[0]], [runs[1]]]  # they train alone
+
+
+def test_only_runs_of_one_cell_that_can_fuse_are_grouped():
+    """Seeds of one cell, K at a time; another recipe is another cell; an explicit mixed precision, length-grouped
+    batches or a flattened layout train alone."""
+    from harness.specs import FinetuneSpec
+
+    cell = [FinetuneSpec("tiny:bert", "rte", s) for s in range(5)]
+    other = [FinetuneSpec("tiny:bert", "rte", s, learning_rate=1e-4) for s in range(2)]
+    alone = [FinetuneSpec("tiny:bert", "rte", 0, precision="bf16"), FinetuneSpec("tiny:bert", "rte", 0, group_by_length=True),
+             FinetuneSpec("tiny:bert", "rte", 0, padding="flatten")]
+    groups = fused.fuse_groups([*cell, *other, *alone], 3)
+    assert groups == [cell[:3], cell[3:], other, *([a] for a in alone)]
+    assert fused.group_id(cell[:3]) != fused.group_id(cell[3:])
+
+
+# ---------------------------------------------------------------------- a group's runs end to end (records)
+def _group_specs(seeds=(0, 1, 2), **hyper):
+    from harness.specs import FinetuneSpec
+
+    hp = {"max_train_samples": 16, "max_eval_samples": 8, "batch_size": 4, "epochs": 2, **hyper}
+    return [FinetuneSpec("tiny:bert", "rte", s, **hp) for s in seeds]
+
+
+def _bodies(out, specs):
+    """Each stored record's result: status, metrics, history and training loss (what a run means)."""
+    from harness.store import RunStore
+
+    store = RunStore(out)
+    return {s.run_id(): {k: store.get(s.run_id()).get(k) for k in ("status", "metrics", "history", "train")}
+            for s in specs}
+
+
+def _strip_times(bodies):
+    for body in bodies.values():
+        for row in body["history"] or []:
+            row.pop("eval_runtime_s", None)
+    return bodies
+
+
+def test_a_fault_in_one_fused_run_leaves_the_others_records_as_without_it(data_root, tmp_path):
+    specs = _group_specs()
+    fused.run_group(specs, tmp_path / "clean", data_root=data_root, track_efficiency=False)
+    clean = _strip_times(_bodies(tmp_path / "clean", specs))
+
+    def poison(step, batch, losses):
+        if step == 2:
+            stack_of[0].params["classifier.weight"][1] = float("nan")
+
+    stack_of = []
+    original = fused.StackedRuns.__init__
+
+    def keep(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        stack_of.append(self)
+
+    fused.StackedRuns.__init__ = keep
+    try:
+        fused.run_group(specs, tmp_path / "faulty", data_root=data_root, track_efficiency=False, on_step=poison)
+    finally:
+        fused.StackedRuns.__init__ = original
+    faulty = _strip_times(_bodies(tmp_path / "faulty", specs))
+    ids = [s.run_id() for s in specs]
+    assert faulty[ids[1]]["status"] == "failed"
+    from harness.store import RunStore
+
+    assert "stopped alone at step 3" in RunStore(tmp_path / "faulty").get(ids[1])["error"]
+    for rid in (ids[0], ids[2]):
+        assert faulty[rid] == clean[rid]
+    records = RunStore(tmp_path / "clean")
+    assert {records.get(r)["settings"]["fused"]["group"] for r in ids} == {fused.group_id(specs)}
+
+
+@pytest.mark.slow
+def test_an_interrupted_group_resumes_each_run_from_its_own_checkpoint(data_root, tmp_path):
+    specs = _group_specs()
+    fused.run_group(specs, tmp_path / "whole", data_root=data_root, track_efficiency=False)
+    whole = _strip_times(_bodies(tmp_path / "whole", specs))
+
+    def crash(step, batch, losses):
+        if step == 6:  # after the first epoch's checkpoints (step 4), before the second's
+            raise KeyboardInterrupt("killed")
+
+    with pytest.raises(KeyboardInterrupt):
+        fused.run_group(specs, tmp_path / "cut", data_root=data_root, track_efficiency=False, on_step=crash)
+    from harness.store import RunStore
+
+    store = RunStore(tmp_path / "cut")
+    for spec in specs:  # each run has its own checkpoint at the epoch's end
+        assert (store.checkpoint_dir(spec.run_id()) / "checkpoint-4" / fused.STATE_FILE).is_file()
+    fused.run_group(specs, tmp_path / "cut", data_root=data_root, track_efficiency=False)
+    resumed = _strip_times(_bodies(tmp_path / "cut", specs))
+    assert all(store.get(s.run_id())["resumed_from"] == 4 for s in specs)
+    assert resumed == whole
+
+
+@pytest.mark.slow
+def test_vnr_run_with_fuse_writes_the_records_it_writes_unfused(data_root, tmp_path, capsys):
+    """The same run ids, statuses and metrics (dropout draws differ between layouts: training losses within
+    2 %, as two padding layouts of one run are)."""
+    import yaml
+
+    from harness.cli import main
+    from harness.store import RunStore
+
+    hyper = {"max_train_samples": 16, "max_eval_samples": 8, "batch_size": 4, "epochs": 1}
+    records = {}
+    for name, flags in (("alone", []), ("fused", ["--fuse", "5"])):
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump({"name": name, "output": str(tmp_path / name), "finetune": {
+            "models": ["tiny:bert"], "tasks": ["rte"], "seeds": {"from": 0, "to": 4}, "hyperparameters": hyper,
+            "run_options": {"track_efficiency": False}}}))
+        assert main(["run", str(config), "--no-progress", "--data-root", str(data_root), *flags]) == 0
+        store = RunStore(tmp_path / name)
+        records[name] = {p.stem: store.get(p.stem) for p in (tmp_path / name / "runs").glob("*.json")}
+    alone, fused_records = records["alone"], records["fused"]
+    assert sorted(alone) == sorted(fused_records) and len(alone) == 5
+    groups = {r["settings"]["fused"]["group"] for r in fused_records.values()}
+    assert len(groups) == 1 and all("fused" not in r["settings"] for r in alone.values())
+    for rid, solo in alone.items():
+        together = fused_records[rid]
+        assert solo["status"] == together["status"] == "ok"
+        assert solo["metrics"].keys() == together["metrics"].keys()
+        assert math.isclose(solo["train"]["train_loss"], together["train"]["train_loss"], rel_tol=0.02)
+        assert solo["train"]["global_step"] == together["train"]["global_step"]
+
+
+def test_a_calibration_burst_of_a_fused_group_times_its_windows_and_stops_at_the_deadline(data_root):
+    import time
+
+    from harness.specs import FinetuneSpec
+
+    spec = FinetuneSpec("tiny:bert", "rte", 0, batch_size=4, max_length=32)
+    row = fused.measure_fused_burst(spec, 2, warmup=1, steps=1, windows=2, data_root=data_root)
+    assert row["status"] == "measured" and row["fuse"] == 2 and len(row["window_samples_s"]) == 2
+    assert row["samples_s"] == sorted(row["window_samples_s"])[0] + (
+        sorted(row["window_samples_s"])[1] - sorted(row["window_samples_s"])[0]) / 2 > 0  # the median of two
+    cut = fused.measure_fused_burst(spec, 2, warmup=1, steps=1, windows=2, data_root=data_root,
+                                    deadline=time.time())
+    assert cut["status"] == "cut" and cut["samples_s"] is None and cut["reason"].endswith("discarded")
