@@ -222,7 +222,7 @@ def read_seeds(path: str | Path, table: ScoreTable) -> dict[int, tuple[np.ndarra
     """
     import pandas as pd
 
-    from ranking.loading import file_inside
+    from ranking.floor.paths import file_inside
 
     path = file_inside(Path(path).parent, Path(path).name, "per-seed results")
     try:

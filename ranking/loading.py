@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -211,77 +211,6 @@ def _candidates(spec: str, root: Path | None) -> list[Path]:
     out = [Path(spec).expanduser()]
     if root is not None and not Path(spec).is_absolute():
         out += [root / spec, root / "leaderboards" / spec]
-    return out
-
-
-# ---------------------------------------------------------------------- files a sidecar names
-def file_inside(folder: str | Path, name: str | Path, what: str) -> Path:
-    """``folder / name``, a file a sidecar names (``stderr.csv``) or one read beside a table (``seeds.csv``),
-    checked to stay inside ``folder``: a symbolic link (or ``..``) that leads out of the folder is refused in
-    one line, as every path the project reads from a declaration.
-
-    >>> import os, tempfile
-    >>> d = Path(tempfile.mkdtemp())
-    >>> os.symlink("/etc/hostname", d / "stderr.csv")
-    >>> file_inside(d, "stderr.csv", "standard errors")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ranking.floor.errors.UserError: standard errors .../stderr.csv is a link out of its folder (to /etc/hostname): ...
-    """
-    folder = Path(folder)
-    path = folder / name
-    try:
-        real, home = path.resolve(), folder.resolve()
-    except (OSError, RuntimeError) as exc:  # a loop of links
-        raise UserError(f"{what} {path}: cannot follow its links ({exc}): put the file itself in {folder}") from None
-    if not real.is_relative_to(home):
-        raise UserError(f"{what} {path} is a link out of its folder (to {real}): put the file itself in {folder} "
-                        "(files named beside a table are read only inside its folder)")
-    return path
-
-
-def read_standard_errors(path: Path, models: Sequence[str], columns: Sequence[str], model_column: str) -> Any:
-    """The standard errors CSV named by a sidecar, aligned to the table: a declared schema bound to its table.
-
-    One row per model and one column per criterion, the table's model column and column names (a model or
-    column the table lacks is refused, and so is a model or column given twice); each cell empty (unknown) or a
-    number (finite and >= 0, checked by the table). A model without a row, or an empty cell, is an **unknown**
-    standard error (NaN): the intervals never separate such a model (:func:`ranking.intervals.error_source`).
-    """
-    import numpy as np
-
-    from ranking.table import _cell, _no_blank_names, _read_csv_rows
-
-    path = file_inside(path.parent, path.name, "standard errors")
-    header, rows, lines = _read_csv_rows(path)
-    where = f" in {path}"
-    if model_column not in header:
-        raise UserError(f"{path}: model column {model_column!r} not found (columns: {', '.join(header)})")
-    m = header.index(model_column)
-    _no_blank_names(header, rows, lines, m, str(path))
-    out = np.full((len(models), len(columns)), np.nan)
-    col_of: dict[int, int] = {}
-    for k, name in enumerate(header):
-        if k == m:
-            continue
-        if name not in columns:
-            raise UserError(f"{path}: column {name!r} is not a column of the score table: the standard errors "
-                            "use the table's column names")
-        if columns.index(name) in col_of.values() or name == model_column:
-            raise UserError(f"{path}: column {name!r} appears twice: give each criterion one column")
-        col_of[k] = columns.index(name)
-    seen: dict[str, int] = {}
-    for row, line in zip(rows, lines):
-        model = row[m].strip()
-        if model not in models:
-            raise UserError(f"{path}: model {model!r} is not a model of the score table")
-        if model in seen:
-            raise UserError(f"{path}: model {model!r} has two rows (lines {seen[model]} and {line}): give each "
-                            "model one row")
-        seen[model] = line
-        i = models.index(model)
-        for k, j in col_of.items():
-            out[i, j] = _cell(row[k], model, header[k], where)
     return out
 
 

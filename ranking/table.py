@@ -34,6 +34,7 @@ import numpy as np
 import yaml
 
 from ranking.floor.errors import UserError
+from ranking.floor.paths import file_inside
 from ranking.floor.yaml_io import read_yaml
 
 if TYPE_CHECKING:
@@ -363,8 +364,6 @@ class ScoreTable:
                 values[i, j] = _cell(row[k], models[i], header[k], where)
         errors = None
         if spec is not None and spec.standard_errors is not None:
-            from ranking.loading import file_inside
-
             errors_path = file_inside(Path(sidecar).parent, spec.standard_errors, "standard errors")
             if spec.standard_errors_sha256 is not None:
                 try:
@@ -648,13 +647,46 @@ def _checked_errors(errors: Any, models: Sequence[str], criteria: Sequence[Crite
 
 
 def read_standard_errors(path: Path, models: Sequence[str], columns: Sequence[str], model_column: str) -> np.ndarray:
-    """The standard errors CSV named by a sidecar, aligned to the table (:func:`ranking.loading.read_standard_errors`)."""
-    from ranking.loading import read_standard_errors as read
+    """The standard errors CSV named by a sidecar, aligned to the table: a declared schema bound to its table.
 
-    return read(path, models, columns, model_column)
+    One row per model and one column per criterion, the table's model column and column names (a model or
+    column the table lacks is refused, and so is a model or column given twice); each cell empty (unknown) or a
+    number (finite and >= 0, checked by the table). A model without a row, or an empty cell, is an **unknown**
+    standard error (NaN): the intervals never separate such a model (:func:`ranking.intervals.error_source`).
+    """
+    path = file_inside(path.parent, path.name, "standard errors")
+    header, rows, lines = _read_csv_rows(path)
+    where = f" in {path}"
+    if model_column not in header:
+        raise UserError(f"{path}: model column {model_column!r} not found (columns: {', '.join(header)})")
+    m = header.index(model_column)
+    _no_blank_names(header, rows, lines, m, str(path))
+    out = np.full((len(models), len(columns)), np.nan)
+    col_of: dict[int, int] = {}
+    for k, name in enumerate(header):
+        if k == m:
+            continue
+        if name not in columns:
+            raise UserError(f"{path}: column {name!r} is not a column of the score table: the standard errors "
+                            "use the table's column names")
+        if columns.index(name) in col_of.values() or name == model_column:
+            raise UserError(f"{path}: column {name!r} appears twice: give each criterion one column")
+        col_of[k] = columns.index(name)
+    seen: dict[str, int] = {}
+    for row, line in zip(rows, lines):
+        model = row[m].strip()
+        if model not in models:
+            raise UserError(f"{path}: model {model!r} is not a model of the score table")
+        if model in seen:
+            raise UserError(f"{path}: model {model!r} has two rows (lines {seen[model]} and {line}): give each "
+                            "model one row")
+        seen[model] = line
+        i = models.index(model)
+        for k, j in col_of.items():
+            out[i, j] = _cell(row[k], model, header[k], where)
+    return out
 
 
-# ---------------------------------------------------------------------- helpers
 def _no_duplicates(names: Sequence[str], what: str, where: str) -> None:
     seen: set[str] = set()
     for n in names:

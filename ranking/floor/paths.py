@@ -143,3 +143,28 @@ def write_bytes_atomic(path: str | Path, data: bytes, *, parents: bool = False) 
 def write_text_atomic(path: str | Path, text: str, *, parents: bool = False) -> None:
     """:func:`write_atomic` of ``text`` in UTF-8."""
     write_bytes_atomic(path, text.encode("utf-8"), parents=parents)
+
+
+def file_inside(folder: str | Path, name: str | Path, what: str) -> Path:
+    """``folder / name``, a file a sidecar names (``stderr.csv``) or one read beside a table (``seeds.csv``),
+    checked to stay inside ``folder``: a symbolic link (or ``..``) that leads out of the folder is refused in
+    one line, as every path the project reads from a declaration.
+
+    >>> import os, tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> os.symlink("/etc/hostname", d / "stderr.csv")
+    >>> file_inside(d, "stderr.csv", "standard errors")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ranking.floor.errors.UserError: standard errors .../stderr.csv is a link out of its folder (to /etc/hostname): ...
+    """
+    folder = Path(folder)
+    path = folder / name
+    try:
+        real, home = path.resolve(), folder.resolve()
+    except (OSError, RuntimeError) as exc:  # a loop of links
+        raise UserError(f"{what} {path}: cannot follow its links ({exc}): put the file itself in {folder}") from None
+    if not real.is_relative_to(home):
+        raise UserError(f"{what} {path} is a link out of its folder (to {real}): put the file itself in {folder} "
+                        "(files named beside a table are read only inside its folder)")
+    return path
