@@ -81,6 +81,9 @@ class RunKind:
     seed: str | None = None  # the spec field holding the seed, if runs of this kind are seeded
     calibrated: bool = False  # the grid's calibration measures runs of this kind and packs them as measured
     grid: str | None = None  # "module:attr": its section of the experiment config (harness.grid.sections.GridSection)
+    #: "module:attr" pair: (groups(specs, k) -> list of spec lists, run_group(group, output, *, data_root,
+    #: options) -> (run id, status, seconds, error) per run) where runs of this kind can train fused (``fuse: K``)
+    fused: tuple[str, str] | None = None
 
     def run_function(self) -> Callable[..., dict[str, Any]]:
         return load(self.run)
@@ -94,6 +97,17 @@ class RunKind:
         if self.grid is None:
             raise UserError(f"run kind {self.name!r} has no grid section")
         return load(self.grid)
+
+    def fused_groups(self, specs: list[Any], k: int) -> list[list[Any]]:
+        """``specs`` (of this kind) in the groups that train together, at most ``k`` a group; each run alone
+        for a kind that does not fuse."""
+        return load(self.fused[0])(specs, k) if self.fused and k > 1 else [[s] for s in specs]
+
+    def run_fused_group(self, group: list[Any], output: Any, **kwargs: Any) -> list[tuple[str, str, float, Any]]:
+        """Train one group of :meth:`fused_groups` as one process: each run's (id, status, seconds, error)."""
+        if not self.fused:
+            raise TypeError(f"run kind {self.name!r} does not train fused")
+        return load(self.fused[1])(group, output, **kwargs)
 
     def summary_line(self, record: dict[str, Any]) -> str:
         return load(self.summary)(record)

@@ -58,10 +58,16 @@ def test_the_first_grid_start_measures_and_writes_the_table(calibrated):
     stored = json.loads(cal.path.read_text())
     assert stored["device_kind"] == device.kind and stored["entries"][shape_key(SPEC)] == cal.doc
     rows = cal.doc["rows"]
-    sweep = [r for r in rows if not r.get("confirmation")]
     confirmations = [r for r in rows if r.get("confirmation")]
-    assert rows[:len(sweep)] == sweep  # the confirmation round comes after the sweep
+    assert rows[len(rows) - len(confirmations):] == confirmations  # the confirmation round comes after the sweep
+    # a gain shortfall measures the N before once more (under the same load) before it stops the sweep
+    remeasured = [r for r in rows if r.get("remeasured")]
+    sweep = [r for r in rows if not r.get("confirmation") and not r.get("remeasured")]
     assert [(r["n"], r["precision"]) for r in sweep] == [(n, "fp32") for n in CANDIDATES]
+    assert len(remeasured) <= len(CANDIDATES) - 1
+    for again in remeasured:  # each follows the burst at the next N, whose gain fell short
+        after = rows[rows.index(again) - 1]
+        assert after["n"] == CANDIDATES[CANDIDATES.index(again["n"]) + 1] and after["status"] == "measured"
     measured = [r for r in rows if r["status"] == "measured"]
     swept = [r for r in sweep if r["status"] == "measured"]
     # padding auto: bucket and flatten timed first at N = 1, fp32; the faster is swept, its burst the sweep's first

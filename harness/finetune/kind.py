@@ -17,5 +17,6 @@ KIND = RunKind(
     prefetch=Data("GLUE task", available="harness.finetune.prefetch:glue_available",
                   fetch="harness.finetune.prefetch:prefetch_glue"),
     seed="seed",
+    fused=("harness.finetune.fused:fuse_groups", "harness.finetune.fused:run_fused_group"),  # fuse: K
     calibrated=True,  # its runs are what the grid's calibration bursts train and pack
 )

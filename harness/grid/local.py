@@ -361,8 +361,9 @@ def execute(
 ) -> list[Outcome]:
     """The local executor (see the module docstring); outcomes in the order of ``specs``.
 
-    ``fuse`` (K > 1): the fine-tuning runs of a cell that differ only in seed train K at a time as one fused
-    group in this process (:func:`harness.finetune.fused.run_fused_group`), each with its own record.
+    ``fuse`` (K > 1): the runs of a cell that differ only in seed train K at a time as one fused group in
+    this process, for a kind that declares a ``fused`` runner (:meth:`harness.kinds.RunKind.run_fused_group`;
+    fine-tuning does), each with its own record.
 
     A failed spec does not stop the grid. ``progress``: the grid's progress bar;
     ``echo``: one line per finished run on stderr; ``verbose``: the runs' own
@@ -417,16 +418,20 @@ def execute(
 
     items = list(enumerate(specs))
     if fuse > 1:  # the fused groups first, in this process; the runs that stay alone as before
-        from harness.finetune.fused import fuse_groups, run_fused_group
+        from harness.kinds import kind_of
 
         index = {id(s): i for i, s in items}
-        groups = fuse_groups(specs, fuse)
+        by_kind: dict[str, tuple[Any, list[Spec]]] = {}
+        for spec in specs:  # each kind groups its own runs (a kind that does not fuse: each run alone)
+            by_kind.setdefault(kind_of(spec).name, (kind_of(spec), []))[1].append(spec)
+        groups = [g for kind, runs in by_kind.values() for g in kind.fused_groups(runs, fuse)]
+        groups.sort(key=lambda g: index[id(g[0])])  # in the order of each group's first run
         items = [(index[id(g[0])], g[0]) for g in groups if len(g) == 1]
         for group in (g for g in groups if len(g) > 1):
             log_file = None if verbose else store.log_dir() / f"{group[0].run_id()}.fused.log"
             with _run_output_to(log_file):
-                results = run_fused_group(group, output, data_root=data_root,
-                                          options=dict(options(group[0])) if options else {})
+                results = kind_of(group[0]).run_fused_group(group, output, data_root=data_root,
+                                                            options=dict(options(group[0])) if options else {})
             for spec, (rid, status, seconds, error) in zip(group, results):
                 outcomes[index[id(spec)]] = Outcome(rid, status, seconds, error)
                 report(outcomes[index[id(spec)]])
