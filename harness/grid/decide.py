@@ -243,9 +243,12 @@ class Decider:
 
         store = RunStore(self.exp.output)
         state = self.load_state()
-        if state.get("stop"):
+        if state.get("stop") in ("settled", "complete"):
             echo(report_text(state))
             return state
+        if state.get("stop"):  # the budget or the waves ran out: look again (a larger budget goes on)
+            state["stop"] = None
+            state.pop("report", None)
         if not state["waves"]:
             first = self.cells.first_wave(self.settings.first_seeds)
             state["waves"].append({"wave": 1, "runs": [s.run_id() for s in first]})
