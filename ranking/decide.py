@@ -371,10 +371,21 @@ def next_step(cube: SeedCube, question: Question, scorer: Scorer, *, waves_done:
     return Step(lk, wave=chosen)
 
 
-def first_wave(cube_shape: tuple[int, int], seeds: int, first_seeds: int = 2) -> list[tuple[int, int, int]]:
-    """The first wave: (model, unit, seed index) for the first ``first_seeds`` seeds of every cell."""
+def first_wave(cube_shape: tuple[int, int], seeds: int, first_seeds: int = 1) -> list[tuple[int, int, int]]:
+    """The first wave: (model, unit, seed index) for the first ``first_seeds`` seeds of every cell; with
+    ``first_seeds`` 1, a second seed for every other cell (checkerboard over models and units), so that every
+    unit's spread, pooled across models, is known from about half of them.
+
+    >>> first_wave((2, 2), 5, 1)
+    [(0, 0, 0), (0, 0, 1), (0, 1, 0), (1, 0, 0), (1, 1, 0), (1, 1, 1)]
+    """
     n, u = cube_shape
-    return [(i, t, s) for i in range(n) for t in range(u) for s in range(min(first_seeds, seeds))]
+    out = []
+    for i in range(n):
+        for t in range(u):
+            count = first_seeds if first_seeds > 1 else (2 if (i + t) % 2 == 0 or n == 1 else 1)
+            out += [(i, t, s) for s in range(min(count, seeds))]
+    return out
 
 
 def wave_seeds(wave: Sequence[tuple[int, int]], counts: np.ndarray) -> list[tuple[int, int, int]]:
@@ -402,29 +413,32 @@ class Replay:
     wrong_settled: bool
 
 
-def full_blocks(full: SeedCube, question: Question, scorer: Scorer) -> list[int]:
-    """The full grid's point order (model indices, best first)."""
-    point = scorer(full.means()[None])[0]
-    return [int(i) for i in np.argsort(-np.where(np.isnan(point), -np.inf, point), kind="stable")]
+def full_scores(full: SeedCube, scorer: Scorer) -> np.ndarray:
+    """The full grid's point scores (the rule on every seed's mean)."""
+    return scorer(full.means()[None])[0]
 
 
-def same_decision(blocks: Sequence[Sequence[int]], full_order: Sequence[int], question: Question) -> bool:
-    """Whether a decision (blocks) equals the full grid's: the same winner / top-k set; for tiers, every pair of
-    models in different tiers in the full grid's order (a tier makes no claim about the order inside it)."""
-    if question.kind in ("winner", "top"):
-        k = 1 if question.kind == "winner" else question.k
-        return set(blocks[0]) == set(full_order[:k])
-    rank = {m: r for r, m in enumerate(full_order)}
-    start = 0
+def same_decision(blocks: Sequence[Sequence[int]], scores: np.ndarray, question: Question) -> bool:
+    """Whether a decision (blocks, best first) is the full grid's: no model of a later block scores above a model
+    of an earlier one in the full grid (``scores``; an exact tie there is no contradiction: the full grid cannot
+    tell those models apart either). For tiers, a tier makes no claim about the order inside it.
+
+    >>> same_decision([(1,), (0, 2)], np.array([1.0, 3.0, 3.0]), Question("winner"))
+    True
+    >>> same_decision([(0,), (1, 2)], np.array([1.0, 3.0, 2.0]), Question("winner"))
+    False
+    """
+    s = np.where(np.isnan(scores), -np.inf, np.asarray(scores, dtype=float))
+    floor = np.inf
     for block in blocks:
-        if any(not start <= rank[m] < start + len(block) for m in block):
+        if s[list(block)].max() > floor:
             return False
-        start += len(block)
+        floor = min(floor, float(s[list(block)].min()))
     return True
 
 
-def replay(full: SeedCube, question: Question, scorer: Scorer, *, rng: np.random.Generator, first_seeds: int = 2,
-           budget: float = math.inf, draws: int = DEFAULT_DRAWS, full_order: Sequence[int] | None = None,
+def replay(full: SeedCube, question: Question, scorer: Scorer, *, rng: np.random.Generator, first_seeds: int = 1,
+           budget: float = math.inf, draws: int = DEFAULT_DRAWS, scores: np.ndarray | None = None,
            runs_fixed: int = 0) -> Replay:
     """The adaptive procedure against one full grid: the seeds of every cell come in a random order; each wave
     reveals the seeds :func:`next_step` asks for. ``runs_fixed``: runs without seeds (bias runs) counted in both
@@ -442,11 +456,12 @@ def replay(full: SeedCube, question: Question, scorer: Scorer, *, rng: np.random
         src = perm[i, u, s]
         cube.values[i, cols, s] = full.values[i, cols, src]
 
-    for i, u, s in first_wave((n, n_units), s_full, first_seeds):
+    wave1 = first_wave((n, n_units), s_full, first_seeds)
+    for i, u, s in wave1:
         reveal(i, u, s)
-    used = n * n_units * min(first_seeds, s_full)
+    used = len(wave1)
     waves = 1
-    order = full_order if full_order is not None else full_blocks(full, question, scorer)
+    truth = scores if scores is not None else full_scores(full, scorer)
     while True:
         step = next_step(cube, question, scorer, waves_done=waves, budget_left=budget - used - runs_fixed,
                          draws=draws, seed=int(rng.integers(2**31)))
@@ -456,7 +471,7 @@ def replay(full: SeedCube, question: Question, scorer: Scorer, *, rng: np.random
             reveal(i, u, s)
         used += len(step.wave)
         waves += 1
-    equal = same_decision(step.look.blocks, order, question)
+    equal = same_decision(step.look.blocks, truth, question)
     return Replay(step.look.blocks, step.stop, used + runs_fixed, n * n_units * s_full + runs_fixed, waves, equal,
                   step.stop == SETTLED and not equal)
 

@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ranking.decide import Question, SeedCube, column_scorer, full_blocks, replay  # noqa: E402
+from ranking.decide import Question, SeedCube, column_scorer, full_scores, replay  # noqa: E402
 
 DATA = ROOT / "scripts" / "data"
 ENCODERS = ("bert_base_uncased", "bert_base_cased", "roberta_base", "microsoft_deberta_v3_base")
@@ -126,9 +126,8 @@ def run(setting: Setting, decision: str, replays: int, draws: int, first_seeds: 
     started = time.perf_counter()
     for _ in range(replays):
         full = setting.full_grid(rng)
-        order = full_blocks(full, question, setting.scorer)
         r = replay(full, question, setting.scorer, rng=rng, first_seeds=first_seeds, draws=draws,
-                   full_order=order, runs_fixed=setting.runs_fixed)
+                   scores=full_scores(full, setting.scorer), runs_fixed=setting.runs_fixed)
         used.append(r.runs / r.full_runs)
         equal += r.equal
         wrong += r.wrong_settled
@@ -153,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decisions", default="winner,top3,tiers")
     parser.add_argument("--column", default=None, help="scenario column (paper7: default am_performance)")
     parser.add_argument("--draws", type=int, default=1000, help="predictive draws per look")
-    parser.add_argument("--first-seeds", type=int, default=2)
+    parser.add_argument("--first-seeds", type=int, default=1)
     parser.add_argument("--data-root", default=os.environ.get("VNR_DATA_ROOT"))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

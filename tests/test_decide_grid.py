@@ -31,7 +31,7 @@ def _grid(tmp_path, **decide):
     scenario.write_text(yaml.safe_dump(SCENARIO))
     doc = {"name": "d", "output": str(tmp_path / "out"),
            "finetune": {"models": list(ACCURACY), "tasks": ["rte"], "seeds": [0, 1, 2, 3]},
-           "decide": {"scenario": str(scenario), "draws": 400, **decide}}
+           "decide": {"scenario": str(scenario), "draws": 400, "first_seeds": 2, **decide}}
     config = tmp_path / "d.yaml"
     config.write_text(yaml.safe_dump(doc))
     return config, parse_experiment(doc)

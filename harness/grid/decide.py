@@ -8,8 +8,9 @@
     vnr status CONFIG                                               # the waves, what is settled, what runs
 
 The declaration is :class:`~harness.grid.settings.DecideSettings` (a config's ``decide:``, ``vnr run``'s flags,
-``harness.run_grid(decide=...)``). The first wave runs ``first_seeds`` seeds of every fine-tuning cell (model ×
-task) and every run without seeds (bias); after each wave the run store is read into per-seed results, the
+``harness.run_grid(decide=...)``). The first wave runs one seed of every fine-tuning cell (model × task), a
+second on every other cell (``first_seeds: 1``, the default; ``first_seeds: N``: N seeds of every cell) and every
+run without seeds (bias); after each wave the run store is read into per-seed results, the
 scenario column's decision is looked at (:func:`ranking.decide.next_step`, the code the replay bench runs), and
 the next wave gets only the runs that can still change it. The grid stops when the decision is settled at the
 level, when the seeds of every model that could change it ran out, or when the budget is spent.
@@ -98,9 +99,12 @@ class Cells:
         return cls(exp, models, tasks, seeds, by_cell, fixed)
 
     def first_wave(self, first_seeds: int) -> list[Any]:
-        seeds = self.seeds[:first_seeds]
-        return [*(self.by_cell[(m, t, s)] for m in self.models for t in self.tasks for s in seeds
-                  if (m, t, s) in self.by_cell), *self.fixed]
+        """The first wave (:func:`ranking.decide.first_wave`, the one the replay runs) and every run without seeds."""
+        from ranking.decide import first_wave
+
+        cells = first_wave((len(self.models), len(self.tasks)), len(self.seeds), first_seeds)
+        keys = [(self.models[i], self.tasks[t], self.seeds[s]) for i, t, s in cells]
+        return [*(self.by_cell[k] for k in keys if k in self.by_cell), *self.fixed]
 
 
 def collected(exp: Any, cells: Cells, scenario: Any) -> tuple[Any, Any, list[str]]:
@@ -182,9 +186,10 @@ class Decider:
         s = self.settings
         self.question = Question(s.decision, s.top if s.decision == "top" else 1, s.level, s.waves)
         self.cells = Cells.of(self.exp)
-        if len(self.cells.seeds) < s.first_seeds:
-            raise UserError(f"decide.first_seeds {s.first_seeds}: the grid has {len(self.cells.seeds)} seed(s); list at "
-                            f"least {s.first_seeds} under finetune.seeds (the first wave estimates each cell's spread)")
+        if len(self.cells.seeds) < max(s.first_seeds, 2):
+            raise UserError(f"--decide: the grid has {len(self.cells.seeds)} seed(s) and the first wave runs "
+                            f"{max(s.first_seeds, 2)} where it estimates the seed spread: list at least "
+                            f"{max(s.first_seeds, 2)} under finetune.seeds")
 
     def declaration(self) -> dict[str, Any]:
         d = asdict(self.settings)
@@ -195,11 +200,15 @@ class Decider:
         total = len(self.exp.specs)
         first = self.cells.first_wave(self.settings.first_seeds)
         return (f"decide: {self.question.describe()}, column {self.column} of {self.scenario.name}; "
-                f"wave 1: {len(first)} of {total} runs ({self.settings.first_seeds} seeds of every cell"
+                f"wave 1: {len(first)} of {total} runs ({self._first_text()}"
                 f"{', the runs without seeds' if self.cells.fixed else ''}); then, after each look, the runs that "
                 f"can still change the decision, at most {self.settings.waves} waves"
                 + (f"; budget {self.settings.budget_runs} runs" if self.settings.budget_runs else "")
                 + (f"; budget {self.settings.budget_gpu_hours:g} GPU-hours" if self.settings.budget_gpu_hours else ""))
+
+    def _first_text(self) -> str:
+        n = self.settings.first_seeds
+        return "one seed of every cell, a second on every other" if n == 1 else f"{n} seeds of every cell"
 
     def load_state(self) -> dict[str, Any]:
         state = read_state(self.exp.output)

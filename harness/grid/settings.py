@@ -346,8 +346,9 @@ class DecideSettings:
     waves: Annotated[int, Number(ge=2, le=50), Help(
         "most waves (looks): the level is spent over them; the last runs every seed left to the models that can "
         "still change the decision (default 4)")] = 4
-    first_seeds: Annotated[int, Number(ge=2, le=10_000), Help(
-        "seeds per cell in the first wave, at least 2: every cell's spread is estimated (default 2)")] = 2
+    first_seeds: Annotated[int, Number(ge=1, le=10_000), Help(
+        "the first wave: 1 (default): one seed of every cell and a second on every other cell, the seed spread "
+        "pooled across models per task; N: N seeds of every cell")] = 1
     budget_runs: Annotated[Count, Help("stop before the runs of the grid exceed this many")] | None = None
     budget_gpu_hours: Annotated[PositiveFloat, Help(
         "stop before the runs' GPU-hours (measured; a run to come: the mean of its task's) exceed this")] | None = None
