@@ -269,6 +269,11 @@ def decide_command(args: argparse.Namespace, exp, specs, settings, decide) -> in
         from harness.grid import arrays, slurm
 
         slurm.log_folder(exp.output)
+        import shutil
+
+        if shutil.which("sbatch") is None or shutil.which("srun") is None:  # before any state is written
+            raise UserError("--executor slurm: sbatch/srun not found on this machine: run on a SLURM login node "
+                            "(or start a local one with slurm/start-local-cluster.sh)")
         per_task = arrays.runs_per_task(settings)
 
         def submit(todo):

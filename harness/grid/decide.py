@@ -107,7 +107,7 @@ class Cells:
         return [*(self.by_cell[k] for k in keys if k in self.by_cell), *self.fixed]
 
 
-def collected(exp: Any, cells: Cells, scenario: Any) -> tuple[Any, Any, list[str]]:
+def collected(exp: Any, cells: Cells, scenario: Any, *, quiet: bool = False) -> tuple[Any, Any, list[str]]:
     """The runs so far as (seed cube, scenario table): the kinds' collectors (:mod:`harness.grid.collect`) on the
     finished runs, each cell's per-seed values, fixed criteria (bias) as they are. Also the model rows."""
     import numpy as np
@@ -148,7 +148,14 @@ def collected(exp: Any, cells: Cells, scenario: Any) -> tuple[Any, Any, list[str
     crits = [Criterion(c, **{k: v for k, v in table.meta[c].items() if k in known and k != "name"}) for c in names]
     keep = ~np.isnan(means).all(axis=1)
     raw = ScoreTable(tuple(lb for lb, k in zip(labels, keep) if k), tuple(crits), means[keep])
-    built = scenario.build_table(raw)
+    scenario_log = logging.getLogger("ranking.scenarios.scenario")
+    level = scenario_log.level
+    if quiet:  # the scenario's notes about the table (criteria left out, ...) were shown at the first look
+        scenario_log.setLevel(logging.ERROR)
+    try:
+        built = scenario.build_table(raw)
+    finally:
+        scenario_log.setLevel(level)
     s_count = len(cells.seeds)
     values = np.full((built.n_models, built.n_criteria, s_count), np.nan)
     unit = np.full(built.n_criteria, -1)
@@ -258,6 +265,7 @@ class Decider:
         if state.get("stop"):  # the budget or the waves ran out: look again (a larger budget goes on)
             state["stop"] = None
             state.pop("report", None)
+        looked = False
         if not state["waves"]:
             first = self.cells.first_wave(self.settings.first_seeds)
             state["waves"].append({"wave": 1, "runs": [s.run_id() for s in first]})
@@ -269,7 +277,8 @@ class Decider:
                  f"({sum(store.is_done(s) for s in specs)} already done)")
             if not run_wave(specs):
                 raise WaveFailed(f"wave {wave['wave']}: some runs failed; `vnr run` again retries them and goes on")
-            cube, built, _ = collected(self.exp, self.cells, self.scenario)
+            cube, built, _ = collected(self.exp, self.cells, self.scenario, quiet=looked)
+            looked = True
             scorer = column_scorer(self.scenario, self.column, built)
             left, hours = self.budget(store)
             cost = None
