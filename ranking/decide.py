@@ -60,7 +60,7 @@ KINDS = ("winner", "top", "tiers")
 #: Drawn full tables per look.
 DEFAULT_DRAWS = 2000
 #: Looks (waves) by default: the level is spent over them.
-DEFAULT_WAVES = 4
+DEFAULT_WAVES = 6
 #: A wave gives one more seed to every cell buying at least this share of the best cell's value.
 WAVE_SHARE = 0.1
 #: How a grid's decision ended.

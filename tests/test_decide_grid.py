@@ -101,7 +101,7 @@ def test_cli_dry_run_shows_the_first_wave_and_the_plan(tmp_path, capsys):
     config, _ = _grid(tmp_path)
     assert main(["run", str(config), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "wave 1: 6 to run, 0 done" in out and "at most 4 waves" in out
+    assert "wave 1: 6 to run, 0 done" in out and "at most 6 waves" in out
     assert main(["run", str(config), "--dry-run", "--executor", "slurm", "--decision", "top", "--top", "2",
                  "--runs-per-gpu", "1"]) == 0
     out = capsys.readouterr().out

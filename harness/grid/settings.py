@@ -345,7 +345,7 @@ class DecideSettings:
         "the chance, at least, that a settled decision is the full grid's (default 0.95), spent over the waves")] = 0.95
     waves: Annotated[int, Number(ge=2, le=50), Help(
         "most waves (looks): the level is spent over them; the last runs every seed left to the models that can "
-        "still change the decision (default 4)")] = 4
+        "still change the decision (default 6)")] = 6
     first_seeds: Annotated[int, Number(ge=1, le=10_000), Help(
         "the first wave: 1 (default): one seed of every cell and a second on every other cell, the seed spread "
         "pooled across models per task; N: N seeds of every cell")] = 1
