@@ -165,6 +165,8 @@ def test_every_decide_field_is_reachable_with_one_validation(name, tmp_path, cap
 
 def test_a_bad_scenario_or_column_is_one_line(tmp_path, capsys):
     config, _ = _grid(tmp_path)
+    assert main(["run", str(config), "--dry-run", "--top", "2"]) == 2
+    assert capsys.readouterr().err.strip().endswith("add --decision top, or leave --top out")
     assert main(["run", str(config), "--dry-run", "--column", "nope"]) == 2
     assert "unknown column 'nope'" in capsys.readouterr().err
     assert main(["run", str(config), "--dry-run", "--decide", str(tmp_path / "missing.yaml")]) == 2

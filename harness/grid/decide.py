@@ -72,6 +72,10 @@ def settings_of(exp: Any, given: Mapping[str, Any] | DecideSettings | None, *, n
     checked = validate(DecideSettings, given, names=names or (lambda n: n))
     base = exp.decide or DecideSettings()
     out = replace(base, **{k: getattr(checked, k) for k in given})
+    if "top" in given and out.decision != "top":
+        name = (names or (lambda n: n))
+        raise UserError(f"{name('top')} is the k of {name('decision')} top, and the decision is {out.decision}: "
+                        f"add {name('decision')} top, or leave {name('top')} out")
     return out if out.scenario is not None else None
 
 
