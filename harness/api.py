@@ -79,8 +79,14 @@ def run_grid(
     calibration_budget_s: float | None = None,
     gpus: Any = None,
     fuse: int | str | None = None,
+    decide: Any = None,
 ) -> list[Any]:
     """Run an experiment config's grid locally (finished runs skipped) and return one outcome per spec.
+
+    ``decide`` (a mapping of :class:`~harness.grid.settings.DecideSettings` fields, e.g. ``{"scenario":
+    "configs/scenarios/user_weighted.yaml", "decision": "top", "top": 3}``, over the config's ``decide:``): run in
+    waves until the scenario's decision is settled (:mod:`harness.grid.decide`); the outcomes are those of the
+    runs the waves ran, and ``harness.grid.decide.read_state(output)["report"]`` holds the decision.
 
     ``runs_per_gpu`` (N or ``"auto"``; default: the config's ``local:``, else auto where a GPU is used),
     ``calibrate`` (False: no calibration bursts), ``calibration_budget_s`` and ``gpus`` (GPU indices or a
@@ -110,6 +116,9 @@ def run_grid(
     flags = validate(LocalSettings, given, names=lambda name: name)  # as the config's local: keys
     exp = load_experiment(config, output=output)
     exp = replace(exp, local=replace(exp.local, **{key: getattr(flags, key) for key in given}))
+    from harness.grid.decide import settings_of
+
+    deciding = settings_of(exp, decide)  # checked by the declaration, as the config's decide: keys
     specs = select_specs(exp.specs, list(only) if only else None)
     root = resolve_data_root(data_root)
     if check:
@@ -122,5 +131,20 @@ def run_grid(
     store = RunStore(exp.output)
     pending = [s for s in specs if not store.is_done(s)]
     plan, packing = local_packing(exp, specs, pending, data_root=root)
+    if deciding is not None:
+        from harness.grid.decide import run_local
+
+        if only:
+            raise UserError("only= selects part of the grid, and decide= decides on the whole grid: leave one out")
+        outcomes: list[Any] = []
+
+        def wave(todo: list[Any]) -> list[Any]:
+            done = execute(todo, exp.output, data_root=root, progress=progress, isolate=isolate,
+                           options=lambda s: {**exp.options_for(s), **plan.options(s)}, **packing)
+            outcomes.extend(done)
+            return done
+
+        run_local(exp, deciding, execute_wave=wave, echo=lambda text: None)
+        return outcomes
     return execute(specs, exp.output, data_root=root, progress=progress, isolate=isolate,
                    options=lambda s: {**exp.options_for(s), **plan.options(s)}, **packing)

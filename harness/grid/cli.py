@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from harness.flags import add_flags, flag, names, values
-from harness.grid.settings import PACKING_FIELDS, LocalSettings, SlurmSettings
+from harness.grid.settings import PACKING_FIELDS, DecideSettings, LocalSettings, SlurmSettings
 from harness.kinds import KINDS
 
 log = logging.getLogger("harness.grid")
@@ -70,6 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_flags(local, LocalSettings, only=LOCAL_FIELDS, defaults=False)
     slurm = run.add_argument_group("SLURM (override the config's slurm: section; checked like it)")
     add_flags(slurm, SlurmSettings, only=SLURM_FIELDS, defaults=False)  # from their declarations, as the config's
+    decide = run.add_argument_group(
+        "decide first (override the config's decide: section; checked like it): run in waves, stop when the "
+        "scenario's decision is settled (harness/README.md, 'Decide first')")
+    add_flags(decide, DecideSettings, defaults=False)
     slurm.add_argument("--wait", action="store_true",
                        help="after submitting, show a live status line (done/running/queued/failed) until the "
                        "array has left the queue; exit 1 if a run failed")
@@ -195,6 +199,108 @@ def check_flag_combinations(args: argparse.Namespace) -> None:
                         f"process): leave it out with {'--executor slurm' if args.executor == 'slurm' else '--sbatch-args'}")
 
 
+def decide_settings(exp, args: argparse.Namespace):
+    """The config's ``decide:`` with the decide flags over it (:class:`~harness.grid.settings.DecideSettings`, each
+    refusal naming its flag); None when neither names a scenario."""
+    from harness.grid.decide import settings_of
+
+    return settings_of(exp, values(args, DecideSettings), names=names(DecideSettings))
+
+
+def decide_command(args: argparse.Namespace, exp, specs, settings, decide) -> int:
+    """``vnr run --decide``: the grid in waves (:mod:`harness.grid.decide`), local or SLURM."""
+    from harness.grid.decide import Decider, WaveFailed, run_local, run_slurm
+    from harness.grid.status import grid_status
+    from ranking.floor.errors import UserError
+    from ranking.floor.paths import resolve_data_root
+
+    if args.only:
+        raise UserError("--only selects part of the grid, and --decide decides on the whole grid: leave one out")
+    if args.sbatch_args or args.wait:
+        what = "--sbatch-args" if args.sbatch_args else "--wait"
+        raise UserError(f"{what} sizes or follows one array; --decide submits one array per wave and waits for each "
+                        f"itself: leave {what} out")
+    decider = Decider(exp, decide)  # the scenario and its column are checked before anything runs
+    if args.list:
+        for i, st in enumerate(grid_status(exp, specs)):
+            print(f"{i}\t{st.run_id}\t{st.state}")
+        return 0
+    data_root = resolve_data_root(args.data_root)
+    first = decider.cells.first_wave(decide.first_seeds)
+    if args.dry_run:
+        print(decider.plan_text())
+        from harness.store import RunStore
+
+        store = RunStore(exp.output)
+        todo = [s for s in first if not store.is_done(s)]
+        print(f"wave 1: {len(todo)} to run, {len(first) - len(todo)} done (dry run: nothing ran)")
+        print(spec_counts(todo, indent=""))
+        if args.executor == "slurm":
+            from harness.grid import arrays, slurm
+
+            per_task = arrays.runs_per_task(settings)
+            n_tasks = -(-len(todo) // arrays.group_size(per_task))
+            print(f"# wave 1 as one array of {n_tasks} tasks; the driver (this command, without --dry-run) waits "
+                  "for it, looks, and submits the next wave's array")
+            print(slurm.sbatch_script(settings, exp.output, max(n_tasks, 1), name=exp.name))
+        return 0
+    from harness.prefetch import check_available
+
+    check_available(exp, specs=specs, data_root=data_root, config=args.config)
+    try:
+        if args.executor == "local":
+            from harness.grid.calibrate import format_table, local_packing
+            from harness.grid.local import execute
+            from harness.store import RunStore
+
+            RunStore(exp.output).ensure_writable()
+            store = RunStore(exp.output)
+            plan, packing = local_packing(exp, specs, [s for s in specs if not store.is_done(s)], data_root=data_root)
+            if plan.calibration is not None:
+                print(format_table(plan.calibration))
+
+            def execute_wave(wave):
+                return execute(wave, exp.output, data_root=data_root, progress=not args.no_progress,
+                               options=lambda s: {**exp.options_for(s), **plan.options(s)}, isolate=args.isolate,
+                               **packing)
+
+            run_local(exp, decide, execute_wave=execute_wave)
+            return 0
+        from harness.grid import arrays, slurm
+
+        slurm.log_folder(exp.output)
+        import shutil
+
+        if shutil.which("sbatch") is None or shutil.which("srun") is None:  # before any state is written
+            raise UserError("--executor slurm: sbatch/srun not found on this machine: run on a SLURM login node "
+                            "(or start a local one with slurm/start-local-cluster.sh)")
+        per_task = arrays.runs_per_task(settings)
+
+        def submit(todo):
+            packing: dict = {"runs_per_gpu": per_task} if per_task != 1 else {}
+            calibration = arrays.calibration_payload(settings, specs, todo)
+            if calibration is not None:
+                packing["calibration"] = calibration
+            array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root,
+                                    options=exp.options_for, **packing)
+            print(f"submitted array {array_id} with {len(todo)} runs; logs in {Path(exp.output) / 'logs' / 'slurm'}")
+            return array_id
+
+        def wait(array_id, pending):
+            import time
+
+            if array_id is not None:
+                slurm.wait_for_array(array_id)
+            while any(st.state in ("running", "queued") for st in grid_status(exp, pending)):
+                time.sleep(5.0)  # runs of an earlier driver's array, still in the queue
+
+        run_slurm(exp, decide, submit=submit, wait=wait)
+        return 0
+    except WaveFailed as exc:
+        print(f"decide: {exc}; see `{follow_up('status', args)}`", file=sys.stderr)
+        return 1
+
+
 def run_command(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -207,9 +313,12 @@ def run_command(args: argparse.Namespace) -> int:
     # every flag is checked before anything is printed or run, whatever the executor
     settings = slurm_settings(exp, args)
     exp = replace(exp, local=local_settings(exp, args))
+    decide = decide_settings(exp, args)
     if args.count:
         print(len(specs))
         return 0
+    if decide is not None:
+        return decide_command(args, exp, specs, settings, decide)
     if args.sbatch_args:
         print("\n".join(sbatch_args(settings, exp, specs, only=args.only, calibrate_runs=settings.calibrate)))
         return 0
@@ -443,6 +552,10 @@ def status_command(args: argparse.Namespace) -> int:
     if not args.summary and shown:
         print(format_table(shown, wide=args.wide))
     print(totals_line(statuses))
+    from harness.grid.decide import status_lines
+
+    for line in status_lines(exp):
+        print(line)
     _note_not_on_disk(statuses, specs, args.config)
     return 0
 

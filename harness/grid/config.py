@@ -68,6 +68,7 @@ from typing import Any
 # the settings and SLURM checks live in harness.grid.settings; they are named here for the grid's users
 from harness.grid.settings import (  # noqa: F401
     MAX_RUNS_PER_GPU,
+    DecideSettings,
     LocalSettings,
     SlurmSettings,
     parse_time_min,
@@ -96,6 +97,7 @@ class Experiment:
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
     run_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # kind -> run function kwargs
     local: LocalSettings = field(default_factory=LocalSettings)
+    decide: DecideSettings | None = None  # the config's decide: (harness.grid.decide), None without one
 
     def axis(self, kind: str, key: str) -> tuple[Any, ...]:
         """The values of a section's list key (``axis("finetune", "tasks")``; none where the grid has no
@@ -192,6 +194,7 @@ def parse_experiment(doc: Any, *, where: str = "config", default_name: str = "ex
         slurm=_settings(SlurmSettings, config.slurm, {"time": "time_min"}),
         run_options=run_options,
         local=_settings(LocalSettings, config.local, {}),
+        decide=None if config.decide is None else _settings(DecideSettings, config.decide, {}),
     )
 
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from harness.grid.settings import LocalSettings, SlurmSettings, slurm_name
+from harness.grid.settings import DecideSettings, LocalSettings, SlurmSettings, slurm_name
 from harness.schema import Seed
 from ranking.floor.schema import Check, Name, OneLine, Text, adapter, fields_model
 from ranking.settings import PRESETS
@@ -145,6 +145,7 @@ Seeds = Annotated[
 # ---------------------------------------------------------------------------- options, derived from the declarations
 SlurmSection = fields_model(SlurmSettings, optional=True, rename=(("time_min", "time"),))
 LocalSection = fields_model(LocalSettings, optional=True)
+DecideSection = fields_model(DecideSettings, optional=True)
 
 
 def _label(text: str) -> str:
@@ -206,6 +207,8 @@ def experiment_config() -> Any:
             **{k.name: (k.grid_section().model(k) | None, None) for k in table},
             slurm=(SlurmSection | None, Field(None, description="defaults for --executor slurm (the CLI overrides them)")),
             local=(LocalSection | None, Field(None, description="defaults for the local executor")),
+            decide=(DecideSection | None, Field(None, description="decide first: run in waves until the scenario's "
+                                                "decision is settled (vnr run --decide; the CLI overrides it)")),
         )
     return _BUILT[key]
 

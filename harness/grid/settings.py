@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from harness.flags import Cli
 from ranking.floor.errors import UserError
@@ -28,6 +28,7 @@ from ranking.floor.schema import (
     Flag,
     Help,
     Number,
+    OneLine,
     PositiveFloat,
     Refusal,
     Shown,
@@ -367,6 +368,38 @@ class LocalSettings:
 
     def __post_init__(self) -> None:
         check_fields(self, at=("local",))
+
+
+DecisionKind = Literal["winner", "top", "tiers"]
+
+
+@dataclass(frozen=True)
+class DecideSettings:
+    """Decide first (a config's ``decide:``; ``vnr run --decide SCENARIO``; ``harness.run_grid(decide=...)``): run
+    the grid in waves and stop once the scenario column's decision is settled at the level
+    (:mod:`harness.grid.decide`, the statistics in :mod:`ranking.decide`)."""
+
+    scenario: Annotated[OneLine, Cli("--decide", metavar="SCENARIO"), Help(
+        "scenario YAML whose column's decision the grid settles (weights, rule, setting, vote), e.g. "
+        "configs/scenarios/user_weighted.yaml")] | None = None
+    column: Annotated[OneLine, Help("the scenario column to decide on (default: the scenario's reference)")] | None = None
+    decision: Annotated[DecisionKind, Help("what must be settled: winner, top (the top k, --top) or tiers")] = "winner"
+    top: Annotated[int, Number(ge=1, le=10_000), Help("k of decision top (default 3)")] = 3
+    level: Annotated[float, Number(ge=0.5, lt=1.0), Help(
+        "the chance, at least, that a settled decision is the full grid's (default 0.95), spent over the waves")] = 0.95
+    waves: Annotated[int, Number(ge=2, le=50), Help(
+        "most waves (looks): the level is spent over them; the last runs every seed left to the models that can "
+        "still change the decision (default 6)")] = 6
+    first_seeds: Annotated[int, Number(ge=1, le=10_000), Help(
+        "the first wave: 1 (default): one seed of every cell and a second on every other cell, the seed spread "
+        "pooled across models per task; N: N seeds of every cell")] = 1
+    budget_runs: Annotated[Count, Help("stop before the runs of the grid exceed this many")] | None = None
+    budget_gpu_hours: Annotated[PositiveFloat, Help(
+        "stop before the runs' GPU-hours (measured; a run to come: the mean of its task's) exceed this")] | None = None
+    draws: Annotated[int, Number(ge=200, le=1_000_000), Help("predictive draws per look (default 2000)")] = 2000
+
+    def __post_init__(self) -> None:
+        check_fields(self, at=("decide",))
 
 
 def slurm_value(key: str, value: Any, where: str) -> Any:
