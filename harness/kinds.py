@@ -84,6 +84,9 @@ class RunKind:
     #: "module:attr" pair: (groups(specs, k) -> list of spec lists, run_group(group, output, *, data_root,
     #: options) -> (run id, status, seconds, error) per run) where runs of this kind can train fused (``fuse: K``)
     fused: tuple[str, str] | None = None
+    #: "module:attr": criteria_of(target) -> the matrix columns a run on that target scores (decide first draws
+    #: them seed by seed: :mod:`harness.grid.decide`); None for a kind whose runs decide first does not spend
+    criteria_of: str | None = None
 
     def run_function(self) -> Callable[..., dict[str, Any]]:
         return load(self.run)
@@ -108,6 +111,10 @@ class RunKind:
         if not self.fused:
             raise TypeError(f"run kind {self.name!r} does not train fused")
         return load(self.fused[1])(group, output, **kwargs)
+
+    def criteria_names(self, target: str) -> list[str]:
+        """The matrix columns a run of this kind on ``target`` scores (its kind's ``criteria_of``)."""
+        return list(load(self.criteria_of)(target)) if self.criteria_of else []
 
     def summary_line(self, record: dict[str, Any]) -> str:
         return load(self.summary)(record)

@@ -188,7 +188,7 @@ def test_a_third_kind_has_a_grid_section(toy, tmp_path):
                             "models": ["tiny:bert"]}, "finetune": {"models": ["tiny:bert"], "tasks": ["rte"]}})
     assert [s.kind for s in both.specs] == ["finetune", "bias", "toy", "toy", "toy", "toy"]
     schema = config_json_schema()
-    assert list(schema["properties"])[5:] == ["finetune", "bias", "toy", "slurm", "local"]
+    assert list(schema["properties"])[5:] == ["finetune", "bias", "toy", "slurm", "local", "decide"]
     toy_schema = schema["$defs"]["Toy"]
     assert set(toy_schema["properties"]) == {"models", "items", "options", "overrides", "run_options"}
     assert set(schema["$defs"]["ToyOverride"]["properties"]) == {"models", "items", "set"}
@@ -240,7 +240,7 @@ def test_the_config_without_the_third_kind_has_no_section_for_it(tmp_path):
     from harness.grid.config import config_json_schema, parse_experiment
 
     assert "toy" not in config_json_schema()["properties"]
-    with pytest.raises(UserError, match=r"^c: unknown key 'toy' — remove it or fix its spelling \(allowed: .*finetune, bias, slurm, local\)"):
+    with pytest.raises(UserError, match=r"^c: unknown key 'toy' — remove it or fix its spelling \(allowed: .*finetune, bias, slurm, local, decide\)"):
         parse_experiment({"name": "toys", "toy": {"models": ["tiny:bert"], "items": ["apples"]}}, where="c")
 
 

@@ -18,5 +18,6 @@ KIND = RunKind(
                   fetch="harness.finetune.prefetch:prefetch_glue"),
     seed="seed",
     fused=("harness.finetune.fused:fuse_groups", "harness.finetune.fused:run_fused_group"),  # fuse: K
+    criteria_of="harness.finetune.tasks:criteria_names",  # a task's columns (decide first spends its seeds)
     calibrated=True,  # its runs are what the grid's calibration bursts train and pack
 )

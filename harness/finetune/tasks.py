@@ -438,3 +438,12 @@ def load_task(
     data.train = data.train.head(max_train_samples)
     data.evals = {k: v.head(max_eval_samples) for k, v in data.evals.items()}
     return data
+
+
+def criteria_names(task: str) -> list[str]:
+    """The matrix columns a fine-tuning run on ``task`` scores (its record's criteria, in order).
+
+    >>> criteria_names("mrpc")
+    ['mrpc_acc', 'mrpc_f1']
+    """
+    return [c.name for c in get_task(task).criteria]

@@ -82,7 +82,7 @@ def settings_of(exp: Any, given: Mapping[str, Any] | DecideSettings | None, *, n
 # ---------------------------------------------------------------------------- the grid's cells
 @dataclass
 class Cells:
-    """The fine-tuning specs by (model, task, seed), the runs without seeds, and the grid's axes."""
+    """The seeded kind's specs by (model, target, seed), the runs without seeds, and the grid's axes."""
 
     exp: Any
     models: tuple[str, ...]
@@ -90,17 +90,28 @@ class Cells:
     seeds: tuple[int, ...]
     by_cell: dict[tuple[str, str, int], Any]
     fixed: list[Any]
+    kind: Any  # the seeded run kind's record (harness.kinds.RunKind)
 
     @classmethod
     def of(cls, exp: Any) -> Cells:
-        tasks = tuple(exp.axis("finetune", "tasks"))
-        seeds = tuple(exp.axis("finetune", "seeds"))
-        by_cell = {(s.model, s.task, s.seed): s for s in exp.specs if s.kind == "finetune"}
-        if not by_cell:
-            raise UserError(f"{exp.source}: --decide needs a finetune: section (its seeds are what waves spend)")
-        models = tuple(dict.fromkeys(s.model for s in exp.specs if s.kind == "finetune"))
-        fixed = [s for s in exp.specs if s.kind != "finetune"]
-        return cls(exp, models, tasks, seeds, by_cell, fixed)
+        """The cells of the grid's seeded kind (the kind table's ``seed`` and ``criteria_of``: its seeds are
+        what waves spend); every other run is fixed and runs in the first wave."""
+        from harness.kinds import kinds
+
+        present = {s.kind for s in exp.specs}
+        seeded = [k for k in kinds() if k.seed and k.criteria_of and k.name in present]
+        if not seeded:
+            names = ", ".join(k.name for k in kinds() if k.seed and k.criteria_of)
+            raise UserError(f"{exp.source}: --decide needs runs with seeds (a {names} section): its seeds are "
+                            "what waves spend")
+        kind = seeded[0]
+        runs = [s for s in exp.specs if s.kind == kind.name]
+        by_cell = {(s.model, kind.target_of(s), kind.seed_of(s)): s for s in runs}
+        tasks = tuple(dict.fromkeys(kind.target_of(s) for s in runs))
+        seeds = tuple(dict.fromkeys(kind.seed_of(s) for s in runs))
+        models = tuple(dict.fromkeys(s.model for s in runs))
+        fixed = [s for s in exp.specs if s.kind != kind.name]
+        return cls(exp, models, tasks, seeds, by_cell, fixed, kind)
 
     def first_wave(self, first_seeds: int) -> list[Any]:
         """The first wave (:func:`ranking.decide.first_wave`, the one the replay runs) and every run without seeds."""
@@ -116,7 +127,6 @@ def collected(exp: Any, cells: Cells, scenario: Any, *, quiet: bool = False) -> 
     finished runs, each cell's per-seed values, fixed criteria (bias) as they are. Also the model rows."""
     import numpy as np
 
-    from harness.finetune.tasks import get_task
     from harness.grid.collect import Table, classify_runs, efficiency_metrics
     from harness.kinds import kinds
     from harness.store import RunStore
@@ -129,8 +139,8 @@ def collected(exp: Any, cells: Cells, scenario: Any, *, quiet: bool = False) -> 
         kind.collector()(table, [s for s in exp.specs if s.kind == kind.name])
     unit_of: dict[str, str] = {}
     for t in cells.tasks:
-        for c in get_task(t).criteria:
-            unit_of[c.name] = t
+        for name in cells.kind.criteria_names(t):
+            unit_of[name] = t
         for metric in table.eff_metrics:
             unit_of[f"{t}_{metric[1]}"] = t
     per_seed: dict[tuple[str, str], list[float]] = {}
@@ -200,7 +210,7 @@ class Decider:
         if len(self.cells.seeds) < max(s.first_seeds, 2):
             raise UserError(f"--decide: the grid has {len(self.cells.seeds)} seed(s) and the first wave runs "
                             f"{max(s.first_seeds, 2)} where it estimates the seed spread: list at least "
-                            f"{max(s.first_seeds, 2)} under finetune.seeds")
+                            f"{max(s.first_seeds, 2)} under {self.cells.kind.name}: seeds")
 
     def declaration(self) -> dict[str, Any]:
         d = asdict(self.settings)
@@ -246,8 +256,8 @@ class Decider:
                 rec = store.get(s.run_id()) or {}
                 h = float((rec.get("efficiency") or {}).get("gpu_hours") or 0.0)
                 spent += h
-                if s.kind == "finetune":
-                    hours.setdefault(s.task, []).append(h)
+                if s.kind == self.cells.kind.name:
+                    hours.setdefault(self.cells.kind.target_of(s), []).append(h)
             return self.settings.budget_gpu_hours - spent, hours
         if self.settings.budget_runs is not None:
             return float(self.settings.budget_runs - len(done)), None
