@@ -1008,19 +1008,25 @@ def pair_bounds(scores: np.ndarray, spread: np.ndarray, c: float,
     tol = _tol(s)
     so, sp = s[ok], spread[np.ix_(ok, ok)]
     above = (so[:, None] - so[None, :]) > c * sp + tol  # above[j, i]: j surely above i
+    return _ranks_and_tiers(n, ok, above, so, ranks[ok] if ranks is not None else -so)
+
+
+def _ranks_and_tiers(n: int, idx: np.ndarray, above: np.ndarray, scores: np.ndarray,
+                     key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rank_lo, rank_hi, tier)`` of ``n`` models from ``above[j, i]`` (among the models ``idx``: ``j`` surely
+    above ``i``), NaN for the others; tiers in the order of ``key``, then higher ``scores`` first."""
+    lo, hi, tier = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     np.fill_diagonal(above, False)
-    lo[ok] = 1.0 + above.sum(axis=0)
-    hi[ok] = float(ok.size) - above.sum(axis=1)
-    key = ranks[ok] if ranks is not None else -so
-    order = np.lexsort((-so, key))
+    lo[idx] = 1.0 + above.sum(axis=0)
+    hi[idx] = float(idx.size) - above.sum(axis=1)
     current: list[int] = []
     t = 1.0
-    for i in order:
+    for i in np.lexsort((-scores, key)):
         if current and above[np.array(current), i].all():
             t += 1.0
             current = []
         current.append(i)
-        tier[ok[i]] = t
+        tier[idx[i]] = t
     return lo, hi, tier
 
 
@@ -1113,23 +1119,8 @@ def _keyed_critical_value(devs: list[np.ndarray], which: np.ndarray, spread: np.
 def _bounds_from_differences(s: np.ndarray, ok: np.ndarray, diff: np.ndarray, spread: np.ndarray, c: float,
                              ranks: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`pair_bounds` from per-pair point differences ``diff[j, i]`` (``S_j − S_i`` on the pair's key)."""
-    n = s.size
-    lo, hi, tier = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
-    above = diff > c * spread + tol
-    np.fill_diagonal(above, False)
     idx = np.flatnonzero(ok)
-    lo[idx] = 1.0 + above.sum(axis=0)
-    hi[idx] = float(idx.size) - above.sum(axis=1)
-    order = np.lexsort((-s[idx], ranks[idx]))
-    current: list[int] = []
-    t = 1.0
-    for i in order:
-        if current and above[np.array(current), i].all():
-            t += 1.0
-            current = []
-        current.append(i)
-        tier[idx[i]] = t
-    return lo, hi, tier
+    return _ranks_and_tiers(s.size, idx, diff > c * spread + tol, s[idx], ranks[idx])
 
 
 def unseparable_models(table: ScoreTable, source: DrawSource) -> np.ndarray | None:

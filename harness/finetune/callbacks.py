@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -157,18 +158,23 @@ class TokenAccountingCallback(TrainerCallback):
     def result(self) -> dict[str, Any]:
         """The record's ``tokens`` section (rates over ``train_seconds``; None when nothing was timed)."""
         self._flush()
-        t = self.totals
-        seconds = t["train_seconds"]
-        return {
-            "samples": int(t["samples"]),
-            "real_tokens": int(t["real_tokens"]),
-            "computed_tokens": int(t["computed_tokens"]),
-            "padding_share": 1 - t["real_tokens"] / t["computed_tokens"] if t["computed_tokens"] else None,
-            "train_seconds": seconds,
-            "samples_per_s": t["samples"] / seconds if seconds > 0 else None,
-            "tokens_per_s": t["real_tokens"] / seconds if seconds > 0 else None,
-            "computed_tokens_per_s": t["computed_tokens"] / seconds if seconds > 0 else None,
-        }
+        return tokens_section(self.totals)
+
+
+def tokens_section(t: Mapping[str, float]) -> dict[str, Any]:
+    """A record's ``tokens`` section from running totals (samples, real and computed tokens, train seconds):
+    rates over ``train_seconds``, None when nothing was timed. One run's or, fused, each run's of a group."""
+    seconds = t["train_seconds"]
+    return {
+        "samples": int(t["samples"]),
+        "real_tokens": int(t["real_tokens"]),
+        "computed_tokens": int(t["computed_tokens"]),
+        "padding_share": 1 - t["real_tokens"] / t["computed_tokens"] if t["computed_tokens"] else None,
+        "train_seconds": seconds,
+        "samples_per_s": t["samples"] / seconds if seconds > 0 else None,
+        "tokens_per_s": t["real_tokens"] / seconds if seconds > 0 else None,
+        "computed_tokens_per_s": t["computed_tokens"] / seconds if seconds > 0 else None,
+    }
 
 
 class CheckpointCallback(TrainerCallback):

@@ -683,12 +683,13 @@ def _fit(specs: Sequence[Any], output: Path, group: str, *, data_root: Path | No
                                 f"{settings['precision_source']})"} if settings["precision"] != "fp32" else {}),
         "attention": "eager",
     })
+    from harness.finetune.callbacks import tokens_section
+    from harness.finetune.metrics import best_over_epochs
+    from harness.finetune.train import history_from_log
+
     out = []
     for k, spec in enumerate(specs):
         names = task.metric_names()
-        from harness.finetune.metrics import best_over_epochs
-        from harness.finetune.train import history_from_log
-
         history = history_from_log(book.log_history[k], task, eval_keys)
         best, best_epoch = best_over_epochs(history, names)
         steps_done = int(stack.steps[k])
@@ -696,7 +697,7 @@ def _fit(specs: Sequence[Any], output: Path, group: str, *, data_root: Path | No
             "metrics": {n: history[-1].get(n) for n in names} if history else {n: None for n in names},
             "metrics_best": best, "metrics_best_epoch": best_epoch, "history": history,
             "efficiency": split.get(spec.run_id()),
-            "tokens": _tokens_result(book.tokens[k]),
+            "tokens": tokens_section(book.tokens[k]),
             "settings": {**settings, "fused": {"group": group, "runs": [s.run_id() for s in specs],
                                                "position": k, "size": len(specs),
                                                "chosen_by": "calibration" if (calibration or {}).get("fuse")
@@ -845,20 +846,6 @@ def _evaluate(stack: StackedRuns, task: Any, eval_rows: Mapping[str, list[Any]],
             out[k][f"{prefix}runtime"] = seconds
     del eval_keys
     return out
-
-
-def _tokens_result(t: Mapping[str, float]) -> dict[str, Any]:
-    """The record's ``tokens`` section, as :meth:`TokenAccountingCallback.result` gives it."""
-    seconds = t["train_seconds"]
-    return {
-        "samples": int(t["samples"]), "real_tokens": int(t["real_tokens"]),
-        "computed_tokens": int(t["computed_tokens"]),
-        "padding_share": 1 - t["real_tokens"] / t["computed_tokens"] if t["computed_tokens"] else None,
-        "train_seconds": seconds,
-        "samples_per_s": t["samples"] / seconds if seconds > 0 else None,
-        "tokens_per_s": t["real_tokens"] / seconds if seconds > 0 else None,
-        "computed_tokens_per_s": t["computed_tokens"] / seconds if seconds > 0 else None,
-    }
 
 
 # ---------------------------------------------------------------------- the executor's entry
