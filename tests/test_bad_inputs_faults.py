@@ -240,3 +240,54 @@ def test_an_os_error_anywhere_in_a_command_is_one_line(tmp_path, capsys, monkeyp
     err = one_line(["rank", str(table)], capsys)
     assert err == (f"vnr rank: error: {tmp_path / 'locked.csv'}: Permission denied "
                    "(no permission: choose a folder you can write to)")
+
+
+# ---------------------------------------------------------------------- a record edited to other settings (#38)
+@pytest.mark.parametrize("edit", ["hyperparameters", "identity"])
+def test_a_record_edited_to_another_hyperparameter_is_redone_with_a_warning(tmp_path, edit, caplog):
+    from harness.specs import FinetuneSpec
+
+    spec = FinetuneSpec("tiny:bert", "rte", 0, learning_rate=2e-5)
+    store = RunStore(tmp_path)
+    with store.run(spec) as run:
+        assert run.state == "run"
+        run.finish({"task": "rte", "hyperparameters": {"learning_rate": 2e-5, "batch_size": 16},
+                    "metrics": {"accuracy": 0.5}})
+    with store.run(spec) as run:
+        assert run.state == "done"  # a usable record of this run is reused
+    path = store.result_path(spec.run_id())
+    record = json.loads(path.read_text())
+    record[edit]["learning_rate"] = 5e-5  # status still ok, metrics still numbers
+    path.write_text(json.dumps(record))
+    assert store.done_record(spec) is None
+    with caplog.at_level(logging.WARNING, logger="harness.store"), store.run(spec) as run:
+        assert run.state == "run"  # redone, not reused
+        run.finish({"task": "rte", "metrics": {"accuracy": 0.6}})
+    assert (f"{spec.run_id()}: its stored record is not a usable result (its {edit}.learning_rate is 5e-05, not "
+            "2e-05 (the run's setting: the record was edited or is another run's)): redoing the run") in caplog.text
+    assert store.done_record(spec)["metrics"] == {"accuracy": 0.6}
+
+
+# ---------------------------------------------------------------------- YAML merge keys (#38)
+@pytest.mark.parametrize("where", ["grid config", "sidecar", "scenario"])
+def test_a_yaml_merge_key_is_refused_in_one_line(tmp_path, capsys, where):
+    if where == "grid config":
+        path = tmp_path / "grid.yaml"
+        path.write_text("name: one\nfinetune:\n  models: [tiny:bert]\n  tasks: [rte]\n  seeds: [0]\n"
+                        "  hyperparameters:\n    learning_rate: 0.001\n    <<: {learning_rate: 0.5}\n")
+        argv, line = ["run", str(path), "--dry-run"], 8
+    elif where == "sidecar":
+        (tmp_path / "t.csv").write_text("model,a,b\nm1,1,2\nm2,2,1\n")
+        path = tmp_path / "criteria.yaml"
+        path.write_text("table: t.csv\ncriteria:\n  a: {direction: higher}\n  b:\n    direction: higher\n"
+                        "    <<: {direction: lower}\n")
+        argv, line = ["rank", str(tmp_path / "t.csv")], 6
+    else:
+        (tmp_path / "t.csv").write_text("model,a,b\nm1,1,2\nm2,2,1\n")
+        (tmp_path / "criteria.yaml").write_text("table: t.csv\ncriteria:\n  a: {direction: higher}\n"
+                                                "  b: {direction: higher}\n")
+        path = tmp_path / "s.yaml"
+        path.write_text("name: s\nreference: b\ncolumns:\n  - name: b\n    rule: borda\n    <<: {rule: copeland}\n")
+        argv, line = ["report", "--scenario", str(path), "--results", str(tmp_path), "--out", str(tmp_path / "r")], 6
+    err = one_line(argv, capsys)
+    assert f"{path}: line {line}: a merge key (<<) — config files take none" in err
