@@ -291,3 +291,19 @@ def test_a_yaml_merge_key_is_refused_in_one_line(tmp_path, capsys, where):
         argv, line = ["report", "--scenario", str(path), "--results", str(tmp_path), "--out", str(tmp_path / "r")], 6
     err = one_line(argv, capsys)
     assert f"{path}: line {line}: a merge key (<<) — config files take none" in err
+
+
+def test_a_calibration_naming_a_layout_no_run_knows_is_refused(tmp_path):
+    from harness.grid.calibration_file import read_calibration_file
+    from ranking.floor.errors import UserError
+
+    path = tmp_path / "cpu-x-2.json"
+    chosen = {"runs_per_gpu": 2, "precision": "fp32", "padding": "zigzag"}
+    path.write_text(json.dumps({"device_kind": "cpu-x-2", "entries": {"k": {
+        "device": {"kind": "cpu-x-2", "type": "cpu"}, "chosen": chosen}}}))
+    with pytest.raises(UserError) as err:
+        read_calibration_file(path)
+    assert str(err.value) == (f"calibration file {path}: entries.k.chosen.padding: 'zigzag' is not one of flatten, "
+                              "bucket, pad; move it aside (or delete it) and the grid calibrates again on this device")
+    path.write_text(path.read_text().replace("zigzag", "flatten"))
+    assert read_calibration_file(path)["entries"]["k"]["chosen"]["padding"] == "flatten"
