@@ -42,6 +42,9 @@ from typing import Any
 from ranking.floor.errors import UserError
 
 _LOADER = None
+#: the largest YAML file read (a sidecar of 40,000 criteria fits in a few MB). Parsing costs about a second of CPU
+#: per MB, so a larger file (a 150 MB sidecar naming a million columns) is refused before it is read.
+MAX_YAML_BYTES = 8 * 2**20
 
 
 def _strict_loader() -> type:
@@ -165,11 +168,17 @@ def read_yaml(path, what: str):
 
     Every config reader goes through here, so a missing, unreadable or malformed file
     always says which file and which kind of file it is, and no file may repeat a key.
+    A file above :data:`MAX_YAML_BYTES` is refused before it is read.
     """
     from pathlib import Path
 
     path = Path(path)
     try:
+        size = path.stat().st_size if path.is_file() else 0
+        if size > MAX_YAML_BYTES:
+            raise UserError(f"{what} {path} is {size / 2**20:.1f} MB: a config file is at most "
+                            f"{MAX_YAML_BYTES / 2**20:g} MB (a sidecar of 40,000 criteria fits in a few MB); check that "
+                            "it is the file you meant")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"cannot read {what} {path}: no such file") from None
