@@ -45,6 +45,9 @@ BIAS_SCORING = ("default", "reference", "votenrank")
 # tokens); beyond it a tokenizer's padding and a batch's buffers cannot be allocated, so a larger value is a typo
 # (``--max-length 1e8``), refused at entry instead of failing in the tokenizer or torch.
 MAX_LENGTH = 2**20
+# Examples in one batch (training or evaluation): beyond it a batch's buffers cannot be allocated on any device,
+# so a larger value is a typo (``--eval-batch-size 1e9``), refused at entry instead of allocating.
+MAX_BATCH_SIZE = 2**16
 
 Precision = Literal[PRECISIONS]
 # harness.finetune.batching.PADDING_OPTIONS (tested equal; specs do not import the batching code)
@@ -118,7 +121,7 @@ class FinetuneSpec:
     task: Annotated[Name, Check(_glue_task), Help("GLUE task (cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli)")]
     seed: Annotated[Seed, Help("random seed, 0 to 2**32-1 (the paper: 0-4)")]
     epochs: Annotated[PositiveFloat, Help("training epochs (the paper: 5)")] = 5.0
-    batch_size: Annotated[Count, Help("training batch size (the paper: 16)")] = 16
+    batch_size: Annotated[int, Number(ge=1, le=MAX_BATCH_SIZE), Help("training batch size (the paper: 16)")] = 16
     learning_rate: Annotated[PositiveFloat, Help("peak learning rate (the paper: 2e-5)"), Cli("--lr")] = 2e-5
     weight_decay: Annotated[float, Number(ge=0.0), Help("AdamW weight decay (the paper: 0.01)")] = 0.01
     warmup_ratio: Annotated[float, Number(ge=0.0, lt=1.0), Help("share of steps with linear warm-up, 0 to <1")] = 0.0
@@ -234,7 +237,8 @@ class FinetuneRunOptions:
     optim: Annotated[Annotated[OneLine, Check(_optimizer)] | None,
                      Help("optimizer name for the Trainer, one of transformers' OptimizerNames (default: "
                           "adamw_torch_fused on a GPU, adamw_torch on CPU)")] = None
-    eval_batch_size: Annotated[Count | None, Help("evaluation batch size")] = None
+    eval_batch_size: Annotated[Annotated[int, Number(ge=1, le=MAX_BATCH_SIZE)] | None,
+                               Help(f"evaluation batch size (1 to {MAX_BATCH_SIZE})")] = None
     dataloader_num_workers: Annotated[int | None, Number(ge=0), Help("data loader worker processes")] = None
     allow_nonfinite: Annotated[bool | None, Flag(), Help("store a diverged (NaN/inf) run as ok")] = None
     report_to: Annotated[Any, Before(_report_to), Shown({

@@ -38,6 +38,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -233,6 +234,9 @@ def record_problem(rec: Any, spec: Any = None, epoch: str = "final", run_id: str
             expected = getattr(spec, attr, None)
         if expected is not None and not _same(rec[key], expected):
             return f"its {key} is {rec[key]!r}, not {expected!r} (the run it is stored as)"
+    settings = _settings_problem(rec, spec, run_id)
+    if settings:
+        return settings
     name = "metrics_best" if epoch == "best" and rec.get("metrics_best") else "metrics"
     metrics = rec.get(name)
     if not isinstance(metrics, dict):
@@ -266,6 +270,39 @@ def record_problem(rec: Any, spec: Any = None, epoch: str = "final", run_id: str
         packing = efficiency.get("packing", 1)
         if isinstance(packing, bool) or not isinstance(packing, int) or packing < 1:
             return f"efficiency.packing is {packing!r}, not a positive integer"
+    return None
+
+
+def _settings_problem(rec: dict[str, Any], spec: Any, rid: str | None) -> str | None:
+    """Why the settings a record states (its ``identity``, its ``hyperparameters``) are not its run's, or None:
+    a record edited to another hyper-parameter, or another run's copied over, is not this run's result.
+
+    >>> rec = {"identity": {"kind": "finetune", "model": "m", "seed": 0, "learning_rate": 1e-5}}
+    >>> _settings_problem(rec, None, run_id(rec["identity"])) is None
+    True
+    >>> _settings_problem(rec, None, run_id({**rec["identity"], "learning_rate": 2e-5}))  # doctest: +ELLIPSIS
+    'its identity hashes to finetune-m-s0-..., not the run id it is stored as (its settings were edited)'
+    """
+    from dataclasses import asdict, is_dataclass
+
+    identity = rec.get("identity")
+    if identity is not None and not isinstance(identity, dict):
+        return "its identity is not a JSON object"
+    if identity is not None and spec is not None and hasattr(spec, "identity"):
+        expected = spec.identity()
+        for key in sorted(set(identity) | set(expected), key=str):
+            if _canonical(identity.get(key)) != _canonical(expected.get(key)):
+                return (f"its identity.{key} is {identity.get(key)!r}, not {expected.get(key)!r} (the run's "
+                        "setting: the record was edited or is another run's)")
+    elif identity is not None and rid is not None and run_id(identity) != rid:
+        return f"its identity hashes to {run_id(identity)}, not the run id it is stored as (its settings were edited)"
+    stated = rec.get("hyperparameters")
+    if isinstance(stated, dict) and spec is not None and is_dataclass(spec):
+        own = asdict(spec)
+        for key, value in stated.items():
+            if key in own and _canonical(value) != _canonical(own[key]):
+                return (f"its hyperparameters.{key} is {value!r}, not {own[key]!r} (the run's setting: the record "
+                        "was edited or is another run's)")
     return None
 
 
@@ -520,6 +557,10 @@ class RunStore:
         if stored is not None:
             yield Run(self, spec, "done", record=stored)
             return
+        kept = self.get(rid)
+        if isinstance(kept, dict) and kept.get("status") == STATUS_OK:  # "ok" but not this run's usable result
+            logging.getLogger(__name__).warning("%s: its stored record is not a usable result (%s): redoing the run",
+                                                rid, record_problem(kept, spec, run_id=rid))
         self.ensure_writable()
         with self.lock(rid) as fd:
             if fd is None:
@@ -648,8 +689,6 @@ class Run:
         log (``<output>/logs/<run_id>.log``). ``exc`` is marked (:func:`failure_of`), so a command that
         catches it can report the failure in one line instead of a traceback.
         """
-        import logging
-
         if isinstance(exc, RunNotStarted):
             return  # the run never started: nothing to record
         full = "".join(traceback_module.format_exception(type(exc), exc, exc.__traceback__))

@@ -35,6 +35,7 @@ import yaml
 
 from ranking.floor.errors import UserError
 from ranking.floor.paths import file_inside
+from ranking.floor.together import recover
 from ranking.floor.yaml_io import read_yaml
 
 if TYPE_CHECKING:
@@ -334,8 +335,10 @@ class ScoreTable:
         longer have is refused (:func:`check_binding`). An empty cell is a missing
         score; any other cell must be a number. (Read with the ``csv`` module,
         not pandas, so ``vnr rank`` does not pay for importing pandas.)
+        A write of the folder that a kill interrupted is finished first (:func:`ranking.floor.together.recover`).
         """
         path = Path(path)
+        recover(path.parent)  # never read half of an import or a collect (one stat when there is no journal)
         header, rows, lines = _read_csv_rows(path)
         _no_duplicates([h.strip() for h in header], "column", f" in {path}")
         if sidecar is None:

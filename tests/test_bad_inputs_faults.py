@@ -240,3 +240,124 @@ def test_an_os_error_anywhere_in_a_command_is_one_line(tmp_path, capsys, monkeyp
     err = one_line(["rank", str(table)], capsys)
     assert err == (f"vnr rank: error: {tmp_path / 'locked.csv'}: Permission denied "
                    "(no permission: choose a folder you can write to)")
+
+
+# ---------------------------------------------------------------------- a record edited to other settings (#38)
+@pytest.mark.parametrize("edit", ["hyperparameters", "identity"])
+def test_a_record_edited_to_another_hyperparameter_is_redone_with_a_warning(tmp_path, edit, caplog):
+    from harness.specs import FinetuneSpec
+
+    spec = FinetuneSpec("tiny:bert", "rte", 0, learning_rate=2e-5)
+    store = RunStore(tmp_path)
+    with store.run(spec) as run:
+        assert run.state == "run"
+        run.finish({"task": "rte", "hyperparameters": {"learning_rate": 2e-5, "batch_size": 16},
+                    "metrics": {"accuracy": 0.5}})
+    with store.run(spec) as run:
+        assert run.state == "done"  # a usable record of this run is reused
+    path = store.result_path(spec.run_id())
+    record = json.loads(path.read_text())
+    record[edit]["learning_rate"] = 5e-5  # status still ok, metrics still numbers
+    path.write_text(json.dumps(record))
+    assert store.done_record(spec) is None
+    with caplog.at_level(logging.WARNING, logger="harness.store"), store.run(spec) as run:
+        assert run.state == "run"  # redone, not reused
+        run.finish({"task": "rte", "metrics": {"accuracy": 0.6}})
+    assert (f"{spec.run_id()}: its stored record is not a usable result (its {edit}.learning_rate is 5e-05, not "
+            "2e-05 (the run's setting: the record was edited or is another run's)): redoing the run") in caplog.text
+    assert store.done_record(spec)["metrics"] == {"accuracy": 0.6}
+
+
+# ---------------------------------------------------------------------- YAML merge keys (#38)
+@pytest.mark.parametrize("where", ["grid config", "sidecar", "scenario"])
+def test_a_yaml_merge_key_is_refused_in_one_line(tmp_path, capsys, where):
+    if where == "grid config":
+        path = tmp_path / "grid.yaml"
+        path.write_text("name: one\nfinetune:\n  models: [tiny:bert]\n  tasks: [rte]\n  seeds: [0]\n"
+                        "  hyperparameters:\n    learning_rate: 0.001\n    <<: {learning_rate: 0.5}\n")
+        argv, line = ["run", str(path), "--dry-run"], 8
+    elif where == "sidecar":
+        (tmp_path / "t.csv").write_text("model,a,b\nm1,1,2\nm2,2,1\n")
+        path = tmp_path / "criteria.yaml"
+        path.write_text("table: t.csv\ncriteria:\n  a: {direction: higher}\n  b:\n    direction: higher\n"
+                        "    <<: {direction: lower}\n")
+        argv, line = ["rank", str(tmp_path / "t.csv")], 6
+    else:
+        (tmp_path / "t.csv").write_text("model,a,b\nm1,1,2\nm2,2,1\n")
+        (tmp_path / "criteria.yaml").write_text("table: t.csv\ncriteria:\n  a: {direction: higher}\n"
+                                                "  b: {direction: higher}\n")
+        path = tmp_path / "s.yaml"
+        path.write_text("name: s\nreference: b\ncolumns:\n  - name: b\n    rule: borda\n    <<: {rule: copeland}\n")
+        argv, line = ["report", "--scenario", str(path), "--results", str(tmp_path), "--out", str(tmp_path / "r")], 6
+    err = one_line(argv, capsys)
+    assert f"{path}: line {line}: a merge key (<<) — config files take none" in err
+
+
+def test_a_calibration_naming_a_layout_no_run_knows_is_refused(tmp_path):
+    from harness.grid.calibration_file import read_calibration_file
+    from ranking.floor.errors import UserError
+
+    path = tmp_path / "cpu-x-2.json"
+    chosen = {"runs_per_gpu": 2, "precision": "fp32", "padding": "zigzag"}
+    path.write_text(json.dumps({"device_kind": "cpu-x-2", "entries": {"k": {
+        "device": {"kind": "cpu-x-2", "type": "cpu"}, "chosen": chosen}}}))
+    with pytest.raises(UserError) as err:
+        read_calibration_file(path)
+    assert str(err.value) == (f"calibration file {path}: entries.k.chosen.padding: 'zigzag' is not one of flatten, "
+                              "bucket, pad; move it aside (or delete it) and the grid calibrates again on this device")
+    path.write_text(path.read_text().replace("zigzag", "flatten"))
+    assert read_calibration_file(path)["entries"]["k"]["chosen"]["padding"] == "flatten"
+
+
+# ---------------------------------------------------------------------- bounds refused at entry (#38)
+def _slurm_grid(tmp_path, slurm: str = "") -> Path:
+    config = tmp_path / "g.yaml"
+    config.write_text(f"name: g\noutput: {tmp_path / 'out'}\nfinetune:\n  models: [tiny:bert]\n  tasks: [rte]\n"
+                      f"  seeds: [0]\n{slurm}")
+    return config
+
+
+@pytest.mark.parametrize("argv, slurm, words", [
+    (["finetune", "--model", "tiny:bert", "--task", "rte", "--seed", "0", "--eval-batch-size", "1e9"], "",
+     "--eval-batch-size: 1000000000 is above 65536"),
+    (["finetune", "--model", "tiny:bert", "--task", "rte", "--seed", "0", "--batch-size", "1e9"], "",
+     "--batch-size: 1000000000 is above 65536"),
+    (["run", "CONFIG", "--local-gpus", "100000", "--dry-run"], "",
+     "--local-gpus: 100000 GPUs is above 256 (the most one machine or task has)"),
+    (["run", "CONFIG", "--local-gpus", "0,100000", "--dry-run"], "", "--local-gpus[1]: 100000 is above 255"),
+    (["run", "CONFIG", "--executor", "slurm", "--dry-run"], "slurm:\n  time: 2\n  signal_delay_s: 300\n",
+     "slurm.signal_delay_s: 300 s is not below the time limit (2 min = 120 s)"),
+    (["run", "CONFIG", "--executor", "slurm", "--dry-run", "--time", "1"], "",
+     "slurm.signal_delay_s: 120 s is not below the time limit (1 min = 60 s)"),
+])
+def test_counts_and_delays_beyond_their_bounds_are_refused_in_one_line_before_any_work(tmp_path, capsys, argv,
+                                                                                        slurm, words):
+    config = _slurm_grid(tmp_path, slurm)
+    err = one_line([str(config) if a == "CONFIG" else a for a in argv], capsys)
+    assert words in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_huge_sidecar_is_refused_before_it_is_parsed(tmp_path, capsys, monkeypatch):
+    from ranking.floor import yaml_io
+
+    (tmp_path / "t.csv").write_text("model,a\nm1,1\nm2,2\n")
+    entries = "".join(f"  absent_{i:06d}: {{direction: higher}}\n" for i in range(20000))  # about 0.6 MB
+    (tmp_path / "criteria.yaml").write_text("table: t.csv\ncriteria:\n  a: {direction: higher}\n" + entries)
+    monkeypatch.setattr(yaml_io, "MAX_YAML_BYTES", 2**19)  # the bound, scaled down: the test stays small
+    err = one_line(["rank", str(tmp_path / "t.csv")], capsys)
+    assert err.endswith(f"criteria sidecar {tmp_path / 'criteria.yaml'} is 0.7 MB: a config file is at most 0.5 MB (a "
+                        "sidecar of 40,000 criteria fits in a few MB); check that it is the file you meant")
+
+
+def test_sbatch_args_with_a_file_pattern_are_refused_not_globbed_by_the_shell(tmp_path, capsys, monkeypatch):
+    config = _slurm_grid(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "--comment=x1").write_text("")  # what the shell would put in place of --comment=x*
+    err = one_line(["run", str(config), "--sbatch-args", "--sbatch-opt", "comment=x*"], capsys)
+    assert err == ("vnr run: error: --sbatch-args: --comment=x* has *, which the shell expands as a file pattern in "
+                   "sbatch $(vnr run CONFIG --sbatch-args), where no quoting protects it: give the option without * ? "
+                   "[, or submit with --executor slurm (no shell between vnr and sbatch)")
+    assert not (tmp_path / "out").exists()  # refused before the log folder is made
+    assert main(["run", str(config), "--sbatch-args", "--sbatch-opt", "comment=x1"]) == 0
+    assert "--comment=x1" in capsys.readouterr().out.split()

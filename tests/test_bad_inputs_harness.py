@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hang_bound import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = str(REPO / "configs" / "experiments" / "smoke.yaml")
@@ -103,7 +104,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, config, comma
     env = {**os.environ, "PYTHONPATH": str(REPO), "VNR_DATA_ROOT": str(tmp_path / "no-data"),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     proc = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+                          text=True, timeout=HANG_S, check=False)
     err = proc.stderr.strip()
     assert proc.returncode == 2, (proc.returncode, err[-2000:])
     assert "Traceback" not in proc.stderr

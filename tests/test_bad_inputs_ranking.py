@@ -13,6 +13,7 @@ import traceback
 from pathlib import Path
 
 import pytest
+from hang_bound import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -171,7 +172,7 @@ REAL = {"rank leaderboard weight -1", "rank note then error", "prospective unkno
 def _run_subprocess(argv: list[str], cwd: Path) -> tuple[int, str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "VNR_DATA_ROOT": str(cwd)}
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "harness", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=HANG_S
     )
     return proc.returncode, proc.stderr
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hang_bound import HANG_S
 
 REPO = Path(__file__).resolve().parents[1]
 GPU_GRID = REPO / "scripts" / "bench_gpu_grid.py"
@@ -84,7 +85,7 @@ def test_bench_finetune_quick_json(data_root: Path, family: str):
 
 def test_bench_finetune_refuses_fewer_than_three_rounds():
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_finetune.py"), "--rounds", "2"],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=HANG_S)
     assert out.returncode == 2 and "--rounds must be at least 3" in out.stderr
 
 
@@ -124,7 +125,7 @@ def test_padding_report_on_the_glue_data(data_root: Path):
 
 def test_bench_gpu_grid_refuses_an_unknown_layout_in_one_line():
     out = subprocess.run([sys.executable, str(GPU_GRID), "--padding", "bucket,zero"], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=HANG_S)
     assert out.returncode == 2 and out.stderr.splitlines()[-1].endswith(
         "error: --padding bucket,zero: one or more of auto, flatten, bucket, pad, comma-separated, each once")
 
@@ -132,7 +133,7 @@ def test_bench_gpu_grid_refuses_an_unknown_layout_in_one_line():
 def test_bench_gpu_grid_skips_in_one_line_without_a_gpu():
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     out = subprocess.run([sys.executable, str(GPU_GRID), "--json"], capture_output=True, text=True,
-                         timeout=300, env=env)
+                         timeout=HANG_S, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert len(out.stdout.splitlines()) == 1
     assert json.loads(out.stdout) == {"skipped": "no CUDA GPU here: bench_gpu_grid skipped"}
@@ -257,7 +258,7 @@ def test_bench_attention_json_compares_each_backend_with_the_padded_batch(data_r
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_attention.py"), "--cpu", "--json",
                           "--task", "rte", "--steps", "1", "--warmup", "0", "--rounds", "1",
                           "--backends", "sdpa,eager,flash_attention_3", "--data-root", str(data_root)],
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=HANG_S)
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     assert report["device"] == "cpu" and report["precision"] == "fp32" and report["shape"] == "small"

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hang_bound import HANG_S
 
 from harness.grid.config import parse_experiment
 from harness.grid.local import (
@@ -222,7 +223,7 @@ def test_a_task_killed_mid_write_or_mid_run_leaves_no_result(tmp_path, mode):
 
 def test_benchmark_quick_run_agrees():
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_grid.py"), "--quick"], capture_output=True,
-                          text=True, timeout=120, check=False)
+                          text=True, timeout=HANG_S, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "sanity: both stores end with the same 40 records: yes" in proc.stdout
     ours = next(line for line in proc.stdout.splitlines() if line.strip().startswith("ours"))

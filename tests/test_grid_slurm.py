@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from hang_bound import HANG_S
 
 from harness.grid.config import load_experiment
 from harness.specs import FinetuneSpec
@@ -102,7 +103,7 @@ def test_smoke_grid_as_a_slurm_array_with_a_preempted_task(cluster, data_root, t
     env = {**os.environ, "VNR_DATA_ROOT": str(data_root)}
     vnr = [sys.executable, "-m", "harness"]
     proc = subprocess.run([*vnr, "run", str(config), "--executor", "slurm", "--output", str(out)],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=120, check=False)
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=HANG_S, check=False)
     assert proc.returncode == 0, proc.stderr
     array_id = re.search(r"submitted array (\d+) with 14 tasks", proc.stdout).group(1)
     assert f"follow with `vnr status {config} --output {out}`" in proc.stdout  # the same results folder
@@ -155,13 +156,13 @@ def test_smoke_grid_as_a_slurm_array_with_a_preempted_task(cluster, data_root, t
     assert "Requeued job" in task_log and "resuming from the checkpoint" in task_log
 
     status = subprocess.run([*vnr, "status", str(config), "--output", str(out), "--summary"], capture_output=True,
-                            text=True, env=env, cwd=REPO, timeout=60, check=True)
+                            text=True, env=env, cwd=REPO, timeout=HANG_S, check=True)
     assert status.stdout.strip() == "14 runs: 14 done, 0 running, 0 queued, 0 failed, 0 missing"
     again = subprocess.run([*vnr, "run", str(config), "--executor", "slurm", "--output", str(out)],
-                           capture_output=True, text=True, env=env, cwd=REPO, timeout=60, check=True)
+                           capture_output=True, text=True, env=env, cwd=REPO, timeout=HANG_S, check=True)
     assert "nothing to submit: 14 done" in again.stdout
 
-    subprocess.run([*vnr, "collect", str(config), "--output", str(out)], env=env, cwd=REPO, timeout=120, check=True)
+    subprocess.run([*vnr, "collect", str(config), "--output", str(out)], env=env, cwd=REPO, timeout=HANG_S, check=True)
     matrix = pd.read_csv(out / "matrix.csv", index_col="model")
     assert list(matrix.index) == ["tiny:bert", "tiny:gpt2"]
     for model in matrix.index:
@@ -189,7 +190,7 @@ def test_plain_sbatch_array_template_runs_the_same_entry_point(cluster, data_roo
     }))
     env = {**os.environ, "VNR_DATA_ROOT": str(data_root)}
     args = subprocess.run([sys.executable, "-m", "harness", "run", str(config), "--sbatch-args", "--runs-per-gpu", "2"],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=60, check=True).stdout.split("\n")
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=HANG_S, check=True).stdout.split("\n")
     args = [a for a in args if a]
     assert "--array=0-1%2" in args and f"--output={out.resolve()}/logs/sbatch/%A_%a.out" in args
     assert args[-1].startswith(f"--export=ALL,VNR_SETUP_FILE={out.resolve()}/logs/sbatch/setup.sh,VNR_ARRAY_FILE=")

@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from hang_bound import HANG_S
 
 import ranking
 from harness.cli import main
@@ -84,7 +85,7 @@ def test_a_note_comes_before_the_table_and_not_before_an_error(tmp_path):
 
     def run(*args):
         return subprocess.run([sys.executable, "-m", "harness", "rank", str(path), *args], env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=HANG_S)
 
     ok = run("--rule", "borda")
     assert ok.returncode == 0 and ok.stdout.startswith(f"note: {path} has no criteria sidecar: every column is read")

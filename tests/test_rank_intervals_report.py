@@ -12,6 +12,7 @@ import shutil
 import subprocess
 
 import pytest
+from hang_bound import HANG_S
 from test_scenarios_util import USER, write_results
 
 from harness.cli import main
@@ -78,7 +79,7 @@ def test_chromium_shows_the_bars_and_marks_them_stale_at_other_weights(report, t
         url = (out / "report.html").resolve().as_uri() + fragment
         cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                "--disable-background-networking", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", url]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_S).stdout
 
     def stale(page: str) -> str:
         found = re.search(r'<span id="intervals-stale"[^>]*>(.*?)</span>', page, flags=re.S)

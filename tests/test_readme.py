@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hang_bound import HANG_S
 from test_scenarios_util import write_results
 
 from harness.cli import build_parser, main
@@ -145,7 +146,7 @@ def test_readme_python_example_runs_with_the_checkouts_python():
     (python,) = blocks(README, "python")
     if not (REPO.parent / "shared" / "data").is_dir():
         pytest.skip("the example reads ../shared/data")
-    done = subprocess.run([sys.executable, "-c", python], cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", python], cwd=REPO, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "borda_rank" in done.stdout and "copeland_rank" in done.stdout
 
@@ -176,7 +177,7 @@ def test_harness_page_examples_parse(scratch, capsys):
             seen += 1
             continue
         if words[0] == ".venv/bin/python":
-            done = subprocess.run([sys.executable, *words[1:]], capture_output=True, text=True, timeout=120)
+            done = subprocess.run([sys.executable, *words[1:]], capture_output=True, text=True, timeout=HANG_S)
             assert done.returncode == 0, done.stderr[-2000:]
             continue
         assert words[0] == "vnr", cmd

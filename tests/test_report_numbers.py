@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hang_bound import HANG_S
 
 from harness.cli import main
 from ranking.textable import number
@@ -35,7 +36,7 @@ def _run_js(block: str, values: list[float], tmp_path: Path) -> list[str]:
     node = shutil.which("node") or shutil.which("nodejs")
     if node:
         done = subprocess.run([node, "-e", f"{block}\nconsole.log({call});"], capture_output=True, text=True,
-                              timeout=60, check=True)
+                              timeout=HANG_S, check=True)
         return json.loads(done.stdout)
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
@@ -45,7 +46,7 @@ def _run_js(block: str, values: list[float], tmp_path: Path) -> list[str]:
                     f"document.getElementById('out').textContent = {call};</script></body></html>")
     done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                            f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_S)
     found = re.search(r"<pre id=\"out\">(.*?)</pre>", done.stdout, flags=re.S)
     assert found, done.stderr[-1500:]
     import html

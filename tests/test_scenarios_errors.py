@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from hang_bound import HANG_S
 from test_scenarios_util import REPO, USER, scenario_file, write_results
 
 from harness.cli import main
@@ -95,7 +96,7 @@ def test_rank_scenario_subprocess_exit_code(tmp_path):
     path = scenario_file(tmp_path, GOOD.replace("t*_acc", "bleu_*"))
     proc = subprocess.run(
         [sys.executable, "-m", "harness.cli", "rank", "--scenario", str(path), "--results", str(results)],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        cwd=REPO, capture_output=True, text=True, timeout=HANG_S,
     )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()

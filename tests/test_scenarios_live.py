@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hang_bound import HANG_S
 from test_scenarios_util import PAPER, USER, scenario_file, write_results
 
 from harness.cli import main
@@ -120,7 +121,7 @@ def _page_rankings(browser: str, page: Path, vectors: list[list[str]], profile: 
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            f"--user-data-dir={profile}", "--dump-dom", url]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_S)
     except subprocess.TimeoutExpired:
         pytest.fail("chromium did not finish within 120 s")
     found = re.search(r'<pre id="live-output"[^>]*>(.*?)</pre>', proc.stdout, flags=re.S)

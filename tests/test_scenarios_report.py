@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hang_bound import HANG_S
 from test_scenarios_util import PAPER, USER, write_results
 
 from harness.cli import main
@@ -94,7 +95,7 @@ def test_report_renders_in_headless_chromium(data_root, tmp_path, capsys):
         (out / "report.html").resolve().as_uri(),
     ]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_S)
     except subprocess.TimeoutExpired:
         pytest.fail("chromium did not finish rendering the report within 120 s")
     assert shot.exists() and shot.stat().st_size > 10_000, proc.stderr[-2000:]

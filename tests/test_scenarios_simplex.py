@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hang_bound import HANG_S
 from test_scenarios_util import PAPER, USER, write_results
 
 from ranking.scenarios import load_scenario
@@ -100,7 +101,7 @@ def test_benchmark_quick_runs_and_agrees(data_root):
     env = {**os.environ, "VNR_DATA_ROOT": str(data_root), "MPLBACKEND": "Agg"}
     proc = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "bench_scenarios.py"), "--quick", "--resolution", "5"],
-        capture_output=True, text=True, timeout=300, env=env,
+        capture_output=True, text=True, timeout=HANG_S, env=env,
     )
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if "agree" in ln]

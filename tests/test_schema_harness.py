@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hang_bound import HANG_S
 
 from harness.grid.config import LocalSettings, SlurmSettings, config_json_schema, parse_experiment
 from harness.specs import BiasSpec, FinetuneRunOptions, FinetuneSpec
@@ -34,7 +35,7 @@ BIAS = {"bias": {"models": ["tiny:bert"], "datasets": ["winobias"]}}
 def vnr(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=300)
+                          env=env, timeout=HANG_S)
 
 
 def one_line_exit_2(proc: subprocess.CompletedProcess) -> str:

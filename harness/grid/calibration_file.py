@@ -3,7 +3,7 @@
 :mod:`harness.grid.calibrate` writes one file per device kind; a grid reuses its entries instead of measuring
 again, and every fine-tuning run names the chosen setting in its record. A file that is valid JSON of the
 wrong shape (a list, an entry without ``chosen``), a ``NaN``, ``runs_per_gpu: "two"`` or ``10**9`` (obeyed,
-it would start runs until memory runs out), a precision no run knows (``fp64``), or a file measured on
+it would start runs until memory runs out), a precision or a batch layout no run knows (``fp64``, ``padding: zigzag``), or a file measured on
 another device kind (copied or renamed beside this one) is refused in one line that names the file and the
 key, and says what to do: move it aside (or delete it) and the grid calibrates again on this device. The file is
 validated by the floor's one schema core (:func:`ranking.floor.schema.validate`), in the words every input is
@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from harness.grid.settings import MAX_FUSE, MAX_RUNS_PER_GPU
 from harness.schema import PRECISIONS
+from harness.specs import Padding
 from ranking.floor.errors import UserError
 from ranking.floor.schema import Name, Number, validate
 
@@ -36,6 +37,8 @@ __all__ = ["CalibrationFile", "read_calibration_file"]
 
 #: the precisions a calibration measures and a run can be given (``auto`` is what a calibration resolves)
 MEASURED_PRECISIONS = tuple(p for p in PRECISIONS if p != "auto")
+#: the batch layouts a calibration measures (``padding: auto`` is what it resolves)
+MEASURED_LAYOUTS = tuple(p for p in get_args(Padding) if p != "auto")
 FIX = "move it aside (or delete it) and the grid calibrates again on this device"
 
 
@@ -53,6 +56,7 @@ class ChosenSetting(_Open):
     samples_s: Annotated[float, Number(ge=0)] | None = None
     compile: Literal["on", "off"] | None = None  # compile auto, where measured (harness.grid.calibrate.measure_compile)
     fuse: Annotated[int, Number(ge=2, le=MAX_FUSE)] | None = None  # fuse auto, where measured (_Sweep.fused_groups)
+    padding: Literal[MEASURED_LAYOUTS] | None = None  # type: ignore[valid-type]  # a layout no run knows is refused
 
 
 class DeviceRecord(_Open):

@@ -524,6 +524,7 @@ def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True)
             export = str(value)
         elif key != "requeue":
             lines.append(f"--{key}" if value is True else f"--{key}={value}")
+    slurm.check_no_file_patterns(lines)  # before anything is written (the log folder's own check is above)
     lines.append(f"--output={logs}/%A_%a.out")
     logs.mkdir(parents=True, exist_ok=True)
     exports = []

@@ -53,8 +53,7 @@ import io
 import logging
 import math
 import os
-import shutil
-import tempfile
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -377,12 +376,11 @@ def collect(
     if not os.access(out, os.W_OK):  # refuse before writing any of the four files, not half-way
         raise UserError(f"cannot write the matrix into {out}: the directory is not writable")
 
-    def rankable(staged: dict[Path, Path]) -> None:  # what `vnr rank` reads must load, before anything is replaced
-        ScoreTable.from_csv(staged[matrix_path], staged[criteria_path])
-
-    # one unit: the side tables, then the matrix, then its sidecar (which holds the matrix's hash) last
-    write_together([(seeds_path, side_bytes[0]), (stats_path, side_bytes[1]), (matrix_path, matrix_bytes),
-                    (criteria_path, criteria_bytes)], check=rankable)
+    # one unit, all or nothing even under kill -9 (ranking.floor.together): the side tables, the matrix, then its
+    # sidecar (which holds the matrix's hash); what `vnr rank` reads must load before anything is replaced
+    write_unit(out, [(seeds_path.name, side_bytes[0]), (stats_path.name, side_bytes[1]),
+                     (matrix_path.name, matrix_bytes), (criteria_path.name, criteria_bytes)],
+               check=lambda staged: ScoreTable.from_csv(staged / matrix_path.name, staged / criteria_path.name))
     return Collected(matrix_path, criteria_path, seeds_path, stats_path, list(frame.index), list(frame.columns),
                      [*missing, *unusable], dict(unusable), packing_by_task, preset=exp.preset,
                      energy_basis=basis_by_task)
@@ -394,66 +392,43 @@ def _csv_bytes(frame: Any) -> bytes:
     return buf.getvalue().encode()
 
 
-def write_together(files: Sequence[tuple[Path, bytes]],
-                   check: Callable[[dict[Path, Path]], None] | None = None) -> None:
-    """Write ``files`` (path, content) as one unit: every file is first written into a staging folder beside
-    its target (under its own name, with the umask's permissions, synced), ``check`` (given target → staged
-    path) reads the staged files back, and only then is each renamed over its target, in the given order.
+def write_unit(out: Path, files: Sequence[tuple[str, bytes]], check: Callable[[Path], object] | None = None) -> None:
+    """Write ``files`` (name, content) into ``out`` as one unit (:func:`ranking.floor.together.write_together`):
+    staged beside their targets, ``check(staging)`` reads them back, then journalled and moved in, so a kill at
+    any point leaves the previous unit or the new one whole once the folder is next read.
 
-    A failure while staging (disk full, read-only folder) or a refusal by ``check`` changes none of the
-    targets; a failure between the renames puts back the files already replaced (kept as hard links until
-    the end). Either way a one-line :class:`UserError` that says nothing was changed, and no staging folder
-    is left.
+    A failure while staging (disk full, read-only folder), a refusal by ``check`` or a failure between the
+    renames (the files already replaced are put back) changes none of the targets: a one-line
+    :class:`UserError` that says nothing was changed, and no staging folder is left.
     """
-    staging: dict[Path, Path] = {}  # target folder -> its staging folder
-    staged: list[tuple[Path, Path]] = []
-    backups: list[tuple[Path, Path | None, bool]] = []  # (target, its old version, whether it existed), in order
-    try:
+    from ranking.floor.together import JOURNAL, STAGING_PREFIX, write_together
+
+    def fill(staging: Path) -> None:
+        for name, content in files:
+            with open(staging / name, "xb") as fh:  # the umask's mode, as open() gives
+                fh.write(content)
+
+    def named_as_targets(text: str) -> str:  # the files as they would be, not their staging copies
+        return re.sub(rf"{re.escape(str(out))}/{re.escape(STAGING_PREFIX)}[^/]*", str(out), text)
+
+    def checked(staging: Path) -> None:
+        if check is None:
+            return
         try:
-            for path, content in files:
-                if path.parent not in staging:
-                    staging[path.parent] = Path(tempfile.mkdtemp(prefix=".vnr-staging-", dir=path.parent))
-                tmp = staging[path.parent] / path.name
-                staged.append((tmp, path))
-                with open(tmp, "xb") as fh:  # the umask's mode, as open() gives
-                    fh.write(content)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            if check is not None:
-                try:
-                    check({path: tmp for tmp, path in staged})
-                except UserError as exc:  # name the files as they would be, not their staging copies
-                    text = str(exc)
-                    for folder, stage in staging.items():
-                        text = text.replace(str(stage), str(folder))
-                    raise UserError(f"the results would not load in vnr rank: {text} — nothing was changed, "
-                                    "the previous files are as they were") from None
-            for tmp, path in staged:
-                old: Path | None = staging[path.parent] / f".{path.name}.old"
-                existed = path.exists()
-                try:
-                    os.link(path, old) if existed else None
-                except OSError:  # no hard links here: that file cannot be put back (the sidecar's hash still guards)
-                    old = None
-                backups.append((path, old if existed else None, existed))
-                os.replace(tmp, path)
-        except OSError as exc:
-            for target, old, existed in reversed(backups):  # undo the renames done: the old unit stays whole
-                try:
-                    if old is not None:
-                        os.replace(old, target)
-                    elif not existed:
-                        target.unlink(missing_ok=True)
-                except OSError:
-                    pass
-            where = getattr(exc, "filename", None) or (staged[-1][1] if staged else files[0][0])
-            for folder, stage in staging.items():
-                where = str(where).replace(str(stage), str(folder))
-            raise UserError(f"cannot write {where}: {exc.strerror or exc} — nothing was changed; free space or "
-                            "fix the folder's permissions, then re-run vnr collect") from None
-    finally:
-        for stage in staging.values():
-            shutil.rmtree(stage, ignore_errors=True)
+            check(staging)
+        except UserError as exc:
+            raise UserError(f"the results would not load in vnr rank: {named_as_targets(str(exc))} — nothing was "
+                            "changed, the previous files are as they were") from None
+
+    try:
+        write_together(out, fill, [name for name, _ in files], check=checked, written_by="vnr collect")
+    except OSError as exc:
+        where = named_as_targets(str(getattr(exc, "filename", None) or out / files[0][0]))
+        if (out / JOURNAL).exists():  # the old files could not be put back: the new ones are finished next time
+            raise UserError(f"cannot write {where}: {exc.strerror or exc} — the new results are finished by the "
+                            "next vnr collect or vnr rank of the folder") from None
+        raise UserError(f"cannot write {where}: {exc.strerror or exc} — nothing was changed; free space or "
+                        "fix the folder's permissions, then re-run vnr collect") from None
 
 
 def describe(result: Collected) -> str:

@@ -44,6 +44,9 @@ from ranking.floor.schema import (
 # runs out. Issue 15 measured packing up to 8 per H100.
 MAX_RUNS_PER_GPU = 64
 MAX_TIME_MIN = 366 * 24 * 60  # a SLURM time limit beyond a year is a typo
+# GPUs of one machine (local.gpus, --local-gpus) or of one array task (slurm.gpus): nodes hold 8 to 16; a larger
+# count (--local-gpus 100000) is a typo, refused at entry instead of building a hundred thousand worker slots.
+MAX_GPUS = 256
 
 # What SLURM accepts, per field that reaches the sbatch script (checked at load and for every CLI flag).
 _NAME = r"[A-Za-z0-9_.+][A-Za-z0-9_.+-]{0,99}"  # job names and the grid's name: no spaces, quotes or shell syntax
@@ -203,6 +206,8 @@ def gpu_list(value: Any) -> tuple[int, ...]:
         raise ValueError(f"{value!r} is not a GPU count or a list of GPU indices, e.g. [0, 1]")
     if int(value) < 1:
         raise ValueError(f"{value} is below 1")
+    if int(value) > MAX_GPUS:
+        raise ValueError(f"{value} GPUs is above {MAX_GPUS} (the most one machine or task has)")
     return tuple(range(int(value)))
 
 
@@ -322,7 +327,7 @@ class SlurmSettings:
     time_min: Annotated[int, Before(minutes), Cli("--time"), Shown({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string"}],
                         "description": "time limit per task: minutes or [D-]HH:MM:SS (seconds round up to the "
                                        "next minute, as sbatch does)"})] = 240
-    gpus: Annotated[int, Number(ge=0), Help("GPUs per task (0 on a CPU cluster)")] = 1
+    gpus: Annotated[int, Number(ge=0, le=MAX_GPUS), Help("GPUs per task (0 on a CPU cluster)")] = 1
     cpus: Annotated[Count, Help("CPUs per task")] = 8
     mem_gb: Annotated[PositiveFloat, Check(at_least_one_mb), Help("memory per task in GB (at least 0.001: 1 MB)")] = 32.0
     array_parallelism: Annotated[Count, Help("array tasks running at once")] = 16
@@ -345,6 +350,10 @@ class SlurmSettings:
 
     def __post_init__(self) -> None:
         check_fields(self, at=("slurm",))
+        if self.signal_delay_s >= 60 * self.time_min:  # the signal would come before the task starts
+            raise Refusal(f"slurm.signal_delay_s: {self.signal_delay_s} s is not below the time limit "
+                          f"({self.time_min} min = {60 * self.time_min} s): give a delay shorter than the time limit "
+                          "(default 120 s)")
 
     def updated(self, **changes: Any) -> SlurmSettings:
         """A copy with the non-None ``changes`` applied (CLI options over config values)."""
@@ -356,7 +365,7 @@ class LocalSettings:
     """How the local executor uses this machine's GPUs (a config's ``local:``; ``vnr run --runs-per-gpu``)."""
 
     runs_per_gpu: RunsPerGpuField = None
-    gpus: Annotated[tuple[Annotated[int, Number(ge=0)], ...], Before(gpu_list), Cli("--local-gpus", metavar="IDS|N",
+    gpus: Annotated[tuple[Annotated[int, Number(ge=0, le=MAX_GPUS - 1)], ...], Before(gpu_list), Cli("--local-gpus", metavar="IDS|N",
                                                                                    dest="local_gpus"),
                     Shown({"anyOf": [{"type": "array", "items": {"type": "integer", "minimum": 0}},
                                      {"type": "string"}, {"type": "integer", "minimum": 1}],

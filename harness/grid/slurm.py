@@ -48,6 +48,30 @@ def log_folder(output: Path) -> Path:
     return check_log_path(Path(output).resolve()) / "logs" / "slurm" / "%j"
 
 
+#: what the shell expands as a file pattern in an unquoted word
+FILE_PATTERN_CHARACTERS = "*?["
+
+
+def check_no_file_patterns(words: Sequence[str]) -> None:
+    """The words ``vnr run CONFIG --sbatch-args`` prints reach sbatch through ``sbatch $(vnr run ...)``: the shell
+    splits them and expands ``*``, ``?`` and ``[`` as file patterns (a file ``--comment=x1`` in the folder turns
+    ``--comment=x*`` into it), and quotes in ``$(...)``'s output are not removed, so no quoting protects them.
+    A word with one is refused in one line (``--executor slurm`` has no shell between vnr and sbatch).
+
+    >>> check_no_file_patterns(["--time=90", "--constraint=a100|h100"])
+    >>> check_no_file_patterns(["--comment=x*"])
+    Traceback (most recent call last):
+    ...
+    ranking.floor.errors.UserError: --sbatch-args: --comment=x* has *, which the shell expands as a file pattern in sbatch $(vnr run CONFIG --sbatch-args), where no quoting protects it: give the option without * ? [, or submit with --executor slurm (no shell between vnr and sbatch)
+    """
+    for word in words:
+        found = sorted({c for c in word if c in FILE_PATTERN_CHARACTERS})
+        if found:
+            raise UserError(f"--sbatch-args: {word} has {' '.join(found)}, which the shell expands as a file pattern "
+                            "in sbatch $(vnr run CONFIG --sbatch-args), where no quoting protects it: give the option "
+                            "without * ? [, or submit with --executor slurm (no shell between vnr and sbatch)")
+
+
 def check_log_path(path: Path, where: str = "output") -> Path:
     """A directory SLURM can log under: it reaches ``#SBATCH --output=`` as one token, without filename patterns.
 

@@ -7,7 +7,8 @@ loaders keep the last value silently, so half of a file could be ignored unseen)
 
 Scalars are read as YAML 1.2's core schema reads them, not as YAML 1.1 (PyYAML's default):
 ``1:30`` is the text ``"1:30"``, not 90 (sexagesimal); ``yes``, ``no``, ``on``, ``off`` are
-text, not booleans (only ``true`` / ``false`` are); ``010`` is 10, not 8. Anchors and aliases
+text, not booleans (only ``true`` / ``false`` are); ``010`` is 10, not 8. A merge key (``<<``, YAML 1.1
+only) is refused: it would merge silently, even over a key written beside it. Anchors and aliases
 (``&a`` / ``*a``) are refused before anything is expanded: a config needs none, and a few
 nested aliases expand to gigabytes ("billion laughs").
 
@@ -28,6 +29,10 @@ ranking.floor.errors.UserError: s.yaml: line 1: an anchor (&x) — config files 
 Traceback (most recent call last):
 ...
 ranking.floor.errors.UserError: s.yaml: line 3: key 'a' appears twice in one mapping (first on line 1) — keep one of them
+>>> parse_yaml("a: 1\\n<<: {a: 2}\\n", "scenario", "s.yaml")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+ranking.floor.errors.UserError: s.yaml: line 2: a merge key (<<) — config files take none ...
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ from typing import Any
 from ranking.floor.errors import UserError
 
 _LOADER = None
+#: the largest YAML file read (a sidecar of 40,000 criteria fits in a few MB). Parsing costs about a second of CPU
+#: per MB, so a larger file (a 150 MB sidecar naming a million columns) is refused before it is read.
+MAX_YAML_BYTES = 8 * 2**20
 
 
 def _strict_loader() -> type:
@@ -56,8 +64,8 @@ def _strict_loader() -> type:
     def construct_mapping(loader: Any, node: Any, deep: bool = False) -> Any:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
+            if key_node.tag == "tag:yaml.org,2002:merge":  # YAML 1.1 only; it would merge over keys beside it
+                raise _MergeKey(key_node.start_mark.line + 1)
             key = loader.construct_object(key_node, deep=True)
             try:
                 first = seen.get(key)
@@ -85,7 +93,7 @@ def _strict_loader() -> type:
 
 def _core_schema_resolvers(yaml: Any) -> dict[Any, list[Any]]:
     """PyYAML's implicit resolvers with YAML 1.2 core schema booleans, integers and floats (no ``yes``/``on``,
-    no sexagesimal ``1:30``, no leading-zero octal), the rest (null, timestamps, merge keys) as PyYAML has them."""
+    no sexagesimal ``1:30``, no leading-zero octal), the rest (null, timestamps) as PyYAML has them (a merge key is refused when met)."""
     import re
 
     core = {
@@ -120,6 +128,12 @@ def _no_anchors(text: str, where: Any) -> None:
         return  # the parser says what is wrong, with its own line
 
 
+class _MergeKey(Exception):
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
 class _DuplicateKey(Exception):
     def __init__(self, key: Any, line: int, first: int) -> None:
         super().__init__(key, line, first)
@@ -139,6 +153,10 @@ def parse_yaml(text: str, what: str, where: Any) -> Any:
             f"{where}: line {dup.line}: key {dup.key!r} appears twice in one mapping (first on line {dup.first}) "
             "— keep one of them"
         ) from None
+    except _MergeKey as merge:
+        raise UserError(f"{where}: line {merge.line}: a merge key (<<) — config files take none (YAML 1.2 has "
+                        "no merge keys; YAML 1.1 would merge silently, even over a key written beside it): write "
+                        "the keys out") from None
     except yaml.YAMLError as exc:
         raise UserError(f"{what} {where} is not valid YAML: {' '.join(str(exc).split())}") from None
     except (ValueError, OverflowError, RecursionError) as exc:  # e.g. a date the calendar lacks, deep nesting
@@ -150,11 +168,17 @@ def read_yaml(path, what: str):
 
     Every config reader goes through here, so a missing, unreadable or malformed file
     always says which file and which kind of file it is, and no file may repeat a key.
+    A file above :data:`MAX_YAML_BYTES` is refused before it is read.
     """
     from pathlib import Path
 
     path = Path(path)
     try:
+        size = path.stat().st_size if path.is_file() else 0
+        if size > MAX_YAML_BYTES:
+            raise UserError(f"{what} {path} is {size / 2**20:.1f} MB: a config file is at most "
+                            f"{MAX_YAML_BYTES / 2**20:g} MB (a sidecar of 40,000 criteria fits in a few MB); check that "
+                            "it is the file you meant")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"cannot read {what} {path}: no such file") from None

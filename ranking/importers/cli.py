@@ -3,8 +3,10 @@
 Also ``DIR/stderr.csv`` when the source has per-score standard errors (named in the sidecar
 by ``standard_errors:`` and bound by its hash) and ``DIR/import-notes.txt``, every note of the
 import (the terminal shows a summary grouped by kind, the notes that change a ranking first).
-The files are written into a temporary folder, then swapped in together: a failure while
-swapping puts the previous files back, so a table's files always belong to one import.
+The files are replaced as one unit (:func:`ranking.floor.together.write_together`: staged, journalled,
+moved): a failure while swapping puts the previous files back, and a kill at any point leaves the
+previous import or the new one whole once the folder is next read, so a table's files always belong
+to one import.
 Nothing heavy is imported at import time.
 """
 
@@ -76,10 +78,9 @@ def parse_model_map(items: list[str]) -> dict[str, str] | str | None:
 
 def run_import(args: argparse.Namespace) -> int:
     """Import, then write the table, its sidecar and its standard errors into ``--out`` together."""
-    import shutil
-    import tempfile
     from pathlib import Path
 
+    from ranking.floor.together import recover, write_together
     from ranking.importers import import_table
     from ranking.table import STANDARD_ERRORS_FILE
 
@@ -87,6 +88,7 @@ def run_import(args: argparse.Namespace) -> int:
     model_map = parse_model_map(args.model_map)
     if model_map is not None and args.format != "codecarbon" and not args.codecarbon:
         raise UserError("--map renames codecarbon projects: give --codecarbon EMISSIONS_CSV (or import codecarbon)")
+    recover(out)  # an import a kill interrupted is finished first
     if (out / "matrix.csv").exists() and not args.force:
         raise UserError(f"{out / 'matrix.csv'} exists: choose another --out, or pass --force to replace it")
 
@@ -98,15 +100,16 @@ def run_import(args: argparse.Namespace) -> int:
                          codecarbon_key=args.codecarbon_key, out_of_range=args.out_of_range,
                          skip_bad_rows=args.skip_bad_rows, notes=notes)
     out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out, prefix=".import-"))
-    try:
+
+    def fill(staging: Path) -> None:
         table.to_csv(staging / "matrix.csv", staging / "criteria.yaml")
         if notes:
             (staging / NOTES_FILE).write_text("".join(f"[{n.kind}{', changes the ranking' if n.ranks else ''}] "
                                                       f"{n.message}\n" for n in notes), encoding="utf-8")
-        swap_in(staging, out, (STANDARD_ERRORS_FILE, NOTES_FILE, "matrix.csv", "criteria.yaml"))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    # one unit, all or nothing even under kill -9 (a stale stderr.csv or notes file the new import lacks goes)
+    write_together(out, fill, (STANDARD_ERRORS_FILE, NOTES_FILE, "matrix.csv", "criteria.yaml"),
+                   written_by="vnr import --force")
     if notes:
         for line in summarise(notes):
             print(f"vnr import: note: {line}", file=sys.stderr)
@@ -119,32 +122,3 @@ def run_import(args: argparse.Namespace) -> int:
 
 NOTES_FILE = "import-notes.txt"
 
-
-def swap_in(staging: Any, out: Any, names: tuple[str, ...]) -> None:
-    """Move the files ``names`` of ``staging`` into ``out`` together: the current ones (a stale one the new import
-    lacks included) are set aside first and put back if any move fails, so ``out`` never mixes two imports."""
-    import os
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    aside = Path(tempfile.mkdtemp(dir=out, prefix=".previous-"))
-    moved_aside: list[str] = []
-    moved_in: list[str] = []
-    try:
-        for name in names:
-            if (out / name).exists():
-                os.replace(out / name, aside / name)
-                moved_aside.append(name)
-        for name in names:
-            if (staging / name).exists():
-                os.replace(staging / name, out / name)
-                moved_in.append(name)
-    except BaseException:
-        for name in moved_in:
-            (out / name).unlink(missing_ok=True)
-        for name in moved_aside:
-            os.replace(aside / name, out / name)
-        raise
-    finally:
-        shutil.rmtree(aside, ignore_errors=True)

@@ -17,8 +17,9 @@ has none of), as its manifest lists them, and never touches any other file. A fo
 files that no manifest lists (a report from before the manifest) is refused, naming them, rather than
 leaving a figure beside a report that says it has none.
 
-Every file is written atomically (a temporary file, then a rename) with the umask's permissions
-(:func:`ranking.floor.paths.write_bytes_atomic`). Every score and weight on the page goes through one
+The report's files and its manifest are written as one unit (:func:`ranking.floor.together.write_together`:
+staged, journalled, moved, with the umask's permissions): a kill at any point leaves the earlier report or
+the new one whole once the folder is next written. Every score and weight on the page goes through one
 formatter, :func:`ranking.textable.number` (the live table's JavaScript ``fmt`` is its exact port).
 """
 
@@ -38,7 +39,7 @@ from typing import Any
 
 from ranking.floor.errors import UserError
 from ranking.floor.json_io import JsonProblem, read_json
-from ranking.floor.paths import write_bytes_atomic as _write
+from ranking.floor.together import recover, write_together
 from ranking.scenarios.compare import (
     Comparison,
     criterion_order,
@@ -98,12 +99,12 @@ def _fig_bytes(fig: Any, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def _save_figure(fig: Any, out_dir: Path, stem: str) -> str:
-    """Save the PNG file; return it as a data URI for inlining."""
+def _save_figure(fig: Any, files: dict[str, bytes], stem: str) -> str:
+    """Keep the PNG file's bytes in ``files`` (written with the report); return it as a data URI for inlining."""
     import matplotlib.pyplot as plt
 
     png = _fig_bytes(fig, "png")
-    _write(out_dir / f"{stem}.png", png)
+    files[f"{stem}.png"] = png
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
@@ -317,6 +318,7 @@ def write_report(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    recover(out)  # a report a kill interrupted is finished first (its manifest says what is stale)
     sc = cmp.scenario
     planned = report_files(cmp, maps)
     stale = stale_report_files(out, planned)  # before writing anything: a refusal leaves the folder as it was
@@ -324,8 +326,7 @@ def write_report(
     def rel(text: str) -> str:
         return relative_paths(text, out, data_root)
 
-    _write(out / "comparison.csv", format_csv(cmp).encode())
-    _write(out / "comparison.json", (format_json(cmp) + "\n").encode())
+    files = {"comparison.csv": format_csv(cmp).encode(), "comparison.json": (format_json(cmp) + "\n").encode()}
 
     sections = []
     sections.append(
@@ -339,14 +340,14 @@ def write_report(
 
     sections.append(section_html(cmp))
     sections.append(live_html(cmp))
-    bump = _save_figure(plots.bump_chart(cmp), out, "bump_chart")
+    bump = _save_figure(plots.bump_chart(cmp), files, "bump_chart")
     sections.append(f"<h2>Rank across the columns</h2><img alt='bump chart' src='{bump}'>")
     if maps:
         weights = []
         for smap in maps:
             col = sc.column(smap.column)
             weights.append(group_weight_vector(smap.groups, col.group_weights))
-        img = _save_figure(plots.simplex_figure(maps, weights), out, "simplex_map")
+        img = _save_figure(plots.simplex_figure(maps, weights), files, "simplex_map")
         shares = []
         for smap in maps:
             share = smap.share()
@@ -363,14 +364,14 @@ def write_report(
             f"<img alt='weight simplex map' src='{img}'><ul>{''.join(shares)}</ul>"
         )
     order = cmp.reference.ordering()
-    heat = _save_figure(plots.criteria_heatmap(cmp.table, order), out, "criteria_heatmap")
+    heat = _save_figure(plots.criteria_heatmap(cmp.table, order), files, "criteria_heatmap")
     sections.append(
         "<h2>Criteria</h2>" + _groups_html(cmp) + f"<img alt='criteria heatmap' src='{heat}'>"
         "<h3>Raw values</h3><p class='muted'>The scores ranked above, as read (before orienting), "
         "models in the reference column's order.</p>" + raw_values_html(cmp.table, order)
     )
     if cmp.rank_probabilities is not None:
-        img = _save_figure(plots.rank_probability_figure(cmp), out, "rank_probabilities")
+        img = _save_figure(plots.rank_probability_figure(cmp), files, "rank_probabilities")
         heading = "Uncertainty over seeds" if cmp.bootstrap_source == "seeds" else "Uncertainty from the standard errors"
         sections.append(
             f"<h2>{heading}</h2><p class='muted'>Probability of each rank position over "
@@ -402,12 +403,16 @@ def write_report(
         + "</body></html>\n"
     )
     path = out / "report.html"
-    _write(path, page.encode("utf-8"))
-    # the earlier report's files this one has none of go only after the new report is whole; a crash before
-    # the new manifest leaves the old one, which still names them, so the next report removes them
-    for name in stale:
-        (out / name).unlink(missing_ok=True)
+    files["report.html"] = page.encode("utf-8")
+    files[MANIFEST] = (json.dumps({"written_by": "vnr report", "files": planned}, indent=1) + "\n").encode()
+
+    def fill(staging: Path) -> None:
+        for name, data in files.items():
+            (staging / name).write_bytes(data)
+
+    # one unit with its manifest, all or nothing even under kill -9: the earlier report's files this one has
+    # none of go with it, no other file of the folder is touched
+    write_together(out, fill, [*planned, *stale, MANIFEST], written_by="vnr report")
     if stale and say is not None:
         say(f"vnr report: removed the earlier report's {', '.join(stale)} (this report has none)")
-    _write(out / MANIFEST, (json.dumps({"written_by": "vnr report", "files": planned}, indent=1) + "\n").encode())
     return path
