@@ -354,6 +354,29 @@ def test_zero_standard_errors_give_exact_ranks():
         np.testing.assert_array_equal(p, [[0.0, 1.0], [1.0, 0.0]])
 
 
+def test_bootstrap_refuses_a_ranked_score_whose_standard_error_is_unknown(tmp_path, capsys):
+    """Issue 38: an empty stderr cell was held fixed in every draw, so B (0.001 above A, error unknown) came
+    first in 100 % of draws: a certainty the source never gave. Refused; 0 (exact) or weight 0 is accepted."""
+    values = np.array([[0.500, 1.0], [0.501, 2.0]])
+    crits = (Criterion("acc"), Criterion("kwh", direction="lower"))
+    table = ScoreTable(("A", "B"), crits, values, standard_errors=np.array([[0.01, 0.0], [np.nan, 0.0]]))
+    table.to_csv(tmp_path / "matrix.csv")
+    code, out, err = vnr(capsys, "rank", "--scenario", ANY_TABLE, "--results", tmp_path, "--bootstrap", "200")
+    assert code == 2 and out == ""
+    assert err.strip().endswith(
+        "--bootstrap draws each score from its standard error, and 1 ranked score has none (model 'B' on 'acc'): "
+        "held fixed it would count as certain. Give it in the table's standard errors (0 where a score is exact), "
+        "give that criterion weight 0, or use --intervals, which never separates a model on an unknown error")
+    assert err.count("\n") == 1
+    # the same scores with a known error draw; a weight-0 column's unknown error ranks nothing and is held
+    known = ScoreTable(("A", "B"), crits, values, standard_errors=np.array([[0.01, np.nan], [0.01, np.nan]]))
+    with pytest.raises(UserError, match="2 ranked scores have none"):
+        error_bootstrap(load_scenario(ANY_TABLE), known, 10)
+    shown = known.with_criteria([crits[0], Criterion("kwh", direction="lower", weight=0.0)])
+    probs = error_bootstrap(load_scenario(ANY_TABLE), shown, 400, seed=0)["borda"]
+    assert 0.4 < probs[1, 0] < 0.6  # Normal(0.001, 0.014): B first about half the time, not always
+
+
 def test_rank_scenario_bootstrap_says_it_drew_from_the_standard_errors(tmp_path, capsys):
     table, _ = _two_models(0.01)
     table.to_csv(tmp_path / "matrix.csv")
