@@ -111,10 +111,11 @@ def _fused_and_solo(family, dtype, seeds=SEEDS):
     errors = {"loss": 0.0, "gradients": 0.0, "weights": 0.0}
     for k, (model, seed) in enumerate(zip(models, seeds)):
         losses, grads = _solo(model, rows, seed, tok, [width for _, _, width in seen])
+        scale = float(torch.tensor([_norm(g) for g in grads]).median())  # the run's typical gradient norm
         for step in range(STEPS):
             errors["loss"] = max(errors["loss"], abs(float(seen[step][0][k]) - losses[step]) / abs(losses[step]))
             errors["gradients"] = max(errors["gradients"], _whole({n: g[k] for n, g in seen[step][1].items()},
-                                                                  grads[step]))
+                                                                  grads[step], floor=scale))
         errors["weights"] = max(errors["weights"], _whole(stack.state_dict(k),
                                                           {n: p.detach() for n, p in model.named_parameters()}))
     # the runs differ from each other (own seeds, own data order)
@@ -123,24 +124,34 @@ def _fused_and_solo(family, dtype, seeds=SEEDS):
     return errors
 
 
-def _whole(got, want):
-    """||got - want|| / ||want|| with every tensor laid end to end."""
-    whole = torch.sqrt(sum((w.double() ** 2).sum() for w in want.values()))
-    return float(torch.sqrt(sum(((got[n].double() - w.double()) ** 2).sum() for n, w in want.items())) / whole)
+def _norm(tensors):
+    """The norm of every tensor laid end to end."""
+    return float(torch.sqrt(sum((t.double() ** 2).sum() for t in tensors.values())))
+
+
+def _whole(got, want, floor=0.0):
+    """||got - want|| / max(||want||, floor) with every tensor laid end to end.
+
+    ``floor`` (for gradients: the run's median gradient norm) is the scale float rounding works at. A batch
+    gradient is a sum of per-example gradients, and its rounding error is bounded by eps times the sum of their
+    sizes, not by eps times the size of the sum: at a step where they cancel (a balanced batch at loss ln 2, the
+    gradient 100x below its usual norm) the same 1e-7 absolute difference reads 1e-5 against the small sum,
+    measuring the cancellation, not fusion. Measured (bert, fp32, 24 steps): 1.6e-5 against each step's own norm
+    at such a step, 2e-7 against the run's median norm; the absolute difference is about 1e-7 at every step."""
+    diff = torch.sqrt(sum(((got[n].double() - w.double()) ** 2).sum() for n, w in want.items()))
+    return float(diff / max(_norm(want), floor))
 
 
 @pytest.mark.parametrize("family", ["bert", *(pytest.param(f, marks=pytest.mark.slow)
                                               for f in ("roberta", "albert", "distilbert", "gpt2"))])
 def test_each_fused_run_trains_as_its_solo_twin(family):
-    """fp64: the fused computation is the solo one (1e-9 over 24 AdamW steps). fp32: losses within 1e-5 at every
-    step, weights within 1e-5; the gradients within 1e-4: the batched kernels round differently (≈1e-5 per tensor
-    at the first step) and AdamW, which divides each entry by its own gradient scale, turns that rounding into
-    different moves of the entries whose gradient is zero in exact arithmetic (attention key biases,
-    zero-initialised norm biases), as it does between two layouts of one run alone."""
+    """fp64: the fused computation is the solo one (1e-9 over 24 AdamW steps). fp32: losses, gradients and final
+    weights within 1e-5 relative at every step (gradients against the run's typical gradient norm, :func:`_whole`);
+    measured over the five families: at most 1.8e-7 losses, 6.3e-8 weights, 3.5e-7 gradients."""
     exact = _fused_and_solo(family, torch.float64)
     assert max(exact.values()) <= 1e-9, exact
     fp32 = _fused_and_solo(family, torch.float32)
-    assert fp32["loss"] <= TOL and fp32["weights"] <= TOL and fp32["gradients"] <= 10 * TOL, fp32
+    assert max(fp32.values()) <= TOL, fp32
 
 
 def _stack(family, seeds, dropout=False):
