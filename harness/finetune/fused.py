@@ -177,13 +177,25 @@ class _Pooled:
         return functional_call(self.base, (params, buffers), (), kwargs).logits
 
 
-def classification_loss(logits: Any, labels: Any, regression: bool) -> Any:
-    """The loss the transformers classifiers compute (mean squared error for one output, else cross-entropy)."""
+def classification_loss(logits: Any, labels: Any, regression: bool, weight: Any = None) -> Any:
+    """The loss the transformers classifiers compute (mean squared error for one output, else cross-entropy).
+
+    ``weight`` (0/1 per example, static-shape batches): the mean over the examples of weight 1, the padding rows
+    of a batch filled to its static size (:func:`stack_batches`) left out (selected away, so nothing they compute
+    reaches the loss or the gradients)."""
+    import torch
     import torch.nn.functional as F
 
+    if weight is None:
+        if regression:
+            return F.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
     if regression:
-        return F.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+        each = (logits.squeeze(-1) - labels.to(logits.dtype)) ** 2
+    else:
+        each = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
+    real = weight.reshape(-1) > 0
+    return torch.where(real, each.reshape(-1), torch.zeros_like(each.reshape(-1))).sum() / real.sum()
 
 
 class StackedRuns:
@@ -223,10 +235,12 @@ class StackedRuns:
         self.max_grad_norm = max_grad_norm
         accepts = inspect.signature(type(models[0]).forward).parameters
         self.fn = _Pooled(self.base, model_type in LAST_TOKEN, "token_type_ids" in accepts)
+        self._captured: Any = None  # the compiled whole step (captured_step), built on first use
 
     # -- compute
     def _loss(self, params: dict[str, Any], buffers: dict[str, Any], batch: Mapping[str, Any]) -> Any:
-        return classification_loss(self.fn.logits(params, buffers, batch), batch["labels"], self.regression)
+        return classification_loss(self.fn.logits(params, buffers, batch), batch["labels"], self.regression,
+                                   batch.get("weight"))
 
     def loss_and_grads(self, batch: Mapping[str, Any], *, train: bool = True) -> tuple[Any, dict[str, Any]]:
         """(losses [K], gradients {name: [K, ...]}) of one step; ``batch`` tensors are ``[K, ...]``."""
@@ -256,34 +270,81 @@ class StackedRuns:
     def step(self, grads: Mapping[str, Any], lr_factor: float, norms: Any | None = None) -> None:
         """One AdamW step per active run (``torch.optim.AdamW``'s update, elementwise with per-run learning rate
         and decay), after clipping each run's gradients to :attr:`max_grad_norm` by its own norm."""
+        if norms is None:
+            norms = self.grad_norms(grads)
+        self.params, self.exp_avg, self.exp_avg_sq, self.steps = self._adamw(
+            self.params, self.exp_avg, self.exp_avg_sq, self.steps, self.active, grads, norms, lr_factor)
+
+    def _adamw(self, params: dict[str, Any], exp_avg: dict[str, Any], exp_avg_sq: dict[str, Any], steps: Any,
+               active: Any, grads: Mapping[str, Any], norms: Any, lr_factor: Any) -> tuple[Any, Any, Any, Any]:
+        """:meth:`step` as a pure function of the state (new weights, moments and step counts; an inactive run's
+        unchanged): what the eager step assigns and the captured step (:meth:`captured_step`) returns."""
         import torch
 
         b1, b2 = ADAM_BETAS
-        if norms is None:
-            norms = self.grad_norms(grads)
         scale = torch.ones(self.k, device=self.device)
         if self.max_grad_norm is not None:
             scale = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
-        self.steps += self.active.long()
-        step = self.steps.clamp(min=1).double()
+        steps = steps + active.long()
+        step = steps.clamp(min=1).double()
         lr = (self.lr * lr_factor)
         bias1 = 1 - b1 ** step
         bias2_sqrt = (1 - b2 ** step).sqrt()
-        for name, p in self.params.items():
+        new_params, new_avg, new_sq = {}, {}, {}
+        for name, p in params.items():
             shape = (self.k,) + (1,) * (p.dim() - 1)
             g = grads[name] * scale.view(shape).to(p.dtype)
-            active = self.active.view(shape)
-            m = self.exp_avg[name]
-            v = self.exp_avg_sq[name]
+            on = active.view(shape)
+            m = exp_avg[name]
+            v = exp_avg_sq[name]
             new_m = m.lerp(g, 1 - b1)
             new_v = v * b2 + (1 - b2) * g * g
             decay = (lr * self.wd) if name in self.decay else torch.zeros_like(lr)
             new_p = p * (1 - decay).view(shape).to(p.dtype)
             denom = new_v.sqrt() / bias2_sqrt.view(shape).to(p.dtype) + ADAM_EPS
             new_p = new_p - (lr / bias1).view(shape).to(p.dtype) * new_m / denom
-            self.params[name] = torch.where(active, new_p, p)
-            self.exp_avg[name] = torch.where(active, new_m, m)
-            self.exp_avg_sq[name] = torch.where(active, new_v, v)
+            new_params[name] = torch.where(on, new_p, p)
+            new_avg[name] = torch.where(on, new_m, m)
+            new_sq[name] = torch.where(on, new_v, v)
+        return new_params, new_avg, new_sq, steps
+
+    # -- the captured step
+    def _whole_step(self, params: dict[str, Any], buffers: dict[str, Any], exp_avg: dict[str, Any],
+                    exp_avg_sq: dict[str, Any], steps: Any, active: Any, batch: Mapping[str, Any],
+                    lr_factor: Any) -> tuple[Any, ...]:
+        """One whole training step as a pure function of tensors, no Python decision on a value: the K runs'
+        losses and gradients, each run's gradient norm, a run whose loss or norm is not finite stopped (``newly``),
+        the AdamW update. What :meth:`captured_step` compiles into one graph."""
+        import torch
+        from torch.func import grad_and_value, vmap
+
+        grads, losses = vmap(grad_and_value(self._loss), in_dims=(0, 0, 0), randomness="different")(
+            params, buffers, batch)
+        norms = self.grad_norms(grads)
+        finite = torch.isfinite(losses) & torch.isfinite(norms)
+        newly = active & ~finite
+        active = active & finite
+        params, exp_avg, exp_avg_sq, steps = self._adamw(params, exp_avg, exp_avg_sq, steps, active, grads, norms,
+                                                         lr_factor)
+        return params, exp_avg, exp_avg_sq, steps, active, losses.detach(), norms, newly
+
+    def captured_step(self, batch: Mapping[str, Any], lr_factor: float) -> tuple[Any, Any, Any]:
+        """One training step through the compiled whole step (:func:`capture_options`: on a GPU a CUDA graph
+        replayed, one launch per step); ``batch`` of a static shape (:func:`stack_batches` with ``width`` and
+        ``size``: one graph per shape). Returns (losses, gradient norms, runs stopped at this step) as tensors."""
+        import torch
+
+        if self._captured is None:
+            self._captured = torch.compile(self._whole_step, fullgraph=True, dynamic=False,
+                                           **capture_options(self.device.type))
+        self.base.train(True)
+        if self.device.type == "cuda":
+            torch.compiler.cudagraph_mark_step_begin()  # the last step's outputs are this step's inputs
+        factor = torch.tensor(float(lr_factor), dtype=torch.float64, device=self.device)
+        (self.params, self.exp_avg, self.exp_avg_sq, self.steps, self.active, losses, norms,
+         newly) = self._captured(self.params, self.buffers, self.exp_avg, self.exp_avg_sq, self.steps, self.active,
+                                 dict(batch), factor)
+        return losses, norms, newly
 
     def stop(self, k: int) -> None:
         """Run ``k`` stops here: its weights and optimizer state freeze (the others train on)."""
@@ -347,18 +408,36 @@ def additive_mask(attention: Any, causal: bool, dtype: Any) -> Any:
 
 
 def stack_batches(rows: Sequence[Sequence[Mapping[str, Any]]], pad_id: int, *, causal: bool,
-                  dtype: Any = None, multiple: int = PAD_MULTIPLE) -> dict[str, Any]:
+                  dtype: Any = None, multiple: int = PAD_MULTIPLE, width: int | None = None,
+                  size: int | None = None) -> dict[str, Any]:
     """K runs' batches (lists of tokenized examples) as ``[K, B, W]`` tensors padded to the widest example of
-    the group rounded up to ``multiple``, the 4-D mask, each example's last real token and the labels."""
+    the group rounded up to ``multiple``, the 4-D mask, each example's last real token and the labels.
+
+    Static shapes (a captured step): ``width`` a fixed width (:func:`static_width`) and ``size`` a fixed number of
+    rows; rows past a run's examples are padding, ``weight`` 0 (left out of the loss: :func:`classification_loss`),
+    attending their own first token only (so no row of the mask is all masked). ``attention_mask`` stays the
+    real tokens' (what the token accounting counts).
+
+    >>> ex = {"input_ids": [5, 6, 7], "label": 1}
+    >>> b = stack_batches([[ex]], 0, causal=False, width=8, size=2)
+    >>> b["input_ids"].shape, b["weight"].tolist(), b["attention_mask"].sum().item(), b["last"].tolist()
+    (torch.Size([1, 2, 8]), [[1.0, 0.0]], 3, [[2, 0]])
+    """
     import torch
 
     dtype = dtype or torch.float32
     longest = max(len(ex["input_ids"]) for batch in rows for ex in batch)
-    width = -(-longest // multiple) * multiple
-    k, b = len(rows), len(rows[0])
+    if width is None:
+        width = -(-longest // multiple) * multiple
+    elif longest > width:
+        raise ValueError(f"an example of {longest} tokens does not fit the static width {width}")
+    k, b = len(rows), size or max(len(batch) for batch in rows)
     ids = torch.full((k, b, width), pad_id, dtype=torch.long)
     attention = torch.zeros((k, b, width), dtype=torch.long)
     types = torch.zeros((k, b, width), dtype=torch.long) if "token_type_ids" in rows[0][0] else None
+    regression = isinstance(rows[0][0]["label"], float)
+    labels = torch.zeros((k, b), dtype=torch.float32 if regression else torch.long)
+    weight = torch.zeros((k, b), dtype=torch.float32)
     for i, batch in enumerate(rows):
         for j, ex in enumerate(batch):
             n = len(ex["input_ids"])
@@ -366,12 +445,36 @@ def stack_batches(rows: Sequence[Sequence[Mapping[str, Any]]], pad_id: int, *, c
             attention[i, j, :n] = 1
             if types is not None:
                 types[i, j, :n] = torch.tensor(ex["token_type_ids"])
-    labels = torch.tensor([[ex["label"] for ex in batch] for batch in rows])
-    out = {"input_ids": ids, "mask": additive_mask(attention, causal, dtype), "last": attention.sum(-1) - 1,
+            labels[i, j] = ex["label"]
+            weight[i, j] = 1.0
+    attend = attention.clone()
+    attend[..., 0] = 1  # a padding row attends its first token: a row with every key masked would be NaN
+    out = {"input_ids": ids, "mask": additive_mask(attend, causal, dtype), "last": attend.sum(-1) - 1,
            "labels": labels, "attention_mask": attention}
+    if size is not None:
+        out["weight"] = weight
     if types is not None:
         out["token_type_ids"] = types
     return out
+
+
+#: at most this many static widths per run (a captured step keeps one graph per shape: torch.compile's
+#: recompile limit is 8, and the last partial batch is filled to the batch size, so the widths are the shapes)
+MAX_WIDTHS = 6
+
+
+def static_width(longest: int, ceiling: int, widths: int = MAX_WIDTHS, multiple: int = PAD_MULTIPLE) -> int:
+    """The static width of a batch whose widest example has ``longest`` tokens, where the run's widest has
+    ``ceiling``: the next of at most ``widths`` evenly spaced widths (multiples of ``multiple``) up to it.
+
+    >>> [static_width(n, 128) for n in (1, 24, 25, 100, 121, 128)]
+    [24, 24, 48, 120, 128, 128]
+    >>> sorted({static_width(n, 300) for n in range(1, 301)})
+    [56, 112, 168, 224, 280, 304]
+    """
+    top = -(-ceiling // multiple) * multiple
+    step = -(-ceiling // (widths * multiple)) * multiple
+    return min(-(-longest // step) * step, top)
 
 
 def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
@@ -400,15 +503,17 @@ def warmup_steps(ratio: float, total: int) -> int:
 def train_group(stack: StackedRuns, train_rows: Sequence[Sequence[Mapping[str, Any]]], seeds: Sequence[int], *,
                 batch_size: int, total_steps: int, warmup: int, pad_id: int, causal: bool, start_step: int = 0,
                 dropout_seed: int = 0, on_step: Callable[[int, Any, list[float]], None] | None = None,
-                on_epoch_end: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                on_epoch_end: Callable[[int, int], None] | None = None, capture: bool = False) -> dict[str, Any]:
     """Train the stacked runs from ``start_step`` to ``total_steps``: run k's examples ``train_rows[k]`` in its
     seed's order. ``on_step(step, batch, losses)`` after each optimizer step; ``on_epoch_end(step, epoch)`` at each
     epoch end and at the last step (evaluation and checkpoints). A run whose loss or gradient norm is not finite
-    stops there (:meth:`StackedRuns.stop`). Returns ``{"losses": [[per-run loss] per step], "stopped":
-    {k: step}}``."""
+    stops there (:meth:`StackedRuns.stop`). ``capture``: static-shape batches (:func:`static_width`, every batch
+    filled to ``batch_size`` rows) through :meth:`StackedRuns.captured_step`. Returns ``{"losses": [[per-run
+    loss] per step], "stopped": {k: step}}``."""
     import torch
 
     n = len(train_rows[0])
+    ceiling = max(len(ex["input_ids"]) for rows_k in train_rows for ex in rows_k) if capture else 0
     per_epoch = -(-n // batch_size)
     losses_log: list[list[float]] = []
     stopped: dict[int, int] = {}
@@ -419,17 +524,27 @@ def train_group(stack: StackedRuns, train_rows: Sequence[Sequence[Mapping[str, A
         start = within * batch_size
         picks = [order[start:start + batch_size] for order in orders]
         rows = [[train_rows[k][i] for i in pick] for k, pick in enumerate(picks)]
+        static = {}
+        if capture:
+            longest = max(len(ex["input_ids"]) for batch_k in rows for ex in batch_k)
+            static = {"width": static_width(longest, ceiling), "size": batch_size}
         batch = {k: v.to(stack.device) for k, v in
-                 stack_batches(rows, pad_id, causal=causal, dtype=stack.dtype).items()}
+                 stack_batches(rows, pad_id, causal=causal, dtype=stack.dtype, **static).items()}
         torch.manual_seed(dropout_seed * 1_000_003 + step)  # the group's dropout draws, per step
         model_batch = {k: v for k, v in batch.items() if k != "attention_mask"}
-        losses, grads = stack.loss_and_grads(model_batch)
-        norms = stack.grad_norms(grads)
-        for k in range(stack.k):
-            if stack.active[k] and not (torch.isfinite(losses[k]) and torch.isfinite(norms[k])):
-                stack.stop(k)
+        factor = schedule_factor(step, total_steps, warmup)
+        if capture:
+            losses, _, newly = stack.captured_step(model_batch, factor)
+            for k in newly.nonzero().flatten().tolist():
                 stopped[k] = step + 1
-        stack.step(grads, schedule_factor(step, total_steps, warmup), norms)
+        else:
+            losses, grads = stack.loss_and_grads(model_batch)
+            norms = stack.grad_norms(grads)
+            for k in range(stack.k):
+                if stack.active[k] and not (torch.isfinite(losses[k]) and torch.isfinite(norms[k])):
+                    stack.stop(k)
+                    stopped[k] = step + 1
+            stack.step(grads, factor, norms)
         step += 1
         step_losses = [float(x) for x in losses]
         losses_log.append(step_losses)
@@ -438,6 +553,21 @@ def train_group(stack: StackedRuns, train_rows: Sequence[Sequence[Mapping[str, A
         if on_epoch_end is not None and (step % per_epoch == 0 or step == total_steps):
             on_epoch_end(step, -(-step // per_epoch))
     return {"losses": losses_log, "stopped": stopped}
+
+
+def capture_options(device: str) -> dict[str, Any]:
+    """``torch.compile`` options of the captured step (:meth:`StackedRuns.captured_step`) on ``device``.
+
+    On a GPU: inductor's ``reduce-overhead`` mode, which records each static shape's whole step as a CUDA graph
+    and replays it (one launch per step instead of one per kernel: what a launch-bound run pays for). On a CPU
+    there is no launch to save: the step is still captured whole (``fullgraph``, one graph per shape) and run by
+    AOTAutograd with eager kernels, so the capture itself (static shapes, no graph break, state in and out) is
+    exercised and compared with eager where the tests run; the calibration never chooses it there.
+
+    >>> capture_options("cuda"), capture_options("cpu")
+    ({'mode': 'reduce-overhead'}, {'backend': 'aot_eager'})
+    """
+    return {"mode": "reduce-overhead"} if device == "cuda" else {"backend": "aot_eager"}
 
 
 def evaluate_group(stack: StackedRuns, rows: Sequence[Mapping[str, Any]], *, batch_size: int, pad_id: int,
