@@ -79,6 +79,7 @@ def run_grid(
     calibration_budget_s: float | None = None,
     gpus: Any = None,
     fuse: int | str | None = None,
+    capture: str | None = None,
     decide: Any = None,
 ) -> list[Any]:
     """Run an experiment config's grid locally (finished runs skipped) and return one outcome per spec.
@@ -92,7 +93,9 @@ def run_grid(
     ``calibrate`` (False: no calibration bursts), ``calibration_budget_s`` and ``gpus`` (GPU indices or a
     count) as ``vnr run``'s ``--runs-per-gpu``, ``--calibrate`` / ``--no-calibrate``,
     ``--calibration-budget-s`` and ``--local-gpus``, and ``fuse`` (K, ``"auto"`` or ``"off"``: ``--fuse``; the
-    runs of a cell that differ only in seed trained as one stacked model, :mod:`harness.finetune.fused`): the fields of :class:`~harness.grid.settings.LocalSettings`,
+    runs of a cell that differ only in seed trained as one stacked model, :mod:`harness.finetune.fused`) and
+    ``capture`` (``"auto"``, ``"on"`` or ``"off"``: ``--capture``; a fused group's whole step captured and
+    replayed): the fields of :class:`~harness.grid.settings.LocalSettings`,
     checked by their declaration, over the config's ``local:`` (None: the config's;
     :func:`harness.grid.calibrate.local_packing`).
 
@@ -111,7 +114,7 @@ def run_grid(
 
     given = {key: value for key, value in (("runs_per_gpu", runs_per_gpu), ("calibrate", calibrate),
                                            ("calibration_budget_s", calibration_budget_s), ("gpus", gpus),
-                                           ("fuse", fuse))
+                                           ("fuse", fuse), ("capture", capture))
              if value is not None}
     flags = validate(LocalSettings, given, names=lambda name: name)  # as the config's local: keys
     exp = load_experiment(config, output=output)

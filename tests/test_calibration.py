@@ -442,3 +442,56 @@ def test_fusion_slower_than_the_best_unfused_setting_is_not_chosen():
                        limits=Limits(candidates=(1,), budget_cap_s=900, fuse_candidates=(2,)),
                        burst=_fixed_bursts({1: [100.0]}, []), fused_burst=_fixed_fused({2: 101.0}, []))
     assert doc["fuse"]["chosen"] == 1 and "fuse" not in doc["chosen"]
+
+
+def _fused_with_capture(rates, captured_rate, capture_s, calls):
+    """:func:`_fixed_fused`, and a captured burst at ``captured_rate`` whose warm-up took ``capture_s`` more."""
+    eager = _fixed_fused(rates, calls)
+
+    def fused(spec, k, *, deadline, capture=False, **kwargs):
+        row = {**eager(spec, k, deadline=deadline, **kwargs), "losses": [[20, 0.70]]}
+        if capture:
+            calls.append(("captured", k))
+            row = {**row, "samples_s": captured_rate, "window_samples_s": [captured_rate] * 3,
+                   "wall_s": row["wall_s"] + capture_s, "capture": "on"}
+        return row
+
+    return fused
+
+
+@pytest.mark.parametrize("captured_rate, capture_s, chosen", [(600.0, 30.0, "on"), (600.0, 10**6, "off"),
+                                                              (265.0, 30.0, "off")])
+def test_capture_is_chosen_only_where_it_is_faster_with_its_compile_time_counted_against_a_run(
+        captured_rate, capture_s, chosen):
+    """On a GPU, after K=4 is chosen (260 samples/s eager), one captured burst at K=4: captured where 4 runs of
+    12,450 samples at its rate plus its capture time end sooner than eager (191 s at 260 samples/s)."""
+    from harness.grid.calibrate import Calibration, Device, calibrate, resolve_capture
+
+    gpu = Device("gpu-fixed", "cuda", "fixed", 80 * 2**30, 16)
+    calls = []
+    doc, _ = calibrate(replace(SPEC, padding="bucket", compile="off"), device=gpu, grid_samples_total=10**9,
+                       limits=Limits(candidates=(1,), precisions=("fp32",), budget_cap_s=900,
+                                     fuse_candidates=(2, 4), capture=True),
+                       burst=_fixed_bursts({1: [100.0]}, []),
+                       fused_burst=_fused_with_capture({2: 150.0, 4: 260.0}, captured_rate, capture_s, calls))
+    assert calls == [2, 4, 4, ("captured", 4)]
+    capture = doc["fuse"]["capture"]
+    assert capture["chosen"] == chosen and capture["capture_s"] == capture_s
+    assert doc["chosen"]["capture"] == chosen
+    assert resolve_capture("auto", doc["chosen"]["capture"]) == ("calibration" if chosen == "on" else None)
+    table = format_table(Calibration(Path("out/calibration/gpu-fixed.json"), "k", doc, bursts_run=4))
+    assert f"capture auto: captured {captured_rate:.1f} against eager 260.0 samples/s at fused K=4" in table
+    assert table.splitlines()[-1].startswith(f"chosen: runs_per_gpu 1, precision fp32, fuse 4, "
+                                             f"capture {chosen} (100.0 samples/s")
+
+
+def test_capture_is_not_measured_on_a_cpu():
+    from harness.grid.calibrate import calibrate
+
+    calls = []
+    doc, _ = calibrate(replace(SPEC, padding="bucket"), device=CPU, grid_samples_total=10**9,
+                       limits=Limits(candidates=(1,), budget_cap_s=900, fuse_candidates=(2,), capture=True),
+                       burst=_fixed_bursts({1: [100.0]}, []),
+                       fused_burst=_fused_with_capture({2: 300.0}, 900.0, 1.0, calls))
+    assert calls == [2] and doc["chosen"]["fuse"] == 2 and "capture" not in doc["chosen"]
+    assert doc["fuse"]["capture"]["note"] == "not measured: CPU (no kernel launches to save)"

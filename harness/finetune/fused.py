@@ -647,11 +647,13 @@ def run_group(specs: Sequence[Any], output: Path, *, data_root: Path | None = No
               track_efficiency: bool = True, country_iso_code: str | None = None, region: str | None = None,
               measure_power_secs: float = 15.0, eval_batch_size: int | None = None,
               allow_nonfinite: bool = False, save_steps: int | None = None,
-              on_step: Callable[[int, Any], None] | None = None, **ignored: Any) -> dict[str, Any]:
+              on_step: Callable[[int, Any], None] | None = None, capture: str | None = None,
+              **ignored: Any) -> dict[str, Any]:
     """Train ``specs`` (one cell's runs: :func:`fuse_groups`) as one fused group and store each run's record
     through its own lifecycle; returns ``{run_id: record}`` of the runs it stored or found done. A run another
     process holds is left to it. Options as :func:`harness.finetune.run_finetune`'s (``optim``, ``report_to``
-    and ``dataloader_num_workers`` do not apply: the group has its own AdamW and reads its data in-process)."""
+    and ``dataloader_num_workers`` do not apply: the group has its own AdamW and reads its data in-process).
+    ``capture``: what chose to capture the group's whole step (:meth:`StackedRuns.captured_step`; None: eager)."""
     import contextlib
 
     from harness.store import RunStore
@@ -672,7 +674,8 @@ def run_group(specs: Sequence[Any], output: Path, *, data_root: Path | None = No
                                    track_efficiency=track_efficiency, eval_batch_size=eval_batch_size,
                                    tracker_kwargs={"country_iso_code": country_iso_code, "region": region,
                                                    "measure_power_secs": measure_power_secs},
-                                   allow_nonfinite=allow_nonfinite, save_steps=save_steps, on_step=on_step))
+                                   allow_nonfinite=allow_nonfinite, save_steps=save_steps, on_step=on_step,
+                                   capture=capture))
     if not keep_checkpoints:
         for rid, record in out.items():
             if (record or {}).get("status") == "ok":
@@ -683,7 +686,7 @@ def run_group(specs: Sequence[Any], output: Path, *, data_root: Path | None = No
 def _train_runs(runs: Sequence[Any], output: Path, *, data_root: Path | None, calibration: Mapping[str, Any] | None,
                 track_efficiency: bool, eval_batch_size: int | None, tracker_kwargs: dict[str, Any],
                 allow_nonfinite: bool, save_steps: int | None,
-                on_step: Callable[[int, Any], None] | None) -> dict[str, Any]:
+                on_step: Callable[[int, Any], None] | None, capture: str | None = None) -> dict[str, Any]:
     """The group's training, then each run's record (ok, diverged or failed) through its own attempt."""
     from harness.environment import environment_info
     from harness.finetune.tasks import get_task
@@ -702,7 +705,7 @@ def _train_runs(runs: Sequence[Any], output: Path, *, data_root: Path | None, ca
     try:
         results = _fit(specs, output, group, data_root=data_root, calibration=calibration,
                        tracker_kwargs=tracker_kwargs if track_efficiency else None,
-                       eval_batch_size=eval_batch_size, save_steps=save_steps, on_step=on_step)
+                       eval_batch_size=eval_batch_size, save_steps=save_steps, on_step=on_step, capture=capture)
     except Exception as exc:  # the group failed as a whole (e.g. loading): every run's record says so
         for run, base in zip(runs, bases):
             run.fail(exc, base)
@@ -723,7 +726,7 @@ def _train_runs(runs: Sequence[Any], output: Path, *, data_root: Path | None, ca
 def _fit(specs: Sequence[Any], output: Path, group: str, *, data_root: Path | None,
          calibration: Mapping[str, Any] | None, tracker_kwargs: dict[str, Any] | None,
          eval_batch_size: int | None, save_steps: int | None,
-         on_step: Callable[[int, Any], None] | None) -> list[dict[str, Any]]:
+         on_step: Callable[[int, Any], None] | None, capture: str | None = None) -> list[dict[str, Any]]:
     """Load, train and evaluate the group; each run's training result (the record's body)."""
     import torch
     import transformers
@@ -798,14 +801,17 @@ def _fit(specs: Sequence[Any], output: Path, group: str, *, data_root: Path | No
         outcome = train_group(stack, [train_rows] * len(specs), [s.seed for s in specs], batch_size=batch_size,
                               total_steps=total, warmup=warmup_steps(spec0.warmup_ratio, total), pad_id=pad_id,
                               causal=causal, start_step=start_step, dropout_seed=spec0.seed,
-                              on_step=on_train_step, on_epoch_end=on_epoch_end)
+                              on_step=on_train_step, on_epoch_end=on_epoch_end, capture=capture is not None)
     finally:
         reading = tracker.stop() if tracker is not None and tracker.started else None
     split = split_efficiency(reading, {s.run_id(): int(book.tokens[k]["computed_tokens"])
                                        for k, s in enumerate(specs)}, group) if reading is not None else {}
     settings.update({
         "batching": {"mode": "bucketed", "pad_to_multiple_of": PAD_MULTIPLE, "requested": spec0.padding,
-                     "fused": "each step's batches padded to the group's widest example"},
+                     "fused": "each step's batches padded to the group's widest example"} if capture is None else
+                    {"mode": "static", "pad_to_multiple_of": PAD_MULTIPLE, "requested": spec0.padding,
+                     "fused": f"static shapes for the captured step: at most {MAX_WIDTHS} widths, every batch "
+                              f"filled to {batch_size} rows (weight-0 padding rows)"},
         "compile": False, "group_by_length": False, "eval_batch_size": eval_bs, "save_steps": save_steps,
         "dataloader_num_workers": 0, "n_gpu": int(settings["device"] == "cuda"), "report_to": [],
         "precision": "fp32", "optim": "fused adamw",
@@ -831,7 +837,10 @@ def _fit(specs: Sequence[Any], output: Path, group: str, *, data_root: Path | No
             "settings": {**settings, "fused": {"group": group, "runs": [s.run_id() for s in specs],
                                                "position": k, "size": len(specs),
                                                "chosen_by": "calibration" if (calibration or {}).get("fuse")
-                                               else "the grid's fuse setting"}},
+                                               else "the grid's fuse setting",
+                                               "capture": {"mode": "captured", "chosen_by": capture,
+                                                           "how": capture_options(settings["device"])}
+                                               if capture is not None else {"mode": "eager"}}},
             "train": {
                 "global_step": steps_done if k in outcome["stopped"] else total,
                 "epochs": round((steps_done if k in outcome["stopped"] else total) / per_epoch, 4),
@@ -1018,11 +1027,14 @@ class _Cut(Exception):
 
 
 def measure_fused_burst(spec: Any, k: int, *, warmup: int, steps: int, windows: int,
-                        data_root: Path | None = None, deadline: float | None = None) -> dict[str, Any]:
+                        data_root: Path | None = None, deadline: float | None = None,
+                        capture: bool = False) -> dict[str, Any]:
     """One calibration burst of ``k`` fused runs of ``spec`` (seeds ``spec.seed`` … ``spec.seed + k - 1``) in this
     process: ``warmup`` untimed steps, then ``windows`` timed windows of ``steps`` steps; the row
     :mod:`harness.grid.calibrate` keeps (``samples_s``: the median window's samples of all ``k`` runs per
-    second). Past ``deadline`` (a ``time.time()``) the burst stops and its row is ``cut`` (discarded)."""
+    second). Past ``deadline`` (a ``time.time()``) the burst stops and its row is ``cut`` (discarded).
+    ``capture``: through the captured step (its compile and graph recording fall in the untimed warm-up: the
+    row's ``wall_s`` beyond its timed ``seconds``, which :func:`harness.grid.calibrate.measure_capture` weighs)."""
     import resource
 
     import torch
@@ -1065,11 +1077,13 @@ def measure_fused_burst(spec: Any, k: int, *, warmup: int, steps: int, windows: 
         if deadline is not None and time.time() > deadline:
             raise _Cut
 
-    base = {"n": 1, "fuse": k, "precision": "fp32", "threads_per_run": torch.get_num_threads()}
+    base = {"n": 1, "fuse": k, "precision": "fp32", "threads_per_run": torch.get_num_threads(),
+            **({"capture": "on"} if capture else {})}
     try:
         train_group(stack, [rows] * k, [spec.seed + i for i in range(k)], batch_size=spec.batch_size,
                     total_steps=total, warmup=0, pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None
-                    else 0, causal=info.family in LAST_TOKEN, dropout_seed=spec.seed, on_step=on_step)
+                    else 0, causal=info.family in LAST_TOKEN, dropout_seed=spec.seed, on_step=on_step,
+                    capture=capture)
     except _Cut:
         return {**base, "status": "cut", "cut": True, "samples_s": None,
                 "reason": f"budget: cut after {time.time() - started:.0f} s: discarded"}

@@ -654,6 +654,56 @@ def loss_matches(losses: Sequence[Sequence[float]], reference: Sequence[Sequence
     return all(math.isfinite(a) and math.isfinite(b) and abs(a - b) <= rtol * abs(b) for a, b in common)
 
 
+def measure_capture(spec: FinetuneSpec, device: Device, eager: Mapping[str, Any], burst: Any, *,
+                    time_left: float, spent: bool = False) -> dict[str, Any]:
+    """``capture: auto``: one fused burst of the chosen K with the whole step captured
+    (:meth:`harness.finetune.fused.StackedRuns.captured_step`), against that K's eager fused burst ``eager``.
+    The capture's cost (the captured burst's untimed seconds beyond the eager burst's: compiling the step and
+    recording a graph per batch shape) is weighed against a whole group: captured only where K runs of ``spec``
+    (:func:`training_samples` each) at the captured rate plus that cost end sooner than at the eager rate, and
+    the losses match (:func:`loss_matches`). ``burst()`` → the captured burst's row.
+
+    >>> gpu, spec = Device("gpu-x", "cuda", "x", 1, 1), FinetuneSpec("tiny:bert", "rte", 0)
+    >>> eager = {"fuse": 4, "status": "measured", "samples_s": 400.0, "seconds": 10.0, "wall_s": 20.0,
+    ...          "losses": [[20, 0.70]]}
+    >>> out = measure_capture(spec, gpu, eager, lambda: {**eager, "samples_s": 1000.0, "wall_s": 60.0}, time_left=600)
+    >>> out["chosen"], out["capture_s"], out["note"]
+    ('on', 40.0, 'captured 1000.0 against eager 400.0 samples/s at fused K=4; capture 40 s per group: a group of 4 × 12450 samples takes 90 s against 124 s')
+    >>> slow = measure_capture(spec, gpu, eager, lambda: {**eager, "samples_s": 410.0, "wall_s": 60.0}, time_left=600)
+    >>> slow["chosen"]   # 1.5 % faster does not pay for 40 s of capture
+    'off'
+    >>> measure_capture(spec, Device("cpu-x", "cpu", "x", 1, 1), eager, None, time_left=600)["note"]
+    'not measured: CPU (no kernel launches to save)'
+    """
+    k = int(eager["fuse"])
+    if device.type != "cuda":
+        return {"status": "not measured", "note": "not measured: CPU (no kernel launches to save)", "rows": []}
+    estimate = float(eager.get("wall_s") or 0.0) + COMPILE_ESTIMATE_S
+    if spent or estimate > time_left:
+        why = ("the budget was spent (a burst was cut at it)" if spent else
+               f"{time_left:.0f} s left, a captured burst takes about {estimate:.0f} s")
+        return {"status": "skipped", "note": f"skipped for budget: {why}",
+                "rows": [{"n": 1, "fuse": k, "capture": "on", "precision": "fp32", "status": "skipped",
+                          "reason": f"budget: {why}"}]}
+    row = {**burst(), "fuse": k, "capture": "on"}
+    out: dict[str, Any] = {"status": "measured", "rows": [row], "eager_samples_s": eager["samples_s"]}
+    if row.get("status") != "measured" or not row.get("samples_s"):
+        return {**out, "chosen": "off",
+                "note": f"captured burst {row.get('status')}: {row.get('reason', 'no rate')}; eager kept"}
+    rate, eager_rate = float(row["samples_s"]), float(eager["samples_s"])
+    capture_s = max(0.0, (float(row.get("wall_s") or 0.0) - float(row.get("seconds") or 0.0))
+                    - (float(eager.get("wall_s") or 0.0) - float(eager.get("seconds") or 0.0)))
+    samples = training_samples(spec)
+    t_eager, t_captured = k * samples / eager_rate, k * samples / rate + capture_s
+    matches = bool(row.get("cut")) or loss_matches(row.get("losses") or [], eager.get("losses") or [])
+    row["loss_match"] = matches
+    chosen = "on" if t_captured < t_eager and matches else "off"
+    note = (f"captured {rate:.1f} against eager {eager_rate:.1f} samples/s at fused K={k}; capture "
+            f"{capture_s:.0f} s per group: a group of {k} × {samples} samples takes {t_captured:.0f} s against "
+            f"{t_eager:.0f} s" + ("" if matches else "; its losses do not match the eager ones"))
+    return {**out, "chosen": chosen, "capture_s": capture_s, "captured_samples_s": rate, "note": note}
+
+
 def measured_rates(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[int, str], float]:
     """(N, precision) → the median aggregate samples/s over every timed window of its measured bursts whose
     loss matches fp32's (a row without windows counts its ``samples_s`` once; a setting measured again in
@@ -713,6 +763,7 @@ class Limits:
     windows: int | None = None  # None: WINDOWS
     cpu_threads_per_run: int | None = 1  # torch threads of each burst worker on a CPU; None: the cores shared out
     fuse_candidates: tuple[int, ...] = ()  # fused group sizes K to measure (fuse: auto); () none
+    capture: bool = False  # measure the captured step of the chosen fused group (capture: auto)
 
 
 @dataclass
@@ -1124,6 +1175,13 @@ class _Sweep:
                 f"fused K={best['fuse']} {best['samples_s']:.1f} samples/s against unfused "
                 f"{unfused:.1f}" if unfused else f"fused K={best['fuse']} {best['samples_s']:.1f} samples/s")
         self.fuse = {"rows": rows, "chosen": chosen, "note": note + f"; chosen: K={chosen}"}
+        if self.limits.capture and chosen > 1:
+            eager = max((r for r in timed if r["fuse"] == chosen), key=lambda r: r["samples_s"])
+            self.fuse["capture"] = measure_capture(
+                self.spec, self.device, eager,
+                lambda: run(self.spec, chosen, warmup=self.warmup, steps=self.steps, windows=self.windows,
+                            data_root=self.data_root, deadline=self.deadline(), capture=True),
+                time_left=self.deadline() - time.time(), spent=self.spent)
 
     # -- step 5: the compiled step
     def compiled(self) -> dict[str, Any]:
@@ -1144,7 +1202,9 @@ class _Sweep:
         if measured_rates(self.rows):
             return {**choose(self.rows), **({"padding": self.chosen_layout} if self.chosen_layout else {}),
                     **({"compile": compiled["chosen"]} if compiled.get("chosen") else {}),
-                    **({"fuse": self.fuse["chosen"]} if self.fuse and self.fuse["chosen"] > 1 else {})}
+                    **({"fuse": self.fuse["chosen"]} if self.fuse and self.fuse["chosen"] > 1 else {}),
+                    **({"capture": self.fuse["capture"]["chosen"]}
+                       if self.fuse and (self.fuse.get("capture") or {}).get("chosen") else {})}
         n, precision = self.fixed_n or 1, self.precisions[0]
         return {"runs_per_gpu": n, "precision": precision, "samples_s": None, "measured": False,
                 "note": f"nothing measured within the budget ({self.deadline() - self.started:.0f} s): {n} run(s) "
@@ -1173,7 +1233,7 @@ class _Sweep:
         }
 
     def bursts_run(self, compiled: Mapping[str, Any]) -> int:
-        fused = self.fuse["rows"] if self.fuse else []
+        fused = [*self.fuse["rows"], *(self.fuse.get("capture") or {}).get("rows", [])] if self.fuse else []
         return sum(r["status"] in ("measured", "cut")
                    for r in [*self.rows, *self.layout_rows, *compiled["rows"], *fused]) - self.reused_opening
 
@@ -1305,6 +1365,20 @@ def resolve_packing(specs: Sequence[Any], output: str | Path, *, runs_per_gpu: i
     return Packing(fixed_n or cal.runs_per_gpu, cal, "reused" if cal.reused else "calibrated")
 
 
+def resolve_capture(capture: str | None, calibrated: str | None = None) -> str | None:
+    """What chose to capture fused groups' steps, or None where they are not captured: ``on`` always, ``off``
+    never, ``auto`` (None) where the calibration measured it faster.
+
+    >>> resolve_capture("on"), resolve_capture(None, "on"), resolve_capture("auto", "off"), resolve_capture("off", "on")
+    ('the capture setting', 'calibration', None, None)
+    """
+    if capture == "on":
+        return "the capture setting"
+    if capture in (None, "auto") and calibrated == "on":
+        return "calibration"
+    return None
+
+
 def resolve_fuse(fuse: int | str | None, calibrated: int | None = None) -> tuple[int, str]:
     """(K, what chose it) for ``fuse``: an explicit K, else the calibration's K, else 1 (not fused).
 
@@ -1329,7 +1403,8 @@ def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, run
     plan = resolve_packing(pending, exp.output, runs_per_gpu=per_gpu, calibrate_runs=exp.local.calibrate and calibrate_runs,
                            data_root=data_root, gpus=exp.local.gpus,
                            limits=Limits(budget_cap_s=exp.local.calibration_budget_s,
-                                         fuse_candidates=FUSE_CANDIDATES if fuse_auto else ()),
+                                         fuse_candidates=FUSE_CANDIDATES if fuse_auto else (),
+                                         capture=exp.local.capture in (None, AUTO)),
                            first=next(iter(calibrated(specs)), None) if calibrated(pending) else None)
     if plan.calibration is None and per_gpu == AUTO:
         plan = replace(plan, reason=f"{plan.reason}; precision auto follows the rule")
@@ -1343,6 +1418,11 @@ def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, run
     if fuse != 1:
         kwargs["fuse"] = fuse
         log.info("fuse %d (%s)", fuse, fuse_source)
+        capture = resolve_capture(exp.local.capture, plan.calibration.doc.get("chosen", {}).get("capture")
+                                  if plan.calibration is not None else None)
+        if capture is not None:
+            kwargs["capture"] = capture
+            log.info("fused groups' steps captured (%s)", capture)
     return plan, kwargs
 
 
@@ -1379,6 +1459,9 @@ def format_table(cal: Calibration) -> str:
         shown = ", ".join(f"K={r['fuse']} " + (f"{r['samples_s']:.1f} samples/s" if r["status"] == "measured"
                                               else f"{r['status']} ({r.get('reason', '')})") for r in fused["rows"])
         lines.insert(len(lines) - 1, f"fuse auto: {shown or fused['note']}; {fused['note']}")
+        if fused.get("capture"):
+            lines.insert(len(lines) - 1, "capture auto: " + fused["capture"]["note"]
+                         + (f"; chosen: {fused['capture']['chosen']}" if fused["capture"].get("chosen") else ""))
     if doc.get("compile"):  # (entries from before compile was measured have none)
         lines.insert(len(lines) - 1, "compile auto: " + doc["compile"]["note"]
                      + (f"; chosen: {doc['compile']['chosen']}" if doc["compile"].get("chosen") else ""))
@@ -1402,7 +1485,8 @@ def format_table(cal: Calibration) -> str:
         lines.append(f"chosen: runs_per_gpu {chosen['runs_per_gpu']}, precision {chosen['precision']}"
                      f"{', padding ' + chosen['padding'] if chosen.get('padding') else ''}"
                      f"{', compile ' + chosen['compile'] if chosen.get('compile') else ''}"
-                     f"{', fuse ' + str(chosen['fuse']) if chosen.get('fuse') else ''} "
+                     f"{', fuse ' + str(chosen['fuse']) if chosen.get('fuse') else ''}"
+                     f"{', capture ' + chosen['capture'] if chosen.get('capture') else ''} "
                      f"({chosen['samples_s']:.1f} samples/s{' eager' if chosen.get('compile') else ''}, the median "
                      f"of its timed windows{compiled_rate})")
     return "\n".join([*cal.notes, *lines])

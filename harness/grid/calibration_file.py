@@ -56,6 +56,7 @@ class ChosenSetting(_Open):
     samples_s: Annotated[float, Number(ge=0)] | None = None
     compile: Literal["on", "off"] | None = None  # compile auto, where measured (harness.grid.calibrate.measure_compile)
     fuse: Annotated[int, Number(ge=2, le=MAX_FUSE)] | None = None  # fuse auto, where measured (_Sweep.fused_groups)
+    capture: Literal["on", "off"] | None = None  # capture auto, where measured (measure_capture)
     padding: Literal[MEASURED_LAYOUTS] | None = None  # type: ignore[valid-type]  # a layout no run knows is refused
 
 

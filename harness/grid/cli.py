@@ -167,8 +167,8 @@ def local_settings(exp, args: argparse.Namespace):
 # the SLURM flags besides --wait: they size or configure a SLURM array (--executor slurm or --sbatch-args)
 SLURM_FIELDS = ("partition", "time_min", "gpus", "cpus", "mem_gb", "array_parallelism", "account", "qos", "constraint",
                 "job_name", "max_timeouts", "signal_delay_s", "setup", "additional")
-# the local executor's flags besides the packing ones (--local-gpus, --fuse)
-LOCAL_FIELDS = ("gpus", "fuse")
+# the local executor's flags besides the packing ones (--local-gpus, --fuse, --capture)
+LOCAL_FIELDS = ("gpus", "fuse", "capture")
 
 
 def check_flag_combinations(args: argparse.Namespace) -> None:

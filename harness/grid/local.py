@@ -358,12 +358,14 @@ def execute(
     verbose: bool = False,
     echo: bool = True,
     fuse: int = 1,
+    capture: str | None = None,
 ) -> list[Outcome]:
     """The local executor (see the module docstring); outcomes in the order of ``specs``.
 
     ``fuse`` (K > 1): the runs of a cell that differ only in seed train K at a time as one fused group in
     this process, for a kind that declares a ``fused`` runner (:meth:`harness.kinds.RunKind.run_fused_group`;
-    fine-tuning does), each with its own record.
+    fine-tuning does), each with its own record. ``capture``: what chose to capture the fused groups' whole
+    steps (:func:`harness.grid.calibrate.resolve_capture`; None: not captured).
 
     A failed spec does not stop the grid. ``progress``: the grid's progress bar;
     ``echo``: one line per finished run on stderr; ``verbose``: the runs' own
@@ -430,8 +432,8 @@ def execute(
         for group in (g for g in groups if len(g) > 1):
             log_file = None if verbose else store.log_dir() / f"{group[0].run_id()}.fused.log"
             with _run_output_to(log_file):
-                results = kind_of(group[0]).run_fused_group(group, output, data_root=data_root,
-                                                            options=dict(options(group[0])) if options else {})
+                opts = {**(dict(options(group[0])) if options else {}), **({"capture": capture} if capture else {})}
+                results = kind_of(group[0]).run_fused_group(group, output, data_root=data_root, options=opts)
             for spec, (rid, status, seconds, error) in zip(group, results):
                 outcomes[index[id(spec)]] = Outcome(rid, status, seconds, error)
                 report(outcomes[index[id(spec)]])

@@ -292,6 +292,13 @@ Fuse = Annotated[int | str, Before(fuse_value), Cli(metavar="K|auto|off"), Shown
                    f"off, or K (1 to {MAX_FUSE})"})] | None
 
 
+CaptureMode = Literal["auto", "on", "off"]
+Capture = Annotated[CaptureMode, Help(
+    "a fused group's whole training step captured once per static batch shape and replayed (a CUDA graph on a "
+    "GPU: one launch per step; harness.finetune.fused.capture_options): auto (where the calibration measured it "
+    "faster, its compile time counted against a whole run; not captured without a calibration), on, or off")] | None
+
+
 def _runs_per_gpu_shown(description: str) -> Shown:
     return Shown({"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_RUNS_PER_GPU},
                             {"const": "auto"}], "description": description})
@@ -372,11 +379,15 @@ class LocalSettings:
                            "description": "GPU indices to use ([0, 2] or \"0,2\"), or a count; default: what "
                                           "the executor finds"})] | None = None
     fuse: Fuse = None
+    capture: Capture = None
     calibrate: Calibrate = True
     calibration_budget_s: CalibrationBudget = None
 
     def __post_init__(self) -> None:
         check_fields(self, at=("local",))
+        if self.capture == "on" and self.fuse == 1:  # capture is of fused groups' steps: nothing would be captured
+            raise Refusal("local.capture: on captures a fused group's step, and fuse is off: give fuse K (2 or "
+                          "more) or auto, or leave capture out")
 
 
 DecisionKind = Literal["winner", "top", "tiers"]
