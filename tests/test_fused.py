@@ -467,3 +467,28 @@ def test_capture_on_without_fusion_is_refused_in_one_line(tmp_path, capsys):
     assert err == ("vnr run: error: local.capture: on captures a fused group's step, and fuse is off: give fuse K (2 "
                    "or more) or auto, or leave capture out\n")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_groups_captured_one_after_another_each_compile_their_own_graphs(monkeypatch):
+    """A grid trains its fused groups one after another in one process: each group's captured step compiles
+    its own graphs (one per width) instead of adding them to the groups before it until dynamo's recompile limit
+    (8; 2 here, so that three small groups reach it) makes it fall back to eager without a word."""
+    import torch._dynamo.config
+    from torch._dynamo.utils import counters
+
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)
+    for group in range(3):
+        stack, _, tok = _stack("bert", (group, group + 1))
+        counters.clear()
+        widths = set()
+        original = stack.captured_step
+
+        def seen(batch, lr_factor, original=original, widths=widths):
+            widths.add(tuple(batch["input_ids"].shape))
+            return original(batch, lr_factor)
+
+        stack.captured_step = seen
+        fused.train_group(stack, [_rows(tok)] * 2, (group, group + 1), batch_size=BATCH, total_steps=3, warmup=0,
+                          pad_id=tok.pad_token_id, causal=False, capture=True)
+        assert widths and counters["stats"]["unique_graphs"] == len(widths) <= 2, group

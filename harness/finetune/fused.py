@@ -335,6 +335,10 @@ class StackedRuns:
         import torch
 
         if self._captured is None:
+            # a fresh cache per group: a process trains one group at a time, and each group's graphs (one per
+            # width, MAX_WIDTHS) must stay within dynamo's recompile limit (8 per function), past which it would
+            # fall back to eager without a word; the groups before this one keep none of theirs
+            torch._dynamo.reset()
             self._captured = torch.compile(self._whole_step, fullgraph=True, dynamic=False,
                                            **capture_options(self.device.type))
         self.base.train(True)
