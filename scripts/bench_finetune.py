@@ -39,11 +39,18 @@ tokenizer of 30,522 pieces trained on each task's own texts (no download; close 
     python scripts/bench_finetune.py --padding-report   # padding shares per GLUE task
     python scripts/bench_finetune.py --compile --task sst2   # compiled training steps beside eager
     python scripts/bench_finetune.py --fuse 1,2,5,10 --task rte  # K seeds fused into one stacked model beside ours
+    python scripts/bench_finetune.py --fuse 2,10 --capture --task rte  # and their captured whole steps beside them
 
 ``--fuse``: ``fused K=k`` rows, k runs (seeds 0 … k-1, the same initial weights) trained as one stacked model
 (:mod:`harness.finetune.fused`: ``vmap`` over the stacked weights, eager attention, per-run AdamW), in the same
 interleaved rounds; their samples/s counts all k runs' samples, against ``ours`` training one run at a time.
 Their loss is run 0's (the Trainer's seed-0 order): the sanity check holds it to 1e-4 relative.
+
+``--capture`` (with ``--fuse``): ``fused K=k, captured`` rows beside each ``fused K=k``: the group's whole step
+compiled into one graph per static batch shape (:meth:`harness.finetune.fused.StackedRuns.captured_step`: on a
+GPU a CUDA graph replayed; on a CPU captured and run by AOTAutograd's eager kernels, nothing to replay). Each
+round builds a new group, so each round's warm-up compiles again (``warmup_s``); a width first seen inside the
+timed steps compiles there, so a captured row is what a short run gets, not a best case.
 """
 
 from __future__ import annotations
@@ -250,7 +257,7 @@ def run_variant(v: Variant, *, shape: str, family: str, tokenizer: Any, pairs: A
 
 
 def run_fused(k: int, *, shape: str, family: str, tokenizer: Any, pairs: Any, state: dict[str, Any], steps: int,
-              warmup: int, batch_size: int, max_length: int, device: str) -> dict[str, Any]:
+              warmup: int, batch_size: int, max_length: int, device: str, capture: bool = False) -> dict[str, Any]:
     """``k`` runs of the same initial weights, seeds 0 … k-1 (each its own data order: run 0's is the Trainer's
     with seed 0), trained as one fused group (:mod:`harness.finetune.fused`) for ``warmup + steps`` steps; the
     last ``steps`` timed. Samples/s counts every run's samples (k × batch per step)."""
@@ -284,7 +291,7 @@ def run_fused(k: int, *, shape: str, family: str, tokenizer: Any, pairs: Any, st
         marks["t0"] = time.perf_counter()
     out = fused.train_group(stack, [rows] * k, list(range(k)), batch_size=batch_size, total_steps=warmup + steps,
                             warmup=0, pad_id=tokenizer.pad_token_id, causal=family in fused.LAST_TOKEN,
-                            on_step=on_step)
+                            on_step=on_step, capture=capture)
     if device == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - marks["t0"]
@@ -292,8 +299,9 @@ def run_fused(k: int, *, shape: str, family: str, tokenizer: Any, pairs: Any, st
     real, computed = sum(c[0] for c in timed), sum(c[1] for c in timed)  # run 0's batches
     first = [losses[0] for losses in out["losses"]]
     return {
-        "variant": f"fused K={k}", "compiled": False,
-        "batching": {"mode": "bucketed", "pad_to_multiple_of": fused.PAD_MULTIPLE, "requested": "auto", "fused": k},
+        "variant": f"fused K={k}" + (", captured" if capture else ""), "compiled": capture,
+        "batching": {"mode": "static" if capture else "bucketed", "pad_to_multiple_of": fused.PAD_MULTIPLE,
+                     "requested": "auto", "fused": k},
         "seconds": seconds, "warmup_s": marks["t0"] - marks["begin"],
         "samples_s": k * steps * batch_size / seconds, "tokens_s": k * real / seconds,
         "computed_tokens_s": k * computed / seconds, "real_tokens": real, "computed_tokens": computed,
@@ -321,7 +329,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds: int, batch_size: int,
           max_length: int, data_root: Path | None, family: str = "bert", compile_: bool = False,
-          fuse: tuple[int, ...] = ()) -> dict[str, Any]:
+          fuse: tuple[int, ...] = (), capture: bool = False) -> dict[str, Any]:
     """Every variant once per round, ``rounds`` rounds, the order rotated each round."""
     import torch
     from transformers import set_seed
@@ -350,6 +358,8 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
         variants += [Variant(f"{v.name}, compiled", v.padding, v.precision, v.optim, tf32=v.tf32, compile=True)
                      for v in list(variants) if v.name in ("ours", "flattened")]
     variants += [Variant(f"fused K={k}", "auto", "fp32", None) for k in fuse]  # harness.finetune.fused
+    if capture:
+        variants += [Variant(f"fused K={k}, captured", "auto", "fp32", None) for k in fuse]
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else "none"
     threads = torch.get_num_threads()
     print(f"\n== {shape}-shaped {family} on {device} (GPU: {gpu}, {threads} CPU thread(s)); data: {source}; "
@@ -363,7 +373,8 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
         k = r % len(variants)
         for v in variants[k:] + variants[:k]:
             if v.name.startswith("fused K="):
-                runs[v.name].append(run_fused(int(v.name.removeprefix("fused K=")), **common))
+                size, _, captured = v.name.removeprefix("fused K=").partition(", ")
+                runs[v.name].append(run_fused(int(size), capture=bool(captured), **common))
             else:
                 runs[v.name].append(run_variant(v, **common))
     load_after = os.getloadavg()
@@ -384,6 +395,15 @@ def bench(shape: str, device: str, *, task: str, steps: int, warmup: int, rounds
     if fuse:
         print("median samples/s, fused K runs as one stacked model / ours (one run at a time): " + ", ".join(
             f"K={k} {ratios[f'fused_{k}_over_ours']:.2f}x" for k in fuse))
+    if capture:
+        for k in fuse:
+            twin = by[f"fused K={k}, captured"]
+            ratios[f"fused_{k}_captured_over_eager"] = (twin["samples_s"]["median"]
+                                                       / by[f"fused K={k}"]["samples_s"]["median"])
+        print("median samples/s, captured / eager fused step: " + ", ".join(
+            f"K={k} {ratios[f'fused_{k}_captured_over_eager']:.2f}x (warm-up with the compile "
+            f"{statistics.median(by[f'fused K={k}, captured']['warmup_s']):.1f} s against "
+            f"{statistics.median(by[f'fused K={k}']['warmup_s']):.1f} s)" for k in fuse))
     for name in ("ours", "flattened"):
         if f"{name}, compiled" in by:
             twin = by[f"{name}, compiled"]
@@ -519,6 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fuse", default="",
                    help="also time K runs fused into one stacked model (harness.finetune.fused) for each K given, "
                         "comma-separated, e.g. 1,2,5,10; samples/s counts all K runs' samples")
+    p.add_argument("--capture", action="store_true",
+                   help="with --fuse: also time each fused group with its whole step captured (capture: on)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document with every measured value on stdout (the table goes to stderr)")
     args = p.parse_args(argv)
@@ -532,6 +554,8 @@ def main(argv: list[str] | None = None) -> int:
         args.fuse = (0,)
     if any(k < 1 for k in args.fuse):
         p.error("--fuse: group sizes K >= 1, comma-separated, e.g. 1,2,5,10")
+    if args.capture and not args.fuse:
+        p.error("--capture times captured fused groups: give --fuse K,... too")
     if args.rounds < 3:
         p.error("--rounds must be at least 3 (interleaved rounds are what makes the comparison trustworthy)")
     if args.json:
@@ -570,14 +594,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tasks = [t.strip() for t in args.task.split(",") if t.strip()]
     results = [bench("small", "cpu", task=task, steps=steps, warmup=warmup, rounds=args.rounds, batch_size=16,
                      max_length=128, data_root=data_root, family=args.family, compile_=args.compile,
-                     fuse=args.fuse)
+                     fuse=args.fuse, capture=args.capture)
                for task in tasks]
     gpu = torch.cuda.is_available() and not args.quick and not args.no_gpu
     if gpu:
         for task in tasks:
             results.append(bench("base", "cuda", task=task, steps=args.steps or 200, warmup=20, rounds=args.rounds,
                                  batch_size=16, max_length=128, data_root=data_root, family=args.family,
-                                 compile_=args.compile, fuse=args.fuse))
+                                 compile_=args.compile, fuse=args.fuse, capture=args.capture))
     elif not torch.cuda.is_available():
         print("\n(no CUDA GPU here: GPU benchmark skipped)")
     return {"benchmarks": results, "tracker_cost": tracker_cost("cuda" if gpu else "cpu")}

@@ -174,18 +174,24 @@ def test_arithmetic_floor_and_peak_table():
 
 @pytest.mark.slow
 def test_bench_finetune_times_fused_groups_beside_ours(data_root: Path):
-    """--fuse 1,2: fused K rows in the same interleaved rounds, their samples/s counting every run's samples, run 0
-    training on the Trainer's order (the same loss as every variant)."""
+    """--fuse 1,2 --capture: fused K rows and their captured twins in the same interleaved rounds, their samples/s
+    counting every run's samples, run 0 training on the Trainer's order (the same loss as every variant)."""
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_finetune.py"), "--quick", "--json",
-                          "--steps", "2", "--warmup", "1", "--fuse", "1,2", "--task", "rte",
-                          "--data-root", str(data_root)], capture_output=True, text=True, timeout=900)
+                          "--steps", "2", "--warmup", "1", "--fuse", "1,2", "--capture", "--task", "rte",
+                          "--data-root", str(data_root)], capture_output=True, text=True, timeout=HANG_S)
     assert out.returncode == 0, out.stderr[-2000:]
     (bench,) = json.loads(out.stdout)["benchmarks"]
     rows = {r["variant"]: r for r in bench["rows"]}
-    assert {"fused K=1", "fused K=2"} <= set(rows) and bench["sanity"]["ok"]
-    assert all(_positive(rows[f"fused K={k}"]["samples_s"]["median"]) for k in (1, 2))
+    assert {"fused K=1", "fused K=2", "fused K=1, captured", "fused K=2, captured"} <= set(rows)
+    assert bench["sanity"]["ok"]
+    assert all(_positive(rows[f"fused K={k}{c}"]["samples_s"]["median"]) for k in (1, 2) for c in ("", ", captured"))
     assert bench["ratios"]["fused_2_over_ours"] == pytest.approx(
         rows["fused K=2"]["samples_s"]["median"] / rows["ours"]["samples_s"]["median"])
+    assert bench["ratios"]["fused_2_captured_over_eager"] == pytest.approx(
+        rows["fused K=2, captured"]["samples_s"]["median"] / rows["fused K=2"]["samples_s"]["median"])
+    # the captured step trains as the eager one: run 0's loss the same to float rounding
+    assert rows["fused K=2, captured"]["loss"] == pytest.approx(rows["fused K=2"]["loss"], rel=1e-5)
+    assert rows["fused K=2, captured"]["batching"]["mode"] == "static"
 
 
 def test_bench_gpu_grid_reports_a_calibration_that_measured_nothing_at_one_run_as_a_row(capsys):
