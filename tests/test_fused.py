@@ -294,22 +294,40 @@ def test_a_fault_in_one_fused_run_leaves_the_others_records_as_without_it(data_r
 
 
 @pytest.mark.slow
-def test_an_interrupted_group_resumes_each_run_from_its_own_checkpoint(data_root, tmp_path):
+def test_a_group_killed_with_sigkill_resumes_each_run_from_its_own_checkpoint(data_root, tmp_path):
+    """kill -9 of the group's process mid-epoch (no handler runs): each run's checkpoint of the epoch before is
+    whole, no record is written, and the next run_group resumes every run from it to the records of a group
+    never killed."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from hang_bound import HANG_S
+
     specs = _group_specs()
     fused.run_group(specs, tmp_path / "whole", data_root=data_root, track_efficiency=False)
     whole = _strip_times(_bodies(tmp_path / "whole", specs))
-
-    def crash(step, batch, losses):
-        if step == 6:  # after the first epoch's checkpoints (step 4), before the second's
-            raise KeyboardInterrupt("killed")
-
-    with pytest.raises(KeyboardInterrupt):
-        fused.run_group(specs, tmp_path / "cut", data_root=data_root, track_efficiency=False, on_step=crash)
+    child = (
+        "import os, signal, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from pathlib import Path\n"
+        "from harness.finetune import fused\n"
+        "from test_fused import _group_specs\n"
+        "def kill(step, batch, losses):\n"
+        "    if step == 6:  # after the first epoch's checkpoints (step 4), before the second's\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"fused.run_group(_group_specs(), Path({str(tmp_path / 'cut')!r}), data_root=Path({str(data_root)!r}), "
+        "track_efficiency=False, on_step=kill)\n")
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=HANG_S,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     from harness.store import RunStore
 
     store = RunStore(tmp_path / "cut")
-    for spec in specs:  # each run has its own checkpoint at the epoch's end
+    for spec in specs:  # each run has its own whole checkpoint of the first epoch, and no record yet
         assert (store.checkpoint_dir(spec.run_id()) / "checkpoint-4" / fused.STATE_FILE).is_file()
+        assert store.get(spec.run_id()) is None or store.get(spec.run_id()).get("status") != "ok"
     fused.run_group(specs, tmp_path / "cut", data_root=data_root, track_efficiency=False)
     resumed = _strip_times(_bodies(tmp_path / "cut", specs))
     assert all(store.get(s.run_id())["resumed_from"] == 4 for s in specs)
