@@ -570,3 +570,35 @@ def test_status_and_the_array_entry_refuse_the_same_only_patterns(tmp_path, caps
     assert capsys.readouterr().err.startswith(f"vnr status: error: {message}")
     assert entry.main([SMOKE, "--count", "--only", only]) == 2
     assert capsys.readouterr().err.startswith(f"harness.grid.entry: error: {message}")
+
+
+def test_a_fused_plain_sbatch_array_has_one_task_per_fused_group(tmp_path, capsys, data_root):
+    """``--sbatch-args --fuse 3`` over two cells of 5 seeds each: each cell's seeds fused 3 at a time give four
+    tasks (3 + 2, 3 + 2); the array file records K, entry --count agrees, and the entry runs task 1 as one fused
+    group of the first cell's last two seeds."""
+    from harness.grid.arrays import array_tasks
+    from harness.store import RunStore
+
+    doc = {"name": "f", "output": str(tmp_path / "f"),
+           "finetune": {"models": ["tiny:bert"], "tasks": ["rte", "stsb"], "seeds": [0, 1, 2, 3, 4],
+                        "hyperparameters": {"max_steps": 1, "batch_size": 4, "max_train_samples": 8,
+                                            "max_eval_samples": 8, "max_length": 32, "precision": "fp32"},
+                        "run_options": {"track_efficiency": False}},
+           "slurm": {"gpus": 0}}
+    config = tmp_path / "f.yaml"
+    config.write_text(yaml.safe_dump(doc))
+    specs = load_experiment(config).specs
+    lines = _sbatch_lines(capsys, config, "--fuse", "3")
+    tasks = array_tasks(specs, 1, 3)
+    assert [[s.seed for s in t] for t in tasks] == [[0, 1, 2], [3, 4], [0, 1, 2], [3, 4]]
+    assert lines[0] == "--array=0-3%4"
+    array = _array_file(lines)
+    plan = json.loads(array.read_text())
+    assert plan["fuse"] == 3 and plan["capture"] is False
+    assert _entry_count(capsys, config, "--array-file", str(array)) == 4
+    assert _entry_count(capsys, config) == 10  # the script line alone: not fused, one task per run
+    assert entry.main([str(config), "--array-file", str(array), "--index", "1", "--data-root", str(data_root)]) == 0
+    store = RunStore(tmp_path / "f")
+    ran = {p.stem for p in (tmp_path / "f" / "runs").glob("*.json")}
+    assert ran == {s.run_id() for s in tasks[1]}
+    assert {store.get(r)["settings"]["fused"]["size"] for r in ran} == {2}

@@ -210,3 +210,62 @@ def test_plain_sbatch_array_template_runs_the_same_entry_point(cluster, data_roo
         rec = store.get(spec.run_id())
         assert rec is not None and rec["status"] == "ok"
         assert rec["environment"]["slurm_job_id"] == f"{array_id}_{index // 2}"  # pinned for codecarbon
+
+
+def test_a_fused_group_as_one_array_task_preempted_and_resumed(cluster, data_root, tmp_path):
+    """``--executor slurm --fuse 3``: a cell's three seeds are one array task training one stacked model; the task
+    is preempted (SIGUSR2) after the group's first checkpoint, requeued, and every run resumes from its own
+    checkpoint to an ok record naming the group; a rerun submits nothing."""
+    out = tmp_path / "fused"
+    config = tmp_path / "fused.yaml"
+    config.write_text(yaml.safe_dump({"name": "fused", "output": str(out), "finetune": {
+        "models": ["tiny:bert"], "tasks": ["rte"], "seeds": [0, 1, 2],
+        "hyperparameters": {"max_train_samples": 16, "max_eval_samples": 8, "batch_size": 4, "epochs": 8},
+        "run_options": {"track_efficiency": False}}, "slurm": {"gpus": 0, "cpus": 1, "mem_gb": 2, "time": 10}}))
+    exp = load_experiment(config, output=out)
+    ids = [s.run_id() for s in exp.specs]
+    store = RunStore(out)
+    env = {**os.environ, "VNR_DATA_ROOT": str(data_root)}
+    vnr = [sys.executable, "-m", "harness"]
+    proc = subprocess.run([*vnr, "run", str(config), "--executor", "slurm", "--fuse", "3"], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=HANG_S, check=False)
+    assert proc.returncode == 0, proc.stderr
+    job = re.search(r"submitted job (\d+) \(one task\)", proc.stdout).group(1)
+    manifest = json.loads((out / "submissions" / f"{job}.json").read_text())
+    assert manifest["tasks"] == {"0": ids}
+
+    preempted, released, started = None, False, time.time()
+    try:
+        while True:
+            queue = _squeue(job)
+            if preempted is None and all(_complete_checkpoint(store.checkpoint_dir(r)) for r in ids):
+                info = store.running_info(ids[0])  # one task: submitted as a plain job, not an array
+                if info and info.get("slurm_job_id") is not None:
+                    preempted = str(info["slurm_job_id"])
+                    _signal(preempted)
+            if preempted and queue.get(preempted, ("", ""))[0] == "PENDING":
+                released = True
+                if queue[preempted][1] == "BeginTime":
+                    for cmd in (["update", f"JobId={preempted}", "StartTime=now"], ["top", preempted]):
+                        subprocess.run(["scontrol", *cmd], check=False, timeout=30, capture_output=True)
+            if not queue:
+                break
+            assert time.time() - started < TIMEOUT_S, f"job {job} still queued: {queue}"
+            time.sleep(0.25)
+    finally:
+        if _squeue(job):
+            subprocess.run(["scancel", job], check=False, timeout=30)
+    logs = "\n".join(p.read_text(errors="replace") for p in (out / "logs").rglob("*") if p.is_file())
+    assert preempted is not None and released, logs[-3000:]
+    groups = set()
+    for rid in ids:
+        rec = store.get(rid)
+        assert rec is not None and rec["status"] == "ok", (rid, rec and rec.get("error"), logs[-3000:])
+        assert rec["resumed_from"], "the requeued group started from scratch"
+        assert rec["environment"].get("slurm_restart_count") == "1"
+        assert rec["train"]["global_step"] == 32
+        groups.add(rec["settings"]["fused"]["group"])
+    assert len(groups) == 1
+    again = subprocess.run([*vnr, "run", str(config), "--executor", "slurm", "--fuse", "3"], capture_output=True,
+                           text=True, env=env, cwd=REPO, timeout=HANG_S, check=True)
+    assert "nothing to submit: 3 done" in again.stdout

@@ -5,6 +5,8 @@ what each task is given to calibrate with.
 Task ``i`` runs ``specs[i*G:(i+1)*G]`` (:func:`task_specs`), G = :func:`group_size` of what the tasks run
 side by side (:func:`runs_per_task`: N, or ``auto``: 16, run N at a time after the calibration); the
 payload (:func:`calibration_payload`, :func:`task_packing`) reaches :func:`harness.grid.entry.run_task`.
+With ``fuse: K`` (K > 1) each task is one fused group instead (:func:`array_tasks`: the runs of a cell that
+differ only in seed, K at a time, as the local executor groups them; a run that cannot fuse is a task alone).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.grid.local import Spec
-from harness.grid.settings import SlurmSettings
+from harness.grid.settings import MAX_FUSE, SlurmSettings
 from harness.kinds import calibrated
 from ranking.floor.errors import UserError
 from ranking.floor.json_io import JsonProblem, kind_of, read_json_object
@@ -34,6 +36,37 @@ def task_specs(specs: Sequence[Spec], index: int, runs_per_gpu: int = 1) -> list
     return list(specs[index * runs_per_gpu:(index + 1) * runs_per_gpu])
 
 
+def fused_k(fuse: int | str | None) -> int:
+    """The fused group size an array uses: an explicit K, else 1 (``auto`` is measured by the local executor's
+    calibration only: an array is not fused unless told K).
+
+    >>> fused_k(4), fused_k("auto"), fused_k(None)
+    (4, 1, 1)
+    """
+    return fuse if isinstance(fuse, int) else 1
+
+
+def array_tasks(specs: Sequence[Spec], per_task: int | str = 1, fuse: int = 1) -> list[list[Spec]]:
+    """Every array task's specs, in index order: slices of :func:`group_size` (:func:`task_specs`), or with
+    ``fuse`` K > 1 the fused groups (:meth:`harness.kinds.RunKind.fused_groups`, in the order of each group's
+    first run), one task each.
+
+    >>> array_tasks(list("abcde"), 2)
+    [['a', 'b'], ['c', 'd'], ['e']]
+    """
+    if fuse > 1:
+        from harness.kinds import kind_of
+
+        index = {id(s): i for i, s in enumerate(specs)}
+        by_kind: dict[str, tuple[Any, list[Spec]]] = {}
+        for spec in specs:
+            by_kind.setdefault(kind_of(spec).name, (kind_of(spec), []))[1].append(spec)
+        groups = [g for kind, runs in by_kind.values() for g in kind.fused_groups(runs, fuse)]
+        return sorted(groups, key=lambda g: index[id(g[0])])
+    size = group_size(per_task)
+    return [task_specs(specs, i, size) for i in range(array_size(len(specs), size))]
+
+
 def array_size(n_specs: int, runs_per_gpu: int = 1) -> int:
     """``ceil(n_specs / runs_per_gpu)`` array tasks."""
     return math.ceil(n_specs / runs_per_gpu)
@@ -47,6 +80,8 @@ def runs_per_task(settings: SlurmSettings, *, calibrate_runs: bool = True) -> in
     >>> runs_per_task(SlurmSettings()), runs_per_task(SlurmSettings(gpus=0)), runs_per_task(SlurmSettings(runs_per_gpu=4))
     ('auto', 1, 4)
     """
+    if fused_k(settings.fuse) > 1:  # each task one fused group (array_tasks), nothing side by side
+        return 1
     value = settings.runs_per_gpu
     if value is None:
         value = "auto" if settings.gpus else 1
@@ -93,7 +128,7 @@ def calibration_payload(settings: SlurmSettings, specs: Sequence[Spec], todo: Se
     """
     from harness.grid.calibrate import AUTO, grid_samples
 
-    if not (calibrate_runs and settings.calibrate):
+    if not (calibrate_runs and settings.calibrate) or fused_k(settings.fuse) > 1:  # a fused group trains in fp32
         return None
     if runs_per_task(settings) != AUTO and not settings.gpus:
         return None
@@ -125,17 +160,20 @@ class ArrayPlan:
     calibrate: bool
     gpus: int  # GPUs per task (what a fixed N's precision calibration needs to know)
     run_ids: list[str]
+    fuse: int = 1  # K > 1: each task one fused group (array_tasks)
+    capture: bool = False  # the fused groups' steps captured (capture: on)
 
 
 def write_array_file(folder: Path, specs: Sequence[Spec], *, only: Sequence[str] | None, runs_per_gpu: int | str,
-                     calibrate: bool, gpus: int) -> Path:
+                     calibrate: bool, gpus: int, fuse: int = 1, capture: bool = False) -> Path:
     """Write the array's plan to ``folder/array-<digest>.json`` (the digest of its content: two arrays of one
     output sized differently get two files, the same one again the same file); returns its path."""
     from harness.grid.config import only_patterns
     from harness.store import atomic_write_bytes
 
     doc = {"only": only_patterns(only), "runs_per_gpu": runs_per_gpu, "calibrate": bool(calibrate),
-           "gpus": int(gpus), "run_ids": [s.run_id() for s in specs]}
+           "gpus": int(gpus), "run_ids": [s.run_id() for s in specs],
+           **({"fuse": int(fuse), "capture": bool(capture)} if fuse > 1 else {})}
     text = json.dumps(doc, indent=1) + "\n"
     path = Path(folder) / f"array-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
     atomic_write_bytes(path, text.encode())
@@ -157,6 +195,10 @@ def _array_doc_problem(doc: dict[str, Any]) -> str | None:
         return f"calibrate is {show(doc['calibrate'])}, not true or false"
     if type(doc["gpus"]) is not int or doc["gpus"] < 0:
         return f"gpus is {show(doc['gpus'])}, not a whole number"
+    if "fuse" in doc and (type(doc["fuse"]) is not int or not 1 <= doc["fuse"] <= MAX_FUSE):
+        return f"fuse is {show(doc['fuse'])}, not a group size from 1 to {MAX_FUSE}"
+    if "capture" in doc and type(doc["capture"]) is not bool:
+        return f"capture is {show(doc['capture'])}, not true or false"
     return None
 
 
@@ -168,7 +210,8 @@ def read_array_file(path: str | Path) -> ArrayPlan:
         if problem:
             raise JsonProblem(problem)
         plan = ArrayPlan(only=list(doc["only"]), runs_per_gpu=doc["runs_per_gpu"], calibrate=doc["calibrate"],
-                         gpus=doc["gpus"], run_ids=list(doc["run_ids"]))
+                         gpus=doc["gpus"], run_ids=list(doc["run_ids"]), fuse=doc.get("fuse", 1),
+                         capture=doc.get("capture", False))
     except OSError as exc:
         raise UserError(f"--array-file {path}: cannot be read ({exc.strerror or exc}); size the array again with "
                         "`vnr run CONFIG --sbatch-args`") from None

@@ -1423,6 +1423,9 @@ def local_packing(exp: Any, specs: Sequence[Any], pending: Sequence[Any], *, run
         if capture is not None:
             kwargs["capture"] = capture
             log.info("fused groups' steps captured (%s)", capture)
+    elif exp.local.capture == "on":  # asked for, and nothing is fused to capture: said, not silently dropped
+        log.warning("capture on: fuse auto fused nothing here (%s): the runs train alone, uncaptured; give --fuse K "
+                    "to fuse (and capture) without a calibration", fuse_source)
     return plan, kwargs
 
 

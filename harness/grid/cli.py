@@ -124,16 +124,17 @@ def _load(args: argparse.Namespace):
     return exp, select_specs(exp.specs, getattr(args, "only", None))
 
 
-def slurm_settings(exp, args: argparse.Namespace):
+def slurm_settings(exp, args: argparse.Namespace, *, packing: bool = True):
     """The config's ``slurm:`` section with the CLI flags over it, the flags checked by the same declaration
-    (:class:`~harness.grid.config.SlurmSettings`) as the config's keys, each refusal naming its flag."""
+    (:class:`~harness.grid.config.SlurmSettings`) as the config's keys, each refusal naming its flag.
+    ``packing`` False: without the packing flags (a local run: they are the ``local:`` settings')."""
     from dataclasses import replace
 
     from harness.grid.config import SlurmSettings
     from ranking.floor.errors import UserError
     from ranking.floor.schema import validate
 
-    given = values(args, SlurmSettings, only=(*SLURM_FIELDS, *PACKING_FIELDS))
+    given = values(args, SlurmSettings, only=(*SLURM_FIELDS, *(PACKING_FIELDS if packing else ())))
     if args.additional:
         extra = {}
         for item in args.additional:
@@ -167,8 +168,8 @@ def local_settings(exp, args: argparse.Namespace):
 # the SLURM flags besides --wait: they size or configure a SLURM array (--executor slurm or --sbatch-args)
 SLURM_FIELDS = ("partition", "time_min", "gpus", "cpus", "mem_gb", "array_parallelism", "account", "qos", "constraint",
                 "job_name", "max_timeouts", "signal_delay_s", "setup", "additional")
-# the local executor's flags besides the packing ones (--local-gpus, --fuse, --capture)
-LOCAL_FIELDS = ("gpus", "fuse", "capture")
+# the local executor's flags besides the packing ones (--local-gpus)
+LOCAL_FIELDS = ("gpus",)
 
 
 def check_flag_combinations(args: argparse.Namespace) -> None:
@@ -239,7 +240,7 @@ def decide_command(args: argparse.Namespace, exp, specs, settings, decide) -> in
             from harness.grid import arrays, slurm
 
             per_task = arrays.runs_per_task(settings)
-            n_tasks = -(-len(todo) // arrays.group_size(per_task))
+            n_tasks = len(arrays.array_tasks(todo, per_task, arrays.fused_k(settings.fuse)))
             print(f"# wave 1 as one array of {n_tasks} tasks; the driver (this command, without --dry-run) waits "
                   "for it, looks, and submits the next wave's array")
             print(slurm.sbatch_script(settings, exp.output, max(n_tasks, 1), name=exp.name))
@@ -275,6 +276,7 @@ def decide_command(args: argparse.Namespace, exp, specs, settings, decide) -> in
             raise UserError("--executor slurm: sbatch/srun not found on this machine: run on a SLURM login node "
                             "(or start a local one with slurm/start-local-cluster.sh)")
         per_task = arrays.runs_per_task(settings)
+        fusing = slurm_fusing(settings)
 
         def submit(todo):
             packing: dict = {"runs_per_gpu": per_task} if per_task != 1 else {}
@@ -282,7 +284,7 @@ def decide_command(args: argparse.Namespace, exp, specs, settings, decide) -> in
             if calibration is not None:
                 packing["calibration"] = calibration
             array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root,
-                                    options=exp.options_for, **packing)
+                                    options=exp.options_for, **packing, **fusing)
             print(f"submitted array {array_id} with {len(todo)} runs; logs in {Path(exp.output) / 'logs' / 'slurm'}")
             return array_id
 
@@ -310,9 +312,14 @@ def run_command(args: argparse.Namespace) -> int:
 
     check_flag_combinations(args)
     exp, specs = _load(args)
-    # every flag is checked before anything is printed or run, whatever the executor
-    settings = slurm_settings(exp, args)
-    exp = replace(exp, local=local_settings(exp, args))
+    # every flag is checked before anything is printed or run, whatever the executor; the packing flags (given to
+    # both) first against the settings of the executor in use, whose combined checks then speak (slurm.fuse ...)
+    if args.executor == "slurm" or args.sbatch_args:
+        settings = slurm_settings(exp, args)
+        exp = replace(exp, local=local_settings(exp, args))
+    else:
+        exp = replace(exp, local=local_settings(exp, args))
+        settings = slurm_settings(exp, args, packing=False)  # the config's slurm: (a local run packs by local:)
     decide = decide_settings(exp, args)
     if args.count:
         print(len(specs))
@@ -376,10 +383,13 @@ def run_command(args: argparse.Namespace) -> int:
     if busy:
         log.info("%d runs are already running or queued: not submitted again", len(busy))
     per_task = arrays.runs_per_task(settings)  # settings: the packing flags over slurm:
+    fusing = slurm_fusing(settings)
     if args.dry_run:
-        n_tasks = -(-len(todo) // arrays.group_size(per_task))
+        n_tasks = len(arrays.array_tasks(todo, per_task, fusing.get("fuse", 1)))
         print(f"# {n_tasks} array tasks ({len(done)} done, {len(busy)} running or queued); "
-              + (f"one task per run, {len(todo)} runs:" if per_task == 1 else
+              + (f"each task trains one fused group of up to {fusing['fuse']} of these {len(todo)} runs (the seeds of "
+                 f"a cell as one stacked model{', its step captured' if fusing.get('capture') else ''}):"
+                 if fusing else f"one task per run, {len(todo)} runs:" if per_task == 1 else
                  f"each task runs {per_task} of these {len(todo)} runs side by side on its GPU (runs_per_gpu):"
                  if per_task != "auto" else
                  f"each task takes {arrays.group_size(per_task)} of these {len(todo)} runs and runs them N at a "
@@ -396,8 +406,9 @@ def run_command(args: argparse.Namespace) -> int:
     if calibration is not None:
         packing["calibration"] = calibration
     array_id = slurm.submit(todo, exp.output, settings, name=exp.name, data_root=data_root, options=exp.options_for,
-                            **packing)
-    what = f"array {array_id} with {len(todo)} tasks" if len(todo) > 1 else f"job {array_id} (one task)"
+                            **packing, **fusing)
+    n_tasks = len(arrays.array_tasks(todo, per_task, fusing.get("fuse", 1)))
+    what = f"array {array_id} with {n_tasks} tasks" if n_tasks > 1 else f"job {array_id} (one task)"
     print(f"submitted {what}; logs in {Path(exp.output) / 'logs' / 'slurm'}; "
           f"follow with `{follow_up('status', args)}`")
     if args.wait:
@@ -477,6 +488,18 @@ def spec_counts(specs, *, indent: str) -> str:
     ])
 
 
+def slurm_fusing(settings) -> dict:
+    """:func:`harness.grid.slurm.submit`'s fusing keywords from the settings: ``fuse`` K where an explicit K > 1
+    is given (``auto`` is not measured on SLURM: not fused), ``capture`` where it is ``on`` (``auto``: no
+    calibration measures it there); {} where the array is not fused."""
+    from harness.grid.arrays import fused_k
+
+    k = fused_k(settings.fuse)
+    if k <= 1:
+        return {}
+    return {"fuse": k, **({"capture": "the capture setting"} if settings.capture == "on" else {})}
+
+
 def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True) -> list[str]:
     """sbatch options for ``slurm/grid-array.sbatch``: the array size, resources from the settings.
 
@@ -509,7 +532,8 @@ def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True)
                         "output folder without * ? [ (--output DIR or output: in the config)")
     params = slurm.sbatch_parameters(settings, name=exp.name)
     per_task = arrays.runs_per_task(settings, calibrate_runs=calibrate_runs)
-    tasks = max(arrays.array_size(len(specs), arrays.group_size(per_task)), 1)
+    fusing = slurm_fusing(settings)
+    tasks = max(len(arrays.array_tasks(specs, per_task, fusing.get("fuse", 1))), 1)
     lines = [f"--array=0-{tasks - 1}%{min(tasks, settings.array_parallelism)}",
              f"--job-name={params['job_name']}", f"--time={params['time']}",
              f"--cpus-per-task={params['cpus_per_task']}", f"--mem={params['mem']}"]
@@ -534,7 +558,8 @@ def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True)
         atomic_write_bytes(setup, text.encode())
         exports.append(f"VNR_SETUP_FILE={setup}")
     array = arrays.write_array_file(logs, specs, only=only, runs_per_gpu=per_task, calibrate=calibrate_runs,
-                                    gpus=settings.gpus)
+                                    gpus=settings.gpus, fuse=fusing.get("fuse", 1),
+                                    capture=fusing.get("capture") is not None)
     exports.append(f"VNR_ARRAY_FILE={array}")
     lines.append("--export=" + ",".join([export, *exports]))
     return lines

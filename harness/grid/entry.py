@@ -56,8 +56,11 @@ def run_task(
     progress: bool = False,
     options: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
     packing: Mapping[str, Any] | None = None,
+    fuse: int = 1,
+    capture: str | None = None,
 ) -> str:
-    """Run this task's spec (or its specs side by side); returns the outcome status, raises
+    """Run this task's spec (or its specs side by side, or as one fused group of ``fuse`` K: each its own run
+    and record, ``capture`` what chose to capture the group's step); returns the outcome status, raises
     :class:`~harness.store.RunFailed` (one line: the failed run ids, their errors, where their records and logs
     are) if a run failed.
 
@@ -74,6 +77,13 @@ def run_task(
     root = Path(data_root) if data_root else None
     if packing is not None:
         return _run_calibrated(specs, opts, output, root, packing, progress=progress)
+    if fuse > 1 and len(specs) > 1:  # one fused group (harness.grid.arrays.array_tasks), as the local executor runs it
+        by_id = {s.run_id(): dict(o or {}) for s, o in zip(specs, opts)}
+        outcomes = execute(specs, output, data_root=root, progress=False, options=lambda s: by_id[s.run_id()],
+                           fuse=fuse, capture=capture, verbose=progress)
+        log.info("%s", summary_line(outcomes))
+        _raise_failed(outcomes, output)
+        return "ran"
     if len(specs) == 1:
         outcome = run_spec(specs[0], output, data_root=root, progress=progress, options=opts[0])
         log.info("%s: %s after %.1f s", outcome.run_id, outcome.status, outcome.seconds)
@@ -126,8 +136,9 @@ class GridTask(submitit.helpers.Checkpointable):
     """
 
     def __call__(self, spec: Spec | Sequence[Spec], output: str, data_root: str | None = None,
-                 options: Any = None, packing: Mapping[str, Any] | None = None) -> str:
-        return run_task(spec, output, data_root, options=options, packing=packing)
+                 options: Any = None, packing: Mapping[str, Any] | None = None, fuse: int = 1,
+                 capture: str | None = None) -> str:
+        return run_task(spec, output, data_root, options=options, packing=packing, fuse=fuse, capture=capture)
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> submitit.helpers.DelayedSubmission:
         specs = args[0] if isinstance(args[0], (list, tuple)) else [args[0]]
@@ -248,10 +259,13 @@ def _main(argv: Sequence[str] | None) -> int:
         per_task, calibrate_runs = plan.runs_per_gpu, plan.calibrate
         settings = exp.slurm.updated(runs_per_gpu=per_task, gpus=plan.gpus)
         specs = arrays.planned_specs(plan, select_specs(exp.specs, plan.only), args.array_file)
+        fuse, capture = plan.fuse, ("the capture setting" if plan.capture else None)
     else:
         specs = select_specs(exp.specs, args.only)
-    group = arrays.group_size(per_task)
-    size = arrays.array_size(len(specs), group)
+        fuse = arrays.fused_k(settings.fuse)
+        capture = "the capture setting" if fuse > 1 and settings.capture == "on" else None
+    tasks = arrays.array_tasks(specs, per_task, fuse)
+    size = len(tasks)
     if args.count:
         print(size)
         return 0
@@ -263,7 +277,7 @@ def _main(argv: Sequence[str] | None) -> int:
     data_root = resolve_data_root(args.data_root)
     store = RunStore(exp.output)
     store.ensure_writable()  # an output that is a file, lies under one or cannot be created: one line, nothing run
-    mine = arrays.task_specs(specs, index, group)
+    mine = tasks[index]
     if all(store.is_done(s) for s in mine):  # a resubmitted array: nothing to run, nothing to calibrate
         logging.basicConfig(level=logging.INFO, format="%(message)s")
         log.info("task %d: its %d runs are done", index, len(mine))
@@ -272,7 +286,8 @@ def _main(argv: Sequence[str] | None) -> int:
     packing = arrays.task_packing(per_task, arrays.calibration_payload(
         settings, specs, [s for s in specs if not store.is_done(s)], calibrate_runs=calibrate_runs))
     status = run_task(mine, exp.output, data_root, progress=args.progress,
-                      options=[exp.options_for(s) for s in mine], packing=packing)
+                      options=[exp.options_for(s) for s in mine], packing=None if fuse > 1 else packing, fuse=fuse,
+                      capture=capture)
     return 0 if status != FAILED else 1
 
 

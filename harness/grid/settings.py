@@ -288,8 +288,9 @@ Fuse = Annotated[int | str, Before(fuse_value), Cli(metavar="K|auto|off"), Shown
     "anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_FUSE}, {"enum": ["auto", "off"]}],
     "description": "train the runs of a cell that differ only in seed as one process and one stacked model, K "
                    "at a time (harness.finetune.fused; each keeps its own run id, weights, optimizer, data order, "
-                   "checkpoint and record): auto (K measured by the grid's calibration; not fused without one), "
-                   f"off, or K (1 to {MAX_FUSE})"})] | None
+                   "checkpoint and record): auto (K measured by the grid's calibration; not fused without one, "
+                   f"and not on SLURM, where no task measures it), off, or K (1 to {MAX_FUSE}; SLURM: each array "
+                   "task trains one fused group)"})] | None
 
 
 CaptureMode = Literal["auto", "on", "off"]
@@ -305,7 +306,7 @@ def _runs_per_gpu_shown(description: str) -> Shown:
 
 
 # The packing settings: fields of both settings below, given to both executors by the same flags.
-PACKING_FIELDS = ("runs_per_gpu", "calibrate", "calibration_budget_s")
+PACKING_FIELDS = ("runs_per_gpu", "calibrate", "calibration_budget_s", "fuse", "capture")
 # One declaration each for both executors (a config's ``local:`` and ``slurm:``, the
 # flags of ``vnr run`` and of ``python -m harness.grid.entry``): one help text, one bound.
 RunsPerGpuField = Annotated[RunsPerGpu, Cli(metavar="N|auto"), _runs_per_gpu_shown(
@@ -354,9 +355,16 @@ class SlurmSettings:
     runs_per_gpu: RunsPerGpuField = None
     calibrate: Calibrate = True
     calibration_budget_s: CalibrationBudget = None
+    fuse: Fuse = None
+    capture: Capture = None
 
     def __post_init__(self) -> None:
         check_fields(self, at=("slurm",))
+        check_fused_packing(self, "slurm")
+        if isinstance(self.fuse, int) and self.fuse > 1 and self.runs_per_gpu not in (None, 1, "auto"):
+            raise Refusal(f"slurm.fuse: {self.fuse} makes each array task one fused group, and runs_per_gpu "
+                          f"{self.runs_per_gpu} asks each task for {self.runs_per_gpu} runs side by side: give one of "
+                          "them")
         if self.signal_delay_s >= 60 * self.time_min:  # the signal would come before the task starts
             raise Refusal(f"slurm.signal_delay_s: {self.signal_delay_s} s is not below the time limit "
                           f"({self.time_min} min = {60 * self.time_min} s): give a delay shorter than the time limit "
@@ -365,6 +373,16 @@ class SlurmSettings:
     def updated(self, **changes: Any) -> SlurmSettings:
         """A copy with the non-None ``changes`` applied (CLI options over config values)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def check_fused_packing(settings: Any, at: str) -> None:
+    """``capture: on`` captures fused groups' steps: refused where nothing is fused (``fuse: off``, and on SLURM
+    ``fuse: auto`` too, which no array task measures)."""
+    unfused = settings.fuse == 1 or (at == "slurm" and settings.fuse in (None, "auto"))
+    if settings.capture == "on" and unfused:
+        what = "off" if settings.fuse == 1 else "auto, which SLURM does not measure (not fused)"
+        raise Refusal(f"{at}.capture: on captures a fused group's step, and fuse is {what}: give fuse K (2 or more)"
+                      f"{' or auto' if at == 'local' else ''}, or leave capture out")
 
 
 @dataclass(frozen=True)
@@ -385,9 +403,7 @@ class LocalSettings:
 
     def __post_init__(self) -> None:
         check_fields(self, at=("local",))
-        if self.capture == "on" and self.fuse == 1:  # capture is of fused groups' steps: nothing would be captured
-            raise Refusal("local.capture: on captures a fused group's step, and fuse is off: give fuse K (2 or "
-                          "more) or auto, or leave capture out")
+        check_fused_packing(self, "local")
 
 
 DecisionKind = Literal["winner", "top", "tiers"]

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.grid.arrays import array_size, group_size, task_packing, task_specs
+from harness.grid.arrays import array_tasks, task_packing
 from harness.grid.config import SlurmSettings, slurm_value
 from harness.grid.local import Spec
 from harness.store import atomic_write_json
@@ -147,6 +147,8 @@ def submit(
     options: Callable[[Spec], Mapping[str, Any]] | None = None,
     runs_per_gpu: int | str = 1,
     calibration: Mapping[str, Any] | None = None,
+    fuse: int = 1,
+    capture: str | None = None,
 ) -> str:
     """Submit one array and write the manifest; returns the array job id.
 
@@ -157,6 +159,9 @@ def submit(
     calibrate with, ``first``, the grid's training ``samples`` and ``budget_cap_s``: :func:`harness.grid.arrays.calibration_payload`),
     measured by the first
     task that gets there (:func:`harness.grid.calibrate.ensure_calibration`).
+    ``fuse`` K > 1: one task per fused group (:func:`harness.grid.arrays.array_tasks`), trained as one stacked
+    model (``capture``: what chose to capture its step, or None) and resumed from each run's checkpoint after a
+    requeue.
     """
     if not specs:
         raise ValueError("nothing to submit")
@@ -175,15 +180,16 @@ def submit(
     executor.update_parameters(**sbatch_parameters(settings, name=name, env_setup=_env_setup()))
     root = str(Path(data_root).resolve()) if data_root else None
     task = GridTask()
-    size = group_size(runs_per_gpu)
-    groups = [task_specs(specs, i, size) for i in range(array_size(len(specs), size))]
+    groups = array_tasks(specs, runs_per_gpu, fuse)
     packing = task_packing(runs_per_gpu, calibration)
     jobs = []
     try:
         with executor.batch():
             for group in groups:
                 opts = [dict(options(s)) if options else None for s in group]
-                if packing is not None:
+                if fuse > 1 and len(group) > 1:
+                    jobs.append(executor.submit(task, group, str(output), root, opts, None, fuse, capture))
+                elif packing is not None:
                     jobs.append(executor.submit(task, group, str(output), root, opts, packing))
                 elif runs_per_gpu == 1:
                     jobs.append(executor.submit(task, group[0], str(output), root, opts[0]))
