@@ -11,6 +11,10 @@ the measured shape, as DistilBERT/DistilRoBERTa are cheaper and DeBERTa dearer) 
 
 * at the calibrated setting (the calibration's winner: N runs side by side at its precision);
 * at one run per device (the best N = 1 row: the straightforward way);
+* fused: K runs of one cell as one stacked model (``--fuse``, default 1,2,5,10: the calibration's fused
+  bursts, K growing while it gains), and the chosen K with its whole step captured (CUDA graph replay; the
+  capture time, measured, counted against a group of the spec's runs); the best of every setting is the
+  projection the goal is held to (``TARGETS``: 5 device-hours, issue 35);
 * the arithmetic floor: 6 × parameters × real tokens / peak FLOP/s (real tokens: the GLUE train sets
   in the data root tokenized by the shape's tokenizer, truncated at max_length; tasks absent from the
   data root at the mean of the present ones; peak from :data:`PEAK_TFLOPS` by GPU name, dense bf16/fp16
@@ -54,7 +58,7 @@ PAPER_MODELS: dict[str, str] = {
 }
 PAPER_EPOCHS = 5
 PAPER_SEEDS = 5
-TARGETS = {"grid_gpu_hours": 24.0}
+TARGETS = {"grid_gpu_hours": 5.0}  # issue 35: the paper grid at <= 5 H100-hours (the floor is about 0.5)
 #: GLUE texts per task the shape's tokenizer is trained on, and the examples per task its tokens per sample are
 #: counted on: a few thousand give the same mean length to a few per cent; 50,000 took minutes before any burst
 #: (issue 37). The model's vocabulary size is the real model's either way (bert-base 30522, gpt2 50257).
@@ -212,16 +216,24 @@ def summarise(cal: Any, *, parameters: int, tokens: Mapping[str, float], shape: 
     one_run = project_grid({shape: single["samples_s"]}, models=models) if single else None
     real = grid_real_tokens(tokens) if tokens else None
     floor = floor_hours(parameters, real, peak) if real and peak and parameters else None
-    hours = calibrated["total_gpu_hours"] if calibrated else None
+    fused = fused_rates(cal.doc)
+    settings = {**({f"N={chosen['runs_per_gpu']} {chosen['precision']}": chosen["samples_s"]}
+                   if chosen.get("samples_s") else {}), **fused}
+    hours_of = {name: project_grid({shape: rate}, models=models)["total_gpu_hours"] for name, rate in settings.items()}
+    best = min(hours_of, key=hours_of.__getitem__) if hours_of else None
+    hours = hours_of[best] if best else None
     return {
         "device": device_name, "device_kind": cal.doc["device"]["kind"], "shape": shape, "parameters": parameters,
         "calibration_file": str(cal.path) if chosen.get("measured", True) else None,
         "calibration_reused": cal.reused, "spec": cal.doc["spec"], "rows": rows, "chosen": chosen,
+        "fuse": cal.doc.get("fuse"),
         "one_run_per_gpu": single,
         "speedup_over_one_run": chosen["samples_s"] / single["samples_s"] if single and calibrated else None,
         "projection": {
             "total_samples": project_grid({"x": 1.0}, models={m: "x" for m in PAPER_MODELS})["total_samples"],
-            "calibrated_gpu_hours": hours,
+            "calibrated_gpu_hours": calibrated["total_gpu_hours"] if calibrated else None,
+            "fused_gpu_hours": {name: hours_of[name] for name in fused},
+            "best": {"setting": best, "samples_s": settings[best], "gpu_hours": hours} if best else None,
             "one_run_per_gpu_hours": one_run["total_gpu_hours"] if one_run else None,
             "floor_gpu_hours": floor,
             "real_tokens": real, "tokens_per_sample": dict(tokens), "peak_tflops": peak,
@@ -247,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--padding", default="auto",
                    help="batch layout(s) of the bursts, comma-separated, each calibrated and projected in turn: "
                    "auto, bucket, pad, flatten (default %(default)s)")
+    p.add_argument("--fuse", default="1,2,5,10", help="fused group sizes K the calibration measures, comma-separated "
+                   "(default %(default)s; K=1 is the fused code path alone); '' for none")
+    p.add_argument("--no-capture", action="store_true", help="do not measure the captured step of the chosen K")
     p.add_argument("--peak-tflops", type=float, default=None, help="the device's peak TFLOP/s for the floor "
                    "(default: by GPU name from PEAK_TFLOPS)")
     p.add_argument("--output", default=None, help="keep <output>/calibration/<kind>.json here (default: a temp dir)")
@@ -275,6 +290,12 @@ def main(argv: list[str] | None = None) -> int:
         candidates = ()
     if not candidates or min(candidates) < 1:
         p.error("--candidates: a comma-separated list of positive integers, e.g. 1,2,4,8,16")
+    try:
+        fuse = tuple(sorted({int(x) for x in str(opts.fuse).split(",") if x.strip()}))
+    except ValueError:
+        fuse = (0,)
+    if fuse and min(fuse) < 1:
+        p.error("--fuse: a comma-separated list of group sizes K >= 1, e.g. 1,2,5,10 (or '' for none)")
 
     from harness.finetune.tasks import get_task
     from harness.grid.calibrate import Limits, detect_device, ensure_calibration
@@ -304,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
             cal = ensure_calibration(spec, Path(opts.output) if opts.output else work / "out", data_root=data_root,
                                      grid_samples_total=paper,
                                      limits=Limits(candidates=candidates, budget_cap_s=opts.budget, steps=opts.steps,
-                                                   warmup=opts.warmup), device=device)
+                                                   warmup=opts.warmup, fuse_candidates=fuse,
+                                                   capture=not opts.no_capture), device=device)
             measured = next((r for r in cal.doc["rows"] if r["status"] == "measured"), {})
             params = parameters or int(measured.get("model_parameters") or 0)
             peak = (opts.peak_tflops if opts.peak_tflops is not None
@@ -325,6 +347,23 @@ def main(argv: list[str] | None = None) -> int:
             f" (N={r['chosen']['runs_per_gpu']}, {r['chosen']['precision']})"
             for _, r in reports))
     return 0
+
+
+def fused_rates(doc: Mapping[str, Any]) -> dict[str, float]:
+    """Setting name → samples/s of the calibration's measured fused groups and its captured burst.
+
+    >>> fused_rates({"fuse": {"rows": [{"fuse": 2, "status": "measured", "samples_s": 300.0},
+    ...                                {"fuse": 5, "status": "skipped"}],
+    ...                       "capture": {"chosen": "on", "captured_samples_s": 900.0, "rows": [{"fuse": 2}]}}})
+    {'fused K=2': 300.0, 'fused K=2, captured': 900.0}
+    """
+    fuse = doc.get("fuse") or {}
+    out = {f"fused K={r['fuse']}": float(r["samples_s"]) for r in fuse.get("rows", [])
+           if r.get("status") == "measured" and r.get("samples_s")}
+    capture = fuse.get("capture") or {}
+    if capture.get("captured_samples_s"):
+        out[f"fused K={capture['rows'][0]['fuse']}, captured"] = float(capture["captured_samples_s"])
+    return out
 
 
 def projection_rows(report: Mapping[str, Any]) -> list[str]:
@@ -349,6 +388,11 @@ def projection_rows(report: Mapping[str, Any]) -> list[str]:
                    if report.get("speedup_over_one_run") else "")
         rows.append(f"  one run per device (N=1, {one['precision']}, {one['samples_s']:.0f} samples/s): "
                     f"{proj['one_run_per_gpu_hours']:.1f}{speedup}")
+    for name, hours in (proj.get("fused_gpu_hours") or {}).items():
+        rows.append(f"  {name} (fp32): {hours:.1f}")
+    if proj.get("best"):
+        rows.append(f"  best measured: {proj['best']['setting']}, {proj['best']['samples_s']:.0f} samples/s: "
+                    f"{proj['best']['gpu_hours']:.1f}")
     return rows
 
 

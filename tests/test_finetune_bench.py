@@ -222,8 +222,8 @@ def test_bench_gpu_grid_calibrates_on_cpu_and_projects(data_root: Path, tmp_path
     reports the projections from its own table."""
     out = subprocess.run([sys.executable, str(GPU_GRID), "--cpu", "--candidates", "1,2", "--steps", "4",
                           "--warmup", "1", "--budget", "900", "--peak-tflops", "1", "--json", "--output",
-                          str(tmp_path), "--data-root", str(data_root)],
-                         capture_output=True, text=True, timeout=900)
+                          str(tmp_path), "--data-root", str(data_root), "--fuse", "1,2"],
+                         capture_output=True, text=True, timeout=HANG_S)
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     assert Path(report["calibration_file"]) == tmp_path / "calibration" / f"{report['device_kind']}.json"
@@ -237,8 +237,11 @@ def test_bench_gpu_grid_calibrates_on_cpu_and_projects(data_root: Path, tmp_path
                for n in {r["n"] for r in measured}}
     best = max(medians, key=medians.get)
     # padding auto: the calibration timed bucketed and flattened batches first and swept the faster
+    fused = {f"fused K={r['fuse']}": r["samples_s"] for r in report["fuse"]["rows"] if r["status"] == "measured"}
+    assert set(fused) <= {"fused K=1", "fused K=2"} and "fused K=1" in fused
     assert report["chosen"] == {"runs_per_gpu": best, "precision": "fp32", "samples_s": medians[best],
-                                "padding": report["chosen"]["padding"]}
+                                "padding": report["chosen"]["padding"],
+                                **({"fuse": report["chosen"]["fuse"]} if "fuse" in report["chosen"] else {})}
     assert report["chosen"]["padding"] in ("bucket", "flatten")
     single = medians[1]
     assert report["one_run_per_gpu"] == {"n": 1, "precision": "fp32", "samples_s": single}
@@ -247,6 +250,12 @@ def test_bench_gpu_grid_calibrates_on_cpu_and_projects(data_root: Path, tmp_path
     assert proj["calibrated_gpu_hours"] == pytest.approx(166_203_275 / medians[best] / 3600)
     assert proj["one_run_per_gpu_hours"] == pytest.approx(166_203_275 / single / 3600)
     assert report["speedup_over_one_run"] == pytest.approx(medians[best] / single)
+    # each fused group size measured, projected the same way; the best of every setting is what the goal is held to
+    assert proj["fused_gpu_hours"] == pytest.approx({k: 166_203_275 / v / 3600 for k, v in fused.items()})
+    every = {f"N={best} fp32": proj["calibrated_gpu_hours"], **proj["fused_gpu_hours"]}
+    assert proj["best"]["setting"] == min(every, key=every.get)
+    assert proj["best"]["gpu_hours"] == pytest.approx(min(every.values()))
+    assert report["meets"] == {"grid_gpu_hours": min(every.values()) <= 5.0}
     # real tokens from the GLUE train sets in the data root, the floor at the given 1 TFLOP/s
     assert {"cola", "sst2", "rte"} <= set(proj["tokens_per_sample"])
     assert all(2 < v <= 128 for v in proj["tokens_per_sample"].values())

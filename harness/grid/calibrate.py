@@ -1126,7 +1126,7 @@ class _Sweep:
             return
         from harness.finetune.fused import fusable_spec
 
-        if not fusable_spec(self.spec):
+        if not fusable_spec(self.requested):  # the runs' own spec (the sweep's may be flattened)
             self.fuse = {"rows": [], "chosen": 1, "note": "not measured: the spec's runs cannot be fused"}
             return
         run = self.fused_run
@@ -1144,7 +1144,7 @@ class _Sweep:
                 rows.append({"n": 1, "fuse": k, "precision": "fp32", "status": "skipped", "reason": skip})
                 continue
             try:
-                row = run(self.spec, k, warmup=self.warmup, steps=self.steps, windows=self.windows,
+                row = run(self.requested, k, warmup=self.warmup, steps=self.steps, windows=self.windows,
                           data_root=self.data_root, deadline=self.deadline())
             except (RuntimeError, UserError) as exc:  # e.g. out of memory at this K: larger K are not tried
                 text = str(exc).strip()
@@ -1178,8 +1178,8 @@ class _Sweep:
         if self.limits.capture and chosen > 1:
             eager = max((r for r in timed if r["fuse"] == chosen), key=lambda r: r["samples_s"])
             self.fuse["capture"] = measure_capture(
-                self.spec, self.device, eager,
-                lambda: run(self.spec, chosen, warmup=self.warmup, steps=self.steps, windows=self.windows,
+                self.requested, self.device, eager,
+                lambda: run(self.requested, chosen, warmup=self.warmup, steps=self.steps, windows=self.windows,
                             data_root=self.data_root, deadline=self.deadline(), capture=True),
                 time_left=self.deadline() - time.time(), spent=self.spent)
 
