@@ -93,7 +93,8 @@ def run_grid(
     ``calibrate`` (False: no calibration bursts), ``calibration_budget_s`` and ``gpus`` (GPU indices or a
     count) as ``vnr run``'s ``--runs-per-gpu``, ``--calibrate`` / ``--no-calibrate``,
     ``--calibration-budget-s`` and ``--local-gpus``, and ``fuse`` (K, ``"auto"`` or ``"off"``: ``--fuse``; the
-    runs of a cell that differ only in seed trained as one stacked model, :mod:`harness.finetune.fused`) and
+    runs of a cell that differ only in seed, learning rate or weight decay trained as one stacked model,
+    :mod:`harness.finetune.fused`) and
     ``capture`` (``"auto"``, ``"on"`` or ``"off"``: ``--capture``; a fused group's whole step captured and
     replayed): the fields of :class:`~harness.grid.settings.LocalSettings`,
     checked by their declaration, over the config's ``local:`` (None: the config's;

@@ -53,14 +53,14 @@ def _rel(a, b, floor=0.0):
     return float((a - b).norm() / b.norm().clamp_min(max(floor, 1e-30)))
 
 
-def _solo(model, rows, seed, tok, widths, steps=STEPS, lr=LR):
+def _solo(model, rows, seed, tok, widths, steps=STEPS, lr=LR, wd=0.01):
     """The run alone, the straightforward way; per step its loss and gradients (copies). Each batch is padded to
     ``widths[step]`` (the fused group's width at that step): the same layout, so what differs is fusion alone."""
     from transformers import Trainer, get_linear_schedule_with_warmup
 
     decay = set(Trainer.get_decay_parameter_names(None, model))
     named = dict(model.named_parameters())
-    opt = torch.optim.AdamW([{"params": [p for n, p in named.items() if n in decay], "weight_decay": 0.01},
+    opt = torch.optim.AdamW([{"params": [p for n, p in named.items() if n in decay], "weight_decay": wd},
                              {"params": [p for n, p in named.items() if n not in decay], "weight_decay": 0.0}],
                             lr=lr, foreach=False)
     sched = get_linear_schedule_with_warmup(opt, 0, steps)
@@ -86,7 +86,7 @@ def _solo(model, rows, seed, tok, widths, steps=STEPS, lr=LR):
     return losses, grads
 
 
-def _fused_and_solo(family, dtype, seeds=SEEDS):
+def _fused_and_solo(family, dtype, seeds=SEEDS, lrs=None, wds=None):
     """(max relative error of the losses, of the whole gradients, of the whole final weights) of each fused run
     against its solo twin over STEPS steps."""
     from transformers import Trainer
@@ -94,7 +94,8 @@ def _fused_and_solo(family, dtype, seeds=SEEDS):
     models, tok = _models(family, seeds)
     models = [m.to(dtype) for m in models]
     rows = _rows(tok)
-    stack = fused.StackedRuns(models, learning_rates=[LR] * len(seeds), weight_decays=[0.01] * len(seeds),
+    lrs, wds = lrs or [LR] * len(seeds), wds or [0.01] * len(seeds)
+    stack = fused.StackedRuns(models, learning_rates=lrs, weight_decays=wds,
                               regression=False, decay=set(Trainer.get_decay_parameter_names(None, models[0])))
     seen = []  # per step: the fused losses, gradients and batch width, taken by wrapping loss_and_grads
     original = stack.loss_and_grads
@@ -110,7 +111,7 @@ def _fused_and_solo(family, dtype, seeds=SEEDS):
     assert len(seen) == STEPS
     errors = {"loss": 0.0, "gradients": 0.0, "weights": 0.0}
     for k, (model, seed) in enumerate(zip(models, seeds)):
-        losses, grads = _solo(model, rows, seed, tok, [width for _, _, width in seen])
+        losses, grads = _solo(model, rows, seed, tok, [width for _, _, width in seen], lr=lrs[k], wd=wds[k])
         scale = float(torch.tensor([_norm(g) for g in grads]).median())  # the run's typical gradient norm
         for step in range(STEPS):
             errors["loss"] = max(errors["loss"], abs(float(seen[step][0][k]) - losses[step]) / abs(losses[step]))
@@ -152,6 +153,19 @@ def test_each_fused_run_trains_as_its_solo_twin(family):
     assert max(exact.values()) <= 1e-9, exact
     fp32 = _fused_and_solo(family, torch.float32)
     assert max(fp32.values()) <= TOL, fp32
+
+
+def test_runs_that_differ_in_learning_rate_and_weight_decay_fuse_and_each_trains_as_its_solo_twin():
+    """A swept learning rate or weight decay is a per-run scalar of the stacked AdamW: such runs of one cell fuse
+    (:func:`fused.cell_key` leaves them out), and each gives its solo twin's losses, gradients and weights."""
+    from harness.specs import FinetuneSpec
+
+    runs = [FinetuneSpec("tiny:bert", "rte", 0, learning_rate=lr, weight_decay=wd)
+            for lr, wd in ((2e-5, 0.01), (5e-5, 0.01), (2e-5, 0.1))]
+    assert [len(g) for g in fused.fuse_groups(runs, 3)] == [3]
+    assert [len(g) for g in fused.fuse_groups([*runs, FinetuneSpec("tiny:bert", "rte", 0, epochs=1)], 4)] == [3, 1]
+    errors = _fused_and_solo("bert", torch.float32, seeds=(0, 1), lrs=[1e-4, 4e-4], wds=[0.01, 0.2])
+    assert max(errors.values()) <= TOL, errors
 
 
 def _stack(family, seeds, dropout=False):
@@ -223,12 +237,12 @@ def test_deberta_is_refused_with_the_reason():
 
 
 def test_only_runs_of_one_cell_that_can_fuse_are_grouped():
-    """Seeds of one cell, K at a time; another recipe is another cell; an explicit mixed precision, length-grouped
-    batches or a flattened layout train alone."""
+    """Seeds of one cell, K at a time; another recipe (epochs) is another cell; an explicit mixed precision,
+    length-grouped batches or a flattened layout train alone."""
     from harness.specs import FinetuneSpec
 
     cell = [FinetuneSpec("tiny:bert", "rte", s) for s in range(5)]
-    other = [FinetuneSpec("tiny:bert", "rte", s, learning_rate=1e-4) for s in range(2)]
+    other = [FinetuneSpec("tiny:bert", "rte", s, epochs=1) for s in range(2)]
     alone = [FinetuneSpec("tiny:bert", "rte", 0, precision="bf16"), FinetuneSpec("tiny:bert", "rte", 0, group_by_length=True),
              FinetuneSpec("tiny:bert", "rte", 0, padding="flatten")]
     groups = fused.fuse_groups([*cell, *other, *alone], 3)

@@ -1,6 +1,7 @@
 """Fused runs: the seeds of one grid cell trained as one process and one stacked model (horizontal fusion).
 
-The runs of a cell differ only in seed (same model, task and recipe). Launched one per process, each pays one
+The runs of a cell differ only in seed, learning rate or weight decay (same model, task and otherwise the same
+recipe). Launched one per process, each pays one
 kernel launch per operation per step, and a GPU running one small model is launch-bound (7 % utilisation at
 one bert-base run per H100, issue 35). Fused, the K runs' weights are stacked along a new first dimension
 (``torch.func.stack_module_state``) and one ``vmap(grad(...))`` computes the K runs' losses and gradients in
@@ -109,14 +110,19 @@ def fusable_spec(spec: Any) -> bool:
         return False
 
 
+#: what the runs of one fused group may differ in: each run's own seed, and the scalars the stacked AdamW holds
+#: per run (a swept learning rate or weight decay)
+PER_RUN = ("seed", "learning_rate", "weight_decay")
+
+
 def cell_key(spec: Any) -> str:
-    """What the runs of one fused group share: the run's identity without its seed."""
-    identity = {k: v for k, v in spec.identity().items() if k != "seed"}
+    """What the runs of one fused group share: the run's identity without :data:`PER_RUN`."""
+    identity = {k: v for k, v in spec.identity().items() if k not in PER_RUN}
     return json.dumps(identity, sort_keys=True, default=str)
 
 
 def fuse_groups(specs: Sequence[Any], k: int) -> list[list[Any]]:
-    """The specs in groups to train together: runs of one cell (differing only in seed), at most ``k`` a group,
+    """The specs in groups to train together: runs of one cell (differing only in :data:`PER_RUN`), at most ``k`` a group,
     in the order of their first run; a run that cannot fuse (:func:`fusable_spec`) is a group of its own.
 
     >>> from harness.specs import FinetuneSpec

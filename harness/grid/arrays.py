@@ -6,7 +6,8 @@ Task ``i`` runs ``specs[i*G:(i+1)*G]`` (:func:`task_specs`), G = :func:`group_si
 side by side (:func:`runs_per_task`: N, or ``auto``: 16, run N at a time after the calibration); the
 payload (:func:`calibration_payload`, :func:`task_packing`) reaches :func:`harness.grid.entry.run_task`.
 With ``fuse: K`` (K > 1) each task is one fused group instead (:func:`array_tasks`: the runs of a cell that
-differ only in seed, K at a time, as the local executor groups them; a run that cannot fuse is a task alone).
+differ only in seed, learning rate or weight decay, K at a time, as the local executor groups them; a run that
+cannot fuse is a task alone).
 """
 
 from __future__ import annotations

@@ -362,7 +362,8 @@ def execute(
 ) -> list[Outcome]:
     """The local executor (see the module docstring); outcomes in the order of ``specs``.
 
-    ``fuse`` (K > 1): the runs of a cell that differ only in seed train K at a time as one fused group in
+    ``fuse`` (K > 1): the runs of a cell that differ only in seed, learning rate or weight decay train K at a
+    time as one fused group in
     this process, for a kind that declares a ``fused`` runner (:meth:`harness.kinds.RunKind.run_fused_group`;
     fine-tuning does), each with its own record. ``capture``: what chose to capture the fused groups' whole
     steps (:func:`harness.grid.calibrate.resolve_capture`; None: not captured).

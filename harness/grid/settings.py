@@ -286,7 +286,8 @@ def fuse_value(value: Any) -> int | str:
 
 Fuse = Annotated[int | str, Before(fuse_value), Cli(metavar="K|auto|off"), Shown({
     "anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_FUSE}, {"enum": ["auto", "off"]}],
-    "description": "train the runs of a cell that differ only in seed as one process and one stacked model, K "
+    "description": "train the runs of a cell that differ only in seed, learning rate or weight decay as one "
+                   "process and one stacked model, K "
                    "at a time (harness.finetune.fused; each keeps its own run id, weights, optimizer, data order, "
                    "checkpoint and record): auto (K measured by the grid's calibration; not fused without one, "
                    f"and not on SLURM, where no task measures it), off, or K (1 to {MAX_FUSE}; SLURM: each array "
