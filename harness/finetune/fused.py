@@ -122,8 +122,8 @@ def cell_key(spec: Any) -> str:
 
 
 def fuse_groups(specs: Sequence[Any], k: int) -> list[list[Any]]:
-    """The specs in groups to train together: runs of one cell (differing only in :data:`PER_RUN`), at most ``k`` a group,
-    in the order of their first run; a run that cannot fuse (:func:`fusable_spec`) is a group of its own.
+    """The specs in groups to train together: runs of one cell (differing only in :data:`PER_RUN`), at most ``k``
+    a group, in the order of their first run; a run that cannot fuse (:func:`fusable_spec`) is a group of its own.
 
     >>> from harness.specs import FinetuneSpec
     >>> runs = [FinetuneSpec("tiny:bert", "rte", s) for s in range(3)] + [FinetuneSpec("tiny:gpt2", "rte", 0)]
