@@ -1096,8 +1096,8 @@ def optimality_gap(
         gamma = float(gamma)
     except (TypeError, ValueError):
         raise UserError(f"optimality_gap: gamma={gamma!r} is not a number") from None
-    if not np.isfinite(gamma):
-        raise UserError(f"optimality_gap: gamma={gamma!r} must be finite")
+    if not np.isfinite(gamma) or gamma <= 0:  # the declared bound of og_gamma (ranking.choices), here too
+        raise UserError(f"optimality_gap: gamma={gamma!r} must be a finite number > 0 (on the 0-1 scale)")
     sub, keep = _rankable(table)
     lower = [c for c in sub.criteria if c.direction != "higher"]
     if lower:

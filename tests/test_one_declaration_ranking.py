@@ -159,6 +159,12 @@ def test_gamma_has_one_spelling():
     with pytest.raises(UserError, match=r"^gamma: write og_gamma=0.9 "):
         ranking.rank(worked_example(), "optimality_gap", gamma=0.9)
     assert ranking.rank(worked_example(), "optimality_gap", og_gamma=0.9).settings["og_gamma"] == 0.9
+    # the rule function called directly holds the same bound (it ranked with gamma -1 before)
+    from ranking import rules
+
+    for bad in (-1, 0, float("inf")):
+        with pytest.raises(UserError, match=r"must be a finite number > 0"):
+            rules.optimality_gap(worked_example(), gamma=bad)
 
 
 def test_a_scenario_column_s_gamma_is_the_og_gamma():
