@@ -3,8 +3,8 @@ and ``vnr report`` killed at every file move leave the folder holding the previo
 once it is next read (``ranking.floor.together``), never a mix that ``vnr rank`` reads as one table.
 
 The kill: the command runs in a forked child whose file moves (``os.replace``, ``os.rename``, ``os.unlink``)
-are counted; before the move after the k-th it ends with ``os._exit`` (no ``finally``, no ``atexit``: what a
-``kill -9`` leaves), for k = 0, 1, ... until the command completes.
+are counted; before the move after the k-th it sends itself SIGKILL (a real ``kill -9``: no ``finally``, no
+``atexit``, no flush), for k = 0, 1, ... until the command completes.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,8 @@ from ranking import load_table
 from ranking.floor.errors import UserError
 from ranking.floor.together import JOURNAL, recover, write_together
 
-KILLED = 137
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the kill is a forked child's os._exit")
+KILLED = -signal.SIGKILL  # the child's exit code as os.waitstatus_to_exitcode gives a kill -9
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the kill is a forked child's SIGKILL")
 
 
 def killed_at(k: int, action) -> bool:
@@ -45,7 +46,7 @@ def killed_at(k: int, action) -> bool:
                 def move(*args, **kwargs):
                     nonlocal moves
                     if moves == k:
-                        os._exit(KILLED)
+                        os.kill(os.getpid(), signal.SIGKILL)
                     moves += 1
                     return real[name](*args, **kwargs)
                 return move
