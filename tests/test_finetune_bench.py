@@ -288,3 +288,20 @@ def test_bench_attention_json_compares_each_backend_with_the_padded_batch(data_r
         assert row["padding_share"] < rows["padded"]["padding_share"] <= rows["bucketed"]["padding_share"]
         assert row["speedup"] == pytest.approx(row["samples_s"] / rows["padded"]["samples_s"])
         assert _positive(row["samples_s"]) and _positive(row["real_tokens_s"])
+
+
+def test_bench_fused_batches_compares_the_same_batches_both_ways(data_root: Path):
+    """scripts/bench_fused_batches.py: ours and the straightforward way build identical batches, and the speedup it
+    prints is the ratio of the medians it measured."""
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_fused_batches.py"), "--json", "--steps", "5",
+                          "--fuse", "1,3", "--task", "rte", "--static", "--data-root", str(data_root)],
+                         capture_output=True, text=True, timeout=HANG_S)
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert [r["k"] for r in doc["results"]] == [1, 3]
+    for r in doc["results"]:
+        assert r["same"] is True and r["static"] is True
+        ms = r["ms_per_step"]
+        assert ms == {n: pytest.approx(statistics.median(v)) for n, v in r["rounds_ms"].items()}
+        assert r["speedup"] == pytest.approx(ms["straightforward"] / ms["ours"])
+        assert all(_positive(x) for v in r["rounds_ms"].values() for x in v)

@@ -524,3 +524,29 @@ def test_groups_captured_one_after_another_each_compile_their_own_graphs(monkeyp
         fused.train_group(stack, [_rows(tok)] * 2, (group, group + 1), batch_size=BATCH, total_steps=3, warmup=0,
                           pad_id=tok.pad_token_id, causal=False, capture=True)
         assert widths and counters["stats"]["unique_graphs"] == len(widths) <= 2, group
+
+
+@pytest.mark.parametrize("types, regression, causal", [(True, False, False), (False, True, True)])
+def test_batches_gathered_from_padded_rows_are_the_batches_built_example_by_example(types, regression, causal):
+    """PaddedRows.batch (the training loop's gather) against stack_batches (the straightforward loop): the same
+    tensors for random picks, with and without static widths and sizes (padding rows), token types, float labels."""
+    import random
+
+    rng = random.Random(0)
+    rows = []
+    for i in range(40):
+        n = rng.randint(1, 30)
+        ex = {"input_ids": [rng.randint(1, 99) for _ in range(n)], "label": float(i) / 7 if regression else i % 3}
+        if types:
+            ex["token_type_ids"] = [int(j > n // 2) for j in range(n)]
+        rows.append(ex)
+    source = fused.PaddedRows(rows, pad_id=0)
+    for trial in range(30):
+        k = rng.randint(1, 4)
+        picks = [[rng.randrange(40) for _ in range(rng.randint(1, 6))] for _ in range(k)]
+        static = {"width": 32, "size": 6} if trial % 2 else {}
+        want = fused.stack_batches([[rows[i] for i in p] for p in picks], 0, causal=causal, **static)
+        got = source.batch(picks, causal=causal, **static)
+        assert set(got) == set(want)
+        for key in want:
+            assert got[key].dtype == want[key].dtype and torch.equal(got[key], want[key]), (trial, key)

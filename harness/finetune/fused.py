@@ -468,6 +468,74 @@ def stack_batches(rows: Sequence[Sequence[Mapping[str, Any]]], pad_id: int, *, c
     return out
 
 
+class PaddedRows:
+    """One run's tokenized examples padded once into tensors, so a step's batch is a gather, not a Python loop
+    over examples (:func:`stack_batches` builds each step's batch example by example), and the 4-D mask, the
+    batch's largest tensor (K x B x W x W), is built where the step runs instead of copied there: host time a
+    launch-bound GPU waits for (``scripts/bench_fused_batches.py`` measures both ways). :meth:`batch` gives exactly
+    what :func:`stack_batches` gives for the same picks (tests/test_fused.py, on random picks, widths and sizes).
+
+    >>> rows = PaddedRows([{"input_ids": [5, 6, 7], "label": 1}, {"input_ids": [8], "label": 0}], pad_id=0)
+    >>> b = rows.batch([[1, 0]], causal=False)
+    >>> b["input_ids"].tolist(), b["last"].tolist()
+    ([[[8, 0, 0, 0, 0, 0, 0, 0], [5, 6, 7, 0, 0, 0, 0, 0]]], [[0, 2]])
+    """
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], pad_id: int):
+        import torch
+
+        n = len(rows)
+        self.lengths = torch.tensor([len(ex["input_ids"]) for ex in rows] + [0], dtype=torch.long)
+        longest = int(self.lengths.max()) if n else 0
+        self.ids = torch.full((n + 1, max(longest, 1)), pad_id, dtype=torch.long)  # row n: the padding row
+        self.types = torch.zeros_like(self.ids) if rows and "token_type_ids" in rows[0] else None
+        for i, ex in enumerate(rows):
+            self.ids[i, :len(ex["input_ids"])] = torch.tensor(ex["input_ids"], dtype=torch.long)
+            if self.types is not None:
+                self.types[i, :len(ex["token_type_ids"])] = torch.tensor(ex["token_type_ids"], dtype=torch.long)
+        regression = bool(rows) and isinstance(rows[0]["label"], float)
+        self.labels = torch.tensor([ex["label"] for ex in rows] + [0],
+                                   dtype=torch.float32 if regression else torch.long)
+        self.pad = n
+
+    def batch(self, picks: Sequence[Sequence[int]], *, causal: bool, dtype: Any = None,
+              multiple: int = PAD_MULTIPLE, width: int | None = None, size: int | None = None,
+              device: Any = None) -> dict[str, Any]:
+        """:func:`stack_batches` of the examples at ``picks`` (one list of indices per run), by gathers, on
+        ``device`` (the mask built there)."""
+        import torch
+
+        dtype = dtype or torch.float32
+        k, b = len(picks), size or max(len(p) for p in picks)
+        index = torch.full((k, b), self.pad, dtype=torch.long)
+        for i, pick in enumerate(picks):
+            index[i, :len(pick)] = torch.as_tensor(list(pick), dtype=torch.long)
+        lengths = self.lengths[index]
+        longest = int(lengths.max())
+        if width is None:
+            width = -(-longest // multiple) * multiple
+        elif longest > width:
+            raise ValueError(f"an example of {longest} tokens does not fit the static width {width}")
+        cut = min(width, self.ids.shape[1])
+        ids = torch.full((k, b, width), int(self.ids[self.pad, 0]), dtype=torch.long)
+        ids[..., :cut] = self.ids[index][..., :cut]
+        attention = (torch.arange(width) < lengths[..., None]).long()
+        out = {"input_ids": ids, "labels": self.labels[index], "attention_mask": attention}
+        if size is not None:
+            out["weight"] = (index != self.pad).float()
+        if self.types is not None:
+            types = torch.zeros((k, b, width), dtype=torch.long)
+            types[..., :cut] = self.types[index][..., :cut]
+            out["token_type_ids"] = types
+        if device is not None:
+            out = {key: v.to(device, non_blocking=True) for key, v in out.items()}
+        attend = out["attention_mask"].clone()
+        attend[..., 0] = 1  # a padding row attends its first token (as stack_batches)
+        out["mask"] = additive_mask(attend, causal, dtype)
+        out["last"] = attend.sum(-1) - 1
+        return out
+
+
 #: at most this many static widths per run (a captured step keeps one graph per shape: torch.compile's
 #: recompile limit is 8, and the last partial batch is filled to the batch size, so the widths are the shapes)
 MAX_WIDTHS = 6
@@ -524,6 +592,8 @@ def train_group(stack: StackedRuns, train_rows: Sequence[Sequence[Mapping[str, A
 
     n = len(train_rows[0])
     ceiling = max(len(ex["input_ids"]) for rows_k in train_rows for ex in rows_k) if capture else 0
+    padded: dict[int, PaddedRows] = {}  # one per distinct list of rows (a group's runs usually share one)
+    sources = [padded.setdefault(id(rows_k), PaddedRows(rows_k, pad_id)) for rows_k in train_rows]
     per_epoch = -(-n // batch_size)
     losses_log: list[list[float]] = []
     stopped: dict[int, int] = {}
@@ -533,13 +603,16 @@ def train_group(stack: StackedRuns, train_rows: Sequence[Sequence[Mapping[str, A
         orders = [epoch_order(n, seed, epoch) for seed in seeds]
         start = within * batch_size
         picks = [order[start:start + batch_size] for order in orders]
-        rows = [[train_rows[k][i] for i in pick] for k, pick in enumerate(picks)]
         static = {}
         if capture:
-            longest = max(len(ex["input_ids"]) for batch_k in rows for ex in batch_k)
+            longest = max(int(src.lengths[pick].max()) for src, pick in zip(sources, picks))
             static = {"width": static_width(longest, ceiling), "size": batch_size}
-        batch = {k: v.to(stack.device) for k, v in
-                 stack_batches(rows, pad_id, causal=causal, dtype=stack.dtype, **static).items()}
+        if len(padded) == 1:  # the usual group: every run draws from the same rows
+            batch = sources[0].batch(picks, causal=causal, dtype=stack.dtype, device=stack.device, **static)
+        else:
+            batch = {k: v.to(stack.device) for k, v in stack_batches(
+                [[train_rows[k][i] for i in pick] for k, pick in enumerate(picks)], pad_id, causal=causal,
+                dtype=stack.dtype, **static).items()}
         torch.manual_seed(dropout_seed * 1_000_003 + step)  # the group's dropout draws, per step
         model_batch = {k: v for k, v in batch.items() if k != "attention_mask"}
         factor = schedule_factor(step, total_steps, warmup)
