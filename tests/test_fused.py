@@ -502,14 +502,19 @@ def test_capture_on_without_fusion_is_refused_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_groups_captured_one_after_another_each_compile_their_own_graphs(monkeypatch):
+def test_groups_captured_one_after_another_each_compile_their_own_graphs():
     """A grid trains its fused groups one after another in one process: each group's captured step compiles
     its own graphs (one per width) instead of adding them to the groups before it until dynamo's recompile limit
     (8; 2 here, so that three small groups reach it) makes it fall back to eager without a word."""
     import torch._dynamo.config
+
+    with torch._dynamo.config.patch(recompile_limit=2):  # torch's own patch: restored whole afterwards
+        _three_groups_one_after_another()
+
+
+def _three_groups_one_after_another():
     from torch._dynamo.utils import counters
 
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)
     for group in range(3):
         stack, _, tok = _stack("bert", (group, group + 1))
         counters.clear()

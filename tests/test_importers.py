@@ -354,25 +354,25 @@ def test_zero_standard_errors_give_exact_ranks():
         np.testing.assert_array_equal(p, [[0.0, 1.0], [1.0, 0.0]])
 
 
-def test_bootstrap_refuses_a_ranked_score_whose_standard_error_is_unknown(tmp_path, capsys):
-    """Issue 38: an empty stderr cell was held fixed in every draw, so B (0.001 above A, error unknown) came
-    first in 100 % of draws: a certainty the source never gave. Refused; 0 (exact) or weight 0 is accepted."""
+def test_bootstrap_says_which_ranked_scores_it_held_for_want_of_a_standard_error(tmp_path, capsys):
+    """Issue 38: an empty stderr cell was held fixed in every draw without a word, so B (0.001 above A, its error
+    unknown) came first in every draw: a certainty the source never gave. Held (lm-eval's "N/A" is common), and
+    the output names it; a weight-0 column's unknown error ranks nothing and is not named."""
     values = np.array([[0.500, 1.0], [0.501, 2.0]])
     crits = (Criterion("acc"), Criterion("kwh", direction="lower"))
     table = ScoreTable(("A", "B"), crits, values, standard_errors=np.array([[0.01, 0.0], [np.nan, 0.0]]))
     table.to_csv(tmp_path / "matrix.csv")
     code, out, err = vnr(capsys, "rank", "--scenario", ANY_TABLE, "--results", tmp_path, "--bootstrap", "200")
-    assert code == 2 and out == ""
-    assert err.strip().endswith(
-        "--bootstrap draws each score from its standard error, and 1 ranked score has none (model 'B' on 'acc'): "
-        "held fixed it would count as certain. Give it in the table's standard errors (0 where a score is exact), "
-        "give that criterion weight 0, or use --intervals, which never separates a model on an unknown error")
-    assert err.count("\n") == 1
-    # the same scores with a known error draw; a weight-0 column's unknown error ranks nothing and is held
+    assert code == 0, err
+    assert ("1 ranked score has no standard error (model 'B' on 'acc'): it was held at its value in every draw, so "
+            "these probabilities treat it as exact; give it in the table's standard errors (0 where a score is "
+            "exact), or read --intervals, which never separates a model on an unknown error.") in out
+    from ranking.scenarios.bootstrap import unknown_errors_note
+
     known = ScoreTable(("A", "B"), crits, values, standard_errors=np.array([[0.01, np.nan], [0.01, np.nan]]))
-    with pytest.raises(UserError, match="2 ranked scores have none"):
-        error_bootstrap(load_scenario(ANY_TABLE), known, 10)
+    assert unknown_errors_note(known).startswith("2 ranked scores have no standard error (model 'A' on 'kwh', …)")
     shown = known.with_criteria([crits[0], Criterion("kwh", direction="lower", weight=0.0)])
+    assert unknown_errors_note(shown) is None
     probs = error_bootstrap(load_scenario(ANY_TABLE), shown, 400, seed=0)["borda"]
     assert 0.4 < probs[1, 0] < 0.6  # Normal(0.001, 0.014): B first about half the time, not always
 

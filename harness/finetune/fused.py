@@ -586,8 +586,9 @@ def train_group(stack: StackedRuns, train_rows: Sequence[Sequence[Mapping[str, A
     seed's order. ``on_step(step, batch, losses)`` after each optimizer step; ``on_epoch_end(step, epoch)`` at each
     epoch end and at the last step (evaluation and checkpoints). A run whose loss or gradient norm is not finite
     stops there (:meth:`StackedRuns.stop`). ``capture``: static-shape batches (:func:`static_width`, every batch
-    filled to ``batch_size`` rows) through :meth:`StackedRuns.captured_step`. Returns ``{"losses": [[per-run
-    loss] per step], "stopped": {k: step}}``."""
+    filled to ``batch_size`` rows) through :meth:`StackedRuns.captured_step`. The next step's batch is built
+    while the device computes this one (its orders drawn once an epoch). Returns ``{"losses": [[per-run loss] per
+    step], "stopped": {k: step}}``."""
     import torch
 
     n = len(train_rows[0])
@@ -597,31 +598,39 @@ def train_group(stack: StackedRuns, train_rows: Sequence[Sequence[Mapping[str, A
     per_epoch = -(-n // batch_size)
     losses_log: list[list[float]] = []
     stopped: dict[int, int] = {}
-    step = start_step
-    while step < total_steps:
+    orders: dict[int, list[list[int]]] = {}  # the epoch's orders, drawn once an epoch (not once a step)
+
+    def make_batch(step: int) -> dict[str, Any]:
         epoch, within = divmod(step, per_epoch)
-        orders = [epoch_order(n, seed, epoch) for seed in seeds]
+        if epoch not in orders:
+            orders.clear()
+            orders[epoch] = [epoch_order(n, seed, epoch) for seed in seeds]
         start = within * batch_size
-        picks = [order[start:start + batch_size] for order in orders]
+        picks = [order[start:start + batch_size] for order in orders[epoch]]
         static = {}
         if capture:
             longest = max(int(src.lengths[pick].max()) for src, pick in zip(sources, picks))
             static = {"width": static_width(longest, ceiling), "size": batch_size}
         if len(padded) == 1:  # the usual group: every run draws from the same rows
-            batch = sources[0].batch(picks, causal=causal, dtype=stack.dtype, device=stack.device, **static)
-        else:
-            batch = {k: v.to(stack.device) for k, v in stack_batches(
-                [[train_rows[k][i] for i in pick] for k, pick in enumerate(picks)], pad_id, causal=causal,
-                dtype=stack.dtype, **static).items()}
+            return sources[0].batch(picks, causal=causal, dtype=stack.dtype, device=stack.device, **static)
+        return {k: v.to(stack.device) for k, v in stack_batches(
+            [[train_rows[k][i] for i in pick] for k, pick in enumerate(picks)], pad_id, causal=causal,
+            dtype=stack.dtype, **static).items()}
+
+    step = start_step
+    batch = make_batch(step) if step < total_steps else {}
+    while step < total_steps:
         torch.manual_seed(dropout_seed * 1_000_003 + step)  # the group's dropout draws, per step
         model_batch = {k: v for k, v in batch.items() if k != "attention_mask"}
         factor = schedule_factor(step, total_steps, warmup)
-        if capture:
+        if capture:  # launched; the next batch is built on the host while the device computes this step
             losses, _, newly = stack.captured_step(model_batch, factor)
+            upcoming = make_batch(step + 1) if step + 1 < total_steps else {}
             for k in newly.nonzero().flatten().tolist():
                 stopped[k] = step + 1
         else:
             losses, grads = stack.loss_and_grads(model_batch)
+            upcoming = make_batch(step + 1) if step + 1 < total_steps else {}
             norms = stack.grad_norms(grads)
             for k in range(stack.k):
                 if stack.active[k] and not (torch.isfinite(losses[k]) and torch.isfinite(norms[k])):
@@ -635,6 +644,7 @@ def train_group(stack: StackedRuns, train_rows: Sequence[Sequence[Mapping[str, A
             on_step(step, batch, step_losses)
         if on_epoch_end is not None and (step % per_epoch == 0 or step == total_steps):
             on_epoch_end(step, -(-step // per_epoch))
+        batch = upcoming
     return {"losses": losses_log, "stopped": stopped}
 
 

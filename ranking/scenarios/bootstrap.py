@@ -13,10 +13,11 @@ positions ``r … r+t-1`` (:func:`tie_split`), so every row and every column sum
 Uncertainty from the source: a table whose scores come with standard errors (an imported
 lm-evaluation-harness run, ``stderr.csv``) is resampled by :func:`error_bootstrap` instead —
 each replicate draws every score from Normal(score, its standard error), independently — so the
-rank probabilities reflect the benchmark's own sampling noise. A ranked score whose standard error is
-unknown (an empty cell or a missing row of ``stderr.csv``) is refused, not held fixed: a fixed draw would
-call it certain, and no probability can say "not separable" (the intervals can: ``--intervals``). A
-standard error of 0 (an exact score) is held fixed.
+rank probabilities reflect the benchmark's own sampling noise. A score whose standard error is 0 (exact) or
+unknown (an empty cell or a missing row of ``stderr.csv``: lm-eval's "N/A", codecarbon's columns beside an
+import) is held at its value in every draw, so for the probabilities an unknown error counts as exact: a
+choice that can move them, so the output says it, naming the scores (:func:`unknown_errors_note`); the
+intervals never separate a model on an unknown error (``--intervals``).
 
 >>> probs = bootstrap(scenario, table, read_seeds(path, table), n=200, seed=0)   # doctest: +SKIP
 >>> probs["borda"][0]          # P(model 0 is 1st, 2nd, …)                      # doctest: +SKIP
@@ -57,7 +58,7 @@ def resample_values(
 def resample_from_errors(table: ScoreTable, rng: np.random.Generator) -> np.ndarray:
     """One draw of the table's values: each score from Normal(score, its standard error); an exact one (0) fixed.
 
-    Unknown errors are refused before the first draw (:func:`no_unknown_errors`); a weight-0 column's are held.
+    An unknown error is held too, and said (:func:`unknown_errors_note`).
 
     >>> from ranking.table import Criterion
     >>> t = ScoreTable(("A", "B"), (Criterion("acc"),), np.array([[0.5], [0.52]]),
@@ -70,31 +71,31 @@ def resample_from_errors(table: ScoreTable, rng: np.random.Generator) -> np.ndar
     return table.values + rng.standard_normal(table.values.shape) * spread
 
 
-def no_unknown_errors(table: ScoreTable) -> None:
-    """Refuse (one line, what to do) a score of a ranked criterion (weight > 0) whose standard error is unknown.
+def unknown_errors_note(table: ScoreTable) -> str | None:
+    """What the output says where a ranked score (a criterion of weight > 0) has no standard error: it was held
+    at its value in every draw (None where every ranked score has one).
 
     >>> from ranking.table import Criterion
     >>> t = ScoreTable(("A", "B"), (Criterion("acc"), Criterion("kwh", direction="lower")),
     ...                np.array([[0.5, 1.0], [0.52, 2.0]]), standard_errors=np.array([[0.01, np.nan], [0.01, 0.0]]))
-    >>> no_unknown_errors(t)
-    Traceback (most recent call last):
-    ...
-    ranking.floor.errors.UserError: --bootstrap draws each score from its standard error, and 1 ranked score has none (model 'A' on 'kwh'): held fixed it would count as certain. Give it in the table's standard errors (0 where a score is exact), give that criterion weight 0, or use --intervals, which never separates a model on an unknown error
+    >>> print(unknown_errors_note(t))
+    1 ranked score has no standard error (model 'A' on 'kwh'): it was held at its value in every draw, so these probabilities treat it as exact; give it in the table's standard errors (0 where a score is exact), or read --intervals, which never separates a model on an unknown error.
     """
-    assert table.standard_errors is not None
+    if table.standard_errors is None:
+        return None
     ranked = np.array([c.weight > 0 for c in table.criteria])
     unknown = np.isnan(table.standard_errors) & ~np.isnan(table.values) & ranked[None, :]
-    if unknown.any():
-        i, j = np.argwhere(unknown)[0]
-        n = int(unknown.sum())
-        many = n != 1
-        raise UserError(
-            f"--bootstrap draws each score from its standard error, and {n} ranked score{'s' if many else ''} "
-            f"ha{'ve' if many else 's'} none (model {table.models[i]!r} on {table.criteria[j].name!r}"
-            f"{', …' if many else ''}): held fixed {'they' if many else 'it'} would count as certain. Give "
-            f"{'them' if many else 'it'} in the table's standard errors (0 where a score is exact), give "
-            f"{'those criteria' if many else 'that criterion'} weight 0, or use --intervals, which never separates "
-            "a model on an unknown error")
+    if not unknown.any():
+        return None
+    i, j = np.argwhere(unknown)[0]
+    n = int(unknown.sum())
+    many = n != 1
+    return (f"{n} ranked score{'s' if many else ''} ha{'ve' if many else 's'} no standard error (model "
+            f"{table.models[i]!r} on {table.criteria[j].name!r}{', …' if many else ''}): "
+            f"{'they were' if many else 'it was'} held at {'their values' if many else 'its value'} in every draw, "
+            "so these probabilities treat "
+            f"{'them' if many else 'it'} as exact; give {'them' if many else 'it'} in the table's standard errors (0 "
+            "where a score is exact), or read --intervals, which never separates a model on an unknown error.")
 
 
 def bootstrap(
@@ -114,7 +115,6 @@ def error_bootstrap(scenario: Scenario, table: ScoreTable, n: int, seed: int = 0
     """Column → (models × positions) probability of each rank position over ``n`` draws from the standard errors."""
     if table.standard_errors is None:
         raise UserError("the table has no standard errors to draw from")
-    no_unknown_errors(table)
     return _rank_probabilities(scenario, table, lambda rng: resample_from_errors(table, rng), n, seed)
 
 

@@ -63,11 +63,13 @@ def build_comparison(args: argparse.Namespace) -> tuple[Any, Any, Path | None, s
     cmp = compare(scenario, table)
     n = int(getattr(args, "bootstrap", 0) or 0)  # bounded by its flag's type
     if n > 0:
-        from ranking.scenarios.bootstrap import bootstrap, error_bootstrap, no_unknown_errors, read_seeds
+        from ranking.scenarios.bootstrap import bootstrap, error_bootstrap, read_seeds, unknown_errors_note
 
         seed = args.seed  # checked once, with the other ranking choices (choices_from_args)
         if table.standard_errors is not None:  # the source's own noise (e.g. lm-eval's stderr) wins over seeds
-            no_unknown_errors(table)  # refused before any work is announced
+            note = unknown_errors_note(table)
+            if note:  # held fixed: said, not silent
+                cmp.notes.append(note)
             say(f"bootstrapping {n} draws from the scores' standard errors …")
             cmp.rank_probabilities = error_bootstrap(scenario, table, n, seed=seed)
             cmp.bootstrap_source = "standard_errors"
