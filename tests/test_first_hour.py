@@ -8,20 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from vnr_cli import vnr
 
 from harness.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 LEADERBOARDS = sorted((REPO / "configs" / "leaderboards").glob("*.yaml"))
-
-
-def vnr(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:  # usage errors exit from argparse, like every command's
-        code = exc.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 # ---------------------------------------------------------------------- analyze on every bundled leaderboard

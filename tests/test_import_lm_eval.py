@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from lm_eval_files import MMLU, SIZES, leaves, results_03, results_04, write_04
+from vnr_cli import vnr
 
 import ranking
-from harness.cli import main
 from ranking.floor.errors import UserError
 from ranking.importers.lm_eval import board_scores, group_parity
 from ranking.votes import vote_weights
@@ -28,12 +28,6 @@ C = {k: round(v - 0.2, 2) for k, v in A.items()}
 
 def load(path: Path, *, notes: list | None = None, **kw) -> ranking.ScoreTable:
     return ranking.load_table(path, format="lm-eval", note=(notes.append if notes is not None else None), **kw)
-
-
-def vnr(capsys, *args: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def shares(table: ranking.ScoreTable, vote: str = "benchmark") -> dict[str, float]:

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from vnr_cli import vnr
 
 import ranking
-from harness.cli import main
 from ranking.floor.errors import UserError
 from ranking.scenarios import load_scenario
 from ranking.scenarios.bootstrap import error_bootstrap
@@ -161,10 +161,6 @@ def write_emissions(path: Path, rows: list[tuple[str, float, float, float]]) -> 
 
 
 # ---------------------------------------------------------------------- helpers
-def vnr(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def rank_order(out: str) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from vnr_cli import vnr
 
 import ranking
 from harness.cli import main
@@ -23,12 +24,6 @@ DEEP = "[" * 100000 + "]" * 100000  # deeper than Python's recursion limit
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the paths in the messages are relative, as a user types them
-
-
-def vnr(capsys, *args: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def refused(capsys, *args: object) -> str:
@@ -485,7 +480,6 @@ def test_lm_eval_cyclic_group_subtasks_are_one_line_not_a_traceback(tmp_path, ca
 
     from lm_eval_files import results_04, write_04
 
-    from harness.cli import main
 
     for k, cycle in enumerate(({"mmlu": ["mmlu_stem"], "mmlu_stem": ["mmlu"]},
                                {"mmlu": ["mmlu_stem", "mmlu_humanities"], "mmlu_stem": ["mmlu_anatomy", "mmlu_x"],

@@ -10,21 +10,12 @@ from pathlib import Path
 
 import pytest
 from hang_bound import HANG_S
+from vnr_cli import vnr
 
 import ranking
-from harness.cli import main
 from ranking.floor.errors import UserError
 
 COSTLY = "model,accuracy,energy_kwh,train_hours\nA,0.9,3,2\nB,0.8,1,1\nC,0.7,2,3\n"
-
-
-def vnr(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from vnr_cli import vnr
 
-from harness.cli import main
 from ranking.api import rank
 from ranking.intervals import (
     batch_scorer,
@@ -34,15 +34,6 @@ def table_of(values, errors, names=None, directions=None):
     names = names or tuple("ABCDEFGH"[:n])
     crits = tuple(Criterion(f"c{j}", direction=(directions or {}).get(j, "higher")) for j in range(m))
     return ScoreTable(tuple(names), crits, values, standard_errors=np.broadcast_to(errors, values.shape))
-
-
-def vnr(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_separated_data_give_exact_intervals_and_one_tier_per_model():

@@ -9,8 +9,8 @@ import os
 
 import numpy as np
 import pytest
+from vnr_cli import vnr
 
-from harness.cli import main
 from ranking.api import rank
 from ranking.floor.errors import UserError
 from ranking.intervals import intervals_from_seeds, seed_table_source
@@ -19,15 +19,6 @@ from ranking.table import Criterion, ScoreTable
 SIDECAR = "table: matrix.csv\nstandard_errors: stderr.csv\ncriteria:\n  a: {direction: higher}\n  b: {direction: higher}\n"
 # A and B 0.001 apart, C and D far below: with B's standard error known, A and B stay within the noise
 MATRIX = "model,a,b\nA,0.801,0.801\nB,0.800,0.800\nC,0.5,0.5\nD,0.2,0.2\n"
-
-
-def vnr(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def results(folder, stderr: str, matrix: str = MATRIX, sidecar: str = SIDECAR):

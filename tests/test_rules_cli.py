@@ -10,23 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from vnr_cli import vnr
 
-from harness.cli import main
 from ranking.rules import worked_example
 
 ALL_RULES = [
     "plurality", "borda", "dowdall", "threshold", "baldwin", "condorcet",
     "copeland", "minimax", "arithmetic_mean", "geometric_mean", "optimality_gap",
 ]
-
-
-def vnr(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:  # argparse usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture()
