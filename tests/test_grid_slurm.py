@@ -84,6 +84,32 @@ def _signal(job: str) -> None:
         proc.wait()
 
 
+def _preempt_once_and_wait(job: str, ready, running_job) -> tuple[str | None, bool]:
+    """Poll ``job`` (an array id or a job id) until it has left the queue; once ``ready()`` holds, send its running
+    task SIGUSR2 (``running_job()``: the task's job id, or None while unknown) and release the requeued task at once.
+    Returns (the preempted job id or None, whether it was requeued); cancels what is left on the way out."""
+    preempted, released, started = None, False, time.time()
+    try:
+        while True:
+            queue = _squeue(job)
+            if preempted is None and ready():
+                preempted = running_job()
+                if preempted is not None:
+                    _signal(preempted)
+            if preempted and queue.get(preempted, ("", ""))[0] == "PENDING":
+                released = True  # requeued
+                if queue[preempted][1] == "BeginTime":  # SLURM holds a requeued job ~120 s: start it now,
+                    for cmd in (["update", f"JobId={preempted}", "StartTime=now"], ["top", preempted]):
+                        subprocess.run(["scontrol", *cmd], check=False, timeout=30, capture_output=True)
+            if not queue:
+                return preempted, released
+            assert time.time() - started < TIMEOUT_S, f"job {job} still queued: {queue}"
+            time.sleep(0.25)
+    finally:
+        if _squeue(job):
+            subprocess.run(["scancel", job], check=False, timeout=30)
+
+
 def _complete_checkpoint(run_dir: Path) -> bool:
     return run_dir.is_dir() and any((p / "vnr-complete.json").exists() for p in run_dir.glob("checkpoint-*"))
 
@@ -110,29 +136,14 @@ def test_smoke_grid_as_a_slurm_array_with_a_preempted_task(cluster, data_root, t
     manifest = json.loads((out / "submissions" / f"{array_id}.json").read_text())
     assert sorted(manifest["tasks"].values()) == sorted(s.run_id() for s in exp.specs)
 
-    preempted_job = None
-    released = False
-    started = time.time()
-    try:
-        while True:
-            queue = _squeue(array_id)
-            if preempted_job is None and _complete_checkpoint(store.checkpoint_dir(long_id)):
-                info = store.running_info(long_id)
-                if info and info.get("slurm_array_task_id") is not None:
-                    preempted_job = f"{info['slurm_array_job_id']}_{info['slurm_array_task_id']}"
-                    _signal(preempted_job)
-            if preempted_job and queue.get(preempted_job, ("", ""))[0] == "PENDING":
-                released = True  # requeued
-                if queue[preempted_job][1] == "BeginTime":  # SLURM holds a requeued job ~120 s: start it now,
-                    for cmd in (["update", f"JobId={preempted_job}", "StartTime=now"], ["top", preempted_job]):
-                        subprocess.run(["scontrol", *cmd], check=False, timeout=30, capture_output=True)
-            if not queue:
-                break
-            assert time.time() - started < TIMEOUT_S, f"array {array_id} still queued: {queue}"
-            time.sleep(0.25)
-    finally:
-        if _squeue(array_id):
-            subprocess.run(["scancel", array_id], check=False, timeout=30)
+    def array_task() -> str | None:
+        info = store.running_info(long_id)
+        if info and info.get("slurm_array_task_id") is not None:
+            return f"{info['slurm_array_job_id']}_{info['slurm_array_task_id']}"
+        return None
+
+    preempted_job, released = _preempt_once_and_wait(
+        array_id, lambda: _complete_checkpoint(store.checkpoint_dir(long_id)), array_task)
 
     logs = "\n".join(p.read_text(errors="replace") for p in (out / "logs" / "slurm").glob("*/*_log.*"))
     assert preempted_job is not None, "the long run finished before it could be preempted"
@@ -234,27 +245,12 @@ def test_a_fused_group_as_one_array_task_preempted_and_resumed(cluster, data_roo
     manifest = json.loads((out / "submissions" / f"{job}.json").read_text())
     assert manifest["tasks"] == {"0": ids}
 
-    preempted, released, started = None, False, time.time()
-    try:
-        while True:
-            queue = _squeue(job)
-            if preempted is None and all(_complete_checkpoint(store.checkpoint_dir(r)) for r in ids):
-                info = store.running_info(ids[0])  # one task: submitted as a plain job, not an array
-                if info and info.get("slurm_job_id") is not None:
-                    preempted = str(info["slurm_job_id"])
-                    _signal(preempted)
-            if preempted and queue.get(preempted, ("", ""))[0] == "PENDING":
-                released = True
-                if queue[preempted][1] == "BeginTime":
-                    for cmd in (["update", f"JobId={preempted}", "StartTime=now"], ["top", preempted]):
-                        subprocess.run(["scontrol", *cmd], check=False, timeout=30, capture_output=True)
-            if not queue:
-                break
-            assert time.time() - started < TIMEOUT_S, f"job {job} still queued: {queue}"
-            time.sleep(0.25)
-    finally:
-        if _squeue(job):
-            subprocess.run(["scancel", job], check=False, timeout=30)
+    def plain_job() -> str | None:  # one task: submitted as a plain job, not an array
+        info = store.running_info(ids[0])
+        return str(info["slurm_job_id"]) if info and info.get("slurm_job_id") is not None else None
+
+    preempted, released = _preempt_once_and_wait(
+        job, lambda: all(_complete_checkpoint(store.checkpoint_dir(r)) for r in ids), plain_job)
     logs = "\n".join(p.read_text(errors="replace") for p in (out / "logs").rglob("*") if p.is_file())
     assert preempted is not None and released, logs[-3000:]
     groups = set()
