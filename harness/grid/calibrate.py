@@ -690,18 +690,12 @@ def measure_capture(spec: FinetuneSpec, device: Device, eager: Mapping[str, Any]
     if row.get("status") != "measured" or not row.get("samples_s"):
         return {**out, "chosen": "off",
                 "note": f"captured burst {row.get('status')}: {row.get('reason', 'no rate')}; eager kept"}
-    rate, eager_rate = float(row["samples_s"]), float(eager["samples_s"])
-    capture_s = max(0.0, (float(row.get("wall_s") or 0.0) - float(row.get("seconds") or 0.0))
-                    - (float(eager.get("wall_s") or 0.0) - float(eager.get("seconds") or 0.0)))
-    samples = training_samples(spec)
-    t_eager, t_captured = k * samples / eager_rate, k * samples / rate + capture_s
-    matches = bool(row.get("cut")) or loss_matches(row.get("losses") or [], eager.get("losses") or [])
-    row["loss_match"] = matches
-    chosen = "on" if t_captured < t_eager and matches else "off"
-    note = (f"captured {rate:.1f} against eager {eager_rate:.1f} samples/s at fused K={k}; capture "
-            f"{capture_s:.0f} s per group: a group of {k} × {samples} samples takes {t_captured:.0f} s against "
-            f"{t_eager:.0f} s" + ("" if matches else "; its losses do not match the eager ones"))
-    return {**out, "chosen": chosen, "capture_s": capture_s, "captured_samples_s": rate, "note": note}
+    eager_rate, samples = float(eager["samples_s"]), training_samples(spec)
+    w = weigh_one_time_cost(row, eager, eager_rate, runs=k, samples=samples)  # the K runs of one group
+    note = (f"captured {w['rate']:.1f} against eager {eager_rate:.1f} samples/s at fused K={k}; capture "
+            f"{w['cost_s']:.0f} s per group: a group of {k} × {samples} samples takes {w['t_new']:.0f} s against "
+            f"{w['t_eager']:.0f} s" + ("" if w["matches"] else "; its losses do not match the eager ones"))
+    return {**out, "chosen": w["chosen"], "capture_s": w["cost_s"], "captured_samples_s": w["rate"], "note": note}
 
 
 def measured_rates(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[int, str], float]:
@@ -888,18 +882,33 @@ def measure_compile(spec: FinetuneSpec, device: Device, rows: Sequence[Mapping[s
     if row.get("status") != "measured" or not row.get("samples_s"):
         return {**out, "chosen": "off",
                 "note": f"compiled burst {row.get('status')}: {row.get('reason', 'no rate')}; eager kept"}
-    rate = float(row["samples_s"])
-    compile_s = max(0.0, (float(row.get("wall_s") or 0.0) - float(row.get("seconds") or 0.0))
-                    - (float(eager["wall_s"]) - float(eager["seconds"])))
     samples = training_samples(spec)
-    t_eager, t_compiled = samples * n / eager_rate, samples * n / rate + compile_s  # N runs share the rate
-    matches = row.get("cut") or loss_matches(row.get("losses") or [], eager.get("losses") or [])
-    row["loss_match"] = bool(matches)
-    chosen = "on" if t_compiled < t_eager and matches else "off"
-    note = (f"compiled {rate:.1f} against eager {eager_rate:.1f} samples/s at N={n} {precision}; compile "
-            f"{compile_s:.0f} s per run: a run of {samples} samples takes {t_compiled:.0f} s against {t_eager:.0f} s"
-            + ("" if matches else "; its losses do not match eager's: eager kept"))
-    return {**out, "chosen": chosen, "compiled_samples_s": rate, "compile_s": compile_s, "note": note}
+    w = weigh_one_time_cost(row, eager, eager_rate, runs=n, samples=samples)  # N runs share the rate
+    note = (f"compiled {w['rate']:.1f} against eager {eager_rate:.1f} samples/s at N={n} {precision}; compile "
+            f"{w['cost_s']:.0f} s per run: a run of {samples} samples takes {w['t_new']:.0f} s against "
+            f"{w['t_eager']:.0f} s" + ("" if w["matches"] else "; its losses do not match eager's: eager kept"))
+    return {**out, "chosen": w["chosen"], "compiled_samples_s": w["rate"], "compile_s": w["cost_s"], "note": note}
+
+
+def weigh_one_time_cost(row: dict[str, Any], eager: Mapping[str, Any], eager_rate: float, *, runs: int,
+                        samples: int) -> dict[str, Any]:
+    """A burst whose warm-up paid a one-time cost (a compile, a capture) against the eager burst it would replace:
+    its rate, that cost (its untimed seconds beyond the eager burst's), the time of ``runs`` runs of ``samples``
+    each at either rate (the cost once), whether its losses match eager's (marked on ``row``), and ``chosen``:
+    ``on`` where it ends sooner and matches (:func:`measure_compile`, :func:`measure_capture`).
+
+    >>> weigh_one_time_cost({"samples_s": 200.0, "wall_s": 40.0, "seconds": 10.0, "losses": [[5, 0.7]]},
+    ...                     {"wall_s": 15.0, "seconds": 10.0, "losses": [[5, 0.7]]}, 100.0, runs=2, samples=1000)
+    {'rate': 200.0, 'cost_s': 25.0, 't_eager': 20.0, 't_new': 35.0, 'matches': True, 'chosen': 'off'}
+    """
+    rate = float(row["samples_s"])
+    cost = max(0.0, (float(row.get("wall_s") or 0.0) - float(row.get("seconds") or 0.0))
+               - (float(eager.get("wall_s") or 0.0) - float(eager.get("seconds") or 0.0)))
+    t_eager, t_new = runs * samples / eager_rate, runs * samples / rate + cost
+    matches = bool(row.get("cut")) or loss_matches(row.get("losses") or [], eager.get("losses") or [])
+    row["loss_match"] = matches
+    return {"rate": rate, "cost_s": cost, "t_eager": t_eager, "t_new": t_new, "matches": matches,
+            "chosen": "on" if t_new < t_eager and matches else "off"}
 
 
 def calibrate(spec: FinetuneSpec, *, device: Device, data_root: Path | None = None, grid_samples_total: int = 0,
