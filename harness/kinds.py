@@ -25,7 +25,7 @@ The table is shaped like the importers' :data:`ranking.importers.FORMATS`: name 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,6 +192,18 @@ def spec_kind(value: Any) -> RunKind | None:
     if isinstance(name, str) and name in KINDS and type(value) is get_kind(name).spec:
         return get_kind(name)
     return None
+
+
+def fused_groups(specs: Sequence[Any], k: int) -> list[list[Any]]:
+    """A grid's specs in fused groups of at most ``k``: each kind groups its own runs (:meth:`RunKind.fused_groups`;
+    a kind that does not fuse: each run alone), the groups in the order of each one's first run. What the local
+    executor trains together and what a fused SLURM array makes one task of."""
+    index = {id(s): i for i, s in enumerate(specs)}
+    by_kind: dict[str, tuple[RunKind, list[Any]]] = {}
+    for spec in specs:
+        by_kind.setdefault(kind_of(spec).name, (kind_of(spec), []))[1].append(spec)
+    groups = [g for kind, runs in by_kind.values() for g in kind.fused_groups(runs, k)]
+    return sorted(groups, key=lambda g: index[id(g[0])])
 
 
 def calibrated(specs: Iterable[Any]) -> list[Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.grid.local import Spec
 from harness.grid.settings import MAX_FUSE, SlurmSettings
-from harness.kinds import calibrated
+from harness.kinds import calibrated, fused_groups
 from ranking.floor.errors import UserError
 from ranking.floor.json_io import JsonProblem, kind_of, read_json_object
 from ranking.floor.schema import show
@@ -56,14 +56,7 @@ def array_tasks(specs: Sequence[Spec], per_task: int | str = 1, fuse: int = 1) -
     [['a', 'b'], ['c', 'd'], ['e']]
     """
     if fuse > 1:
-        from harness.kinds import kind_of
-
-        index = {id(s): i for i, s in enumerate(specs)}
-        by_kind: dict[str, tuple[Any, list[Spec]]] = {}
-        for spec in specs:
-            by_kind.setdefault(kind_of(spec).name, (kind_of(spec), []))[1].append(spec)
-        groups = [g for kind, runs in by_kind.values() for g in kind.fused_groups(runs, fuse)]
-        return sorted(groups, key=lambda g: index[id(g[0])])
+        return fused_groups(specs, fuse)
     size = group_size(per_task)
     return [task_specs(specs, i, size) for i in range(array_size(len(specs), size))]
 

@@ -421,14 +421,10 @@ def execute(
 
     items = list(enumerate(specs))
     if fuse > 1:  # the fused groups first, in this process; the runs that stay alone as before
-        from harness.kinds import kind_of
+        from harness.kinds import fused_groups, kind_of
 
         index = {id(s): i for i, s in items}
-        by_kind: dict[str, tuple[Any, list[Spec]]] = {}
-        for spec in specs:  # each kind groups its own runs (a kind that does not fuse: each run alone)
-            by_kind.setdefault(kind_of(spec).name, (kind_of(spec), []))[1].append(spec)
-        groups = [g for kind, runs in by_kind.values() for g in kind.fused_groups(runs, fuse)]
-        groups.sort(key=lambda g: index[id(g[0])])  # in the order of each group's first run
+        groups = fused_groups(specs, fuse)  # each kind groups its own runs, in the order of each group's first run
         items = [(index[id(g[0])], g[0]) for g in groups if len(g) == 1]
         for group in (g for g in groups if len(g) > 1):
             log_file = None if verbose else store.log_dir() / f"{group[0].run_id()}.fused.log"
