@@ -47,6 +47,20 @@ def fused_k(fuse: int | str | None) -> int:
     return fuse if isinstance(fuse, int) else 1
 
 
+def slurm_fusing(settings: SlurmSettings) -> dict[str, Any]:
+    """:func:`harness.grid.slurm.submit`'s fusing keywords from the settings: ``fuse`` K where an explicit K > 1
+    is given (``auto`` is not measured on SLURM: not fused), ``capture`` where it is ``on`` (``auto``: no
+    calibration measures it there); {} where the array is not fused.
+
+    >>> slurm_fusing(SlurmSettings(fuse=3, capture="on")), slurm_fusing(SlurmSettings(fuse="auto"))
+    ({'fuse': 3, 'capture': 'the capture setting'}, {})
+    """
+    k = fused_k(settings.fuse)
+    if k <= 1:
+        return {}
+    return {"fuse": k, **({"capture": "the capture setting"} if settings.capture == "on" else {})}
+
+
 def array_tasks(specs: Sequence[Spec], per_task: int | str = 1, fuse: int = 1) -> list[list[Spec]]:
     """Every array task's specs, in index order: slices of :func:`group_size` (:func:`task_specs`), or with
     ``fuse`` K > 1 the fused groups (:meth:`harness.kinds.RunKind.fused_groups`, in the order of each group's

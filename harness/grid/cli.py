@@ -276,7 +276,7 @@ def decide_command(args: argparse.Namespace, exp, specs, settings, decide) -> in
             raise UserError("--executor slurm: sbatch/srun not found on this machine: run on a SLURM login node "
                             "(or start a local one with slurm/start-local-cluster.sh)")
         per_task = arrays.runs_per_task(settings)
-        fusing = slurm_fusing(settings)
+        fusing = arrays.slurm_fusing(settings)
 
         def submit(todo):
             packing: dict = {"runs_per_gpu": per_task} if per_task != 1 else {}
@@ -383,7 +383,7 @@ def run_command(args: argparse.Namespace) -> int:
     if busy:
         log.info("%d runs are already running or queued: not submitted again", len(busy))
     per_task = arrays.runs_per_task(settings)  # settings: the packing flags over slurm:
-    fusing = slurm_fusing(settings)
+    fusing = arrays.slurm_fusing(settings)
     if args.dry_run:
         n_tasks = len(arrays.array_tasks(todo, per_task, fusing.get("fuse", 1)))
         print(f"# {n_tasks} array tasks ({len(done)} done, {len(busy)} running or queued); "
@@ -488,18 +488,6 @@ def spec_counts(specs, *, indent: str) -> str:
     ])
 
 
-def slurm_fusing(settings) -> dict:
-    """:func:`harness.grid.slurm.submit`'s fusing keywords from the settings: ``fuse`` K where an explicit K > 1
-    is given (``auto`` is not measured on SLURM: not fused), ``capture`` where it is ``on`` (``auto``: no
-    calibration measures it there); {} where the array is not fused."""
-    from harness.grid.arrays import fused_k
-
-    k = fused_k(settings.fuse)
-    if k <= 1:
-        return {}
-    return {"fuse": k, **({"capture": "the capture setting"} if settings.capture == "on" else {})}
-
-
 def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True) -> list[str]:
     """sbatch options for ``slurm/grid-array.sbatch``: the array size, resources from the settings.
 
@@ -532,7 +520,7 @@ def sbatch_args(settings, exp, specs, *, only=None, calibrate_runs: bool = True)
                         "output folder without * ? [ (--output DIR or output: in the config)")
     params = slurm.sbatch_parameters(settings, name=exp.name)
     per_task = arrays.runs_per_task(settings, calibrate_runs=calibrate_runs)
-    fusing = slurm_fusing(settings)
+    fusing = arrays.slurm_fusing(settings)
     tasks = max(len(arrays.array_tasks(specs, per_task, fusing.get("fuse", 1))), 1)
     lines = [f"--array=0-{tasks - 1}%{min(tasks, settings.array_parallelism)}",
              f"--job-name={params['job_name']}", f"--time={params['time']}",

@@ -262,8 +262,8 @@ def _main(argv: Sequence[str] | None) -> int:
         fuse, capture = plan.fuse, ("the capture setting" if plan.capture else None)
     else:
         specs = select_specs(exp.specs, args.only)
-        fuse = arrays.fused_k(settings.fuse)
-        capture = "the capture setting" if fuse > 1 and settings.capture == "on" else None
+        fusing = arrays.slurm_fusing(settings)
+        fuse, capture = fusing.get("fuse", 1), fusing.get("capture")
     tasks = arrays.array_tasks(specs, per_task, fuse)
     size = len(tasks)
     if args.count:
