@@ -361,3 +361,25 @@ def test_sbatch_args_with_a_file_pattern_are_refused_not_globbed_by_the_shell(tm
     assert not (tmp_path / "out").exists()  # refused before the log folder is made
     assert main(["run", str(config), "--sbatch-args", "--sbatch-opt", "comment=x1"]) == 0
     assert "--comment=x1" in capsys.readouterr().out.split()
+
+
+# ---------------------------------------------------------------------- fused groups and captured steps (#35)
+@pytest.mark.parametrize("argv, yaml_extra, words", [
+    (["run", "CONFIG", "--capture", "sometimes", "--dry-run"], "", "--capture: 'sometimes' is not one of auto, on, off"),
+    (["run", "CONFIG", "--fuse", "0", "--dry-run"], "", "--fuse"),
+    (["run", "CONFIG", "--fuse", "65", "--dry-run"], "", "65 is above 64"),
+    (["run", "CONFIG", "--dry-run"], "local:\n  capture: sometimes\n", "local.capture"),
+    (["run", "CONFIG", "--dry-run"], "local:\n  fuse: off\n  capture: on\n",
+     "local.capture: on captures a fused group's step, and fuse is off"),
+    (["run", "CONFIG", "--executor", "slurm", "--capture", "on", "--dry-run"], "",
+     "slurm.capture: on captures a fused group's step, and fuse is auto, which SLURM does not measure"),
+    (["run", "CONFIG", "--executor", "slurm", "--fuse", "2", "--runs-per-gpu", "4", "--dry-run"], "",
+     "slurm.fuse: 2 makes each array task one fused group, and runs_per_gpu 4 asks each task for 4 runs"),
+    (["run", "CONFIG", "--sbatch-args", "--fuse", "2", "--runs-per-gpu", "4"], "", "slurm.fuse: 2 makes each"),
+])
+def test_fusion_and_capture_settings_beyond_what_they_mean_are_refused_in_one_line(tmp_path, capsys, argv,
+                                                                                    yaml_extra, words):
+    config = _slurm_grid(tmp_path, yaml_extra)
+    err = one_line([str(config) if a == "CONFIG" else a for a in argv], capsys)
+    assert words in err, err
+    assert not (tmp_path / "out").exists()

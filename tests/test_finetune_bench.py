@@ -89,6 +89,21 @@ def test_bench_finetune_refuses_fewer_than_three_rounds():
     assert out.returncode == 2 and "--rounds must be at least 3" in out.stderr
 
 
+@pytest.mark.parametrize("script, argv, words", [
+    ("bench_finetune.py", ["--capture"], "--capture times captured fused groups: give --fuse K,... too"),
+    ("bench_finetune.py", ["--fuse", "0,2"], "--fuse: group sizes K >= 1"),
+    ("bench_fused_batches.py", ["--fuse", "x"], "--fuse: group sizes K >= 1"),
+    ("bench_fused_batches.py", ["--steps", "0"], "--steps and --batch-size positive"),
+    ("bench_gpu_grid.py", ["--cpu", "--fuse", "2,x"], "--fuse: a comma-separated list of group sizes K >= 1"),
+])
+def test_the_fusion_benchmarks_refuse_a_bad_flag_in_one_line(script, argv, words):
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / script), *argv], capture_output=True, text=True,
+                         timeout=HANG_S)
+    lines = [line for line in out.stderr.splitlines() if line.startswith(script)]
+    assert out.returncode == 2 and len(lines) == 1 and words in lines[0], out.stderr
+    assert out.stdout == ""
+
+
 def test_padding_report_arithmetic():
     from harness.finetune.batching import (
         best_fit_rows_share,

@@ -208,6 +208,10 @@ def test_corrupt_efficiency_totals_start_again_from_zero_with_a_warning(tmp_path
      "calibrate is 'no', not true or false"),
     ('{"only": [], "runs_per_gpu": 1, "calibrate": false, "gpus": "' + "9" * 500 + '", "run_ids": []}',
      "gpus is '" + "9" * 58 + "…, not a whole number"),
+    ('{"only": [], "runs_per_gpu": 1, "calibrate": false, "gpus": 1, "run_ids": [], "fuse": 0}',
+     "fuse is 0, not a group size from 1 to 64"),
+    ('{"only": [], "runs_per_gpu": 1, "calibrate": false, "gpus": 1, "run_ids": [], "fuse": 3, "capture": "on"}',
+     "capture is 'on', not true or false"),
 ])
 def test_a_corrupt_array_file_is_one_line_naming_it(tmp_path, content, why):
     from harness.grid.arrays import read_array_file
