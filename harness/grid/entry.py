@@ -75,15 +75,16 @@ def run_task(
     log.info("task %s (restart %s) on %s: %s", os.environ.get("SLURM_JOB_ID", "-"),
              os.environ.get("SLURM_RESTART_COUNT") or 0, os.uname().nodename, ", ".join(s.run_id() for s in specs))
     root = Path(data_root) if data_root else None
-    if packing is not None:
-        return _run_calibrated(specs, opts, output, root, packing, progress=progress)
-    if fuse > 1 and len(specs) > 1:  # one fused group (harness.grid.arrays.array_tasks), as the local executor runs it
+    if fuse > 1 and len(specs) > 1:  # one fused group (harness.grid.arrays.array_tasks), as the local executor runs
+        # it: it trains in fp32 with its own AdamW, so a calibration's packing has nothing to choose for it
         by_id = {s.run_id(): dict(o or {}) for s, o in zip(specs, opts)}
         outcomes = execute(specs, output, data_root=root, progress=False, options=lambda s: by_id[s.run_id()],
                            fuse=fuse, capture=capture, verbose=progress)
         log.info("%s", summary_line(outcomes))
         _raise_failed(outcomes, output)
         return "ran"
+    if packing is not None:
+        return _run_calibrated(specs, opts, output, root, packing, progress=progress)
     if len(specs) == 1:
         outcome = run_spec(specs[0], output, data_root=root, progress=progress, options=opts[0])
         log.info("%s: %s after %.1f s", outcome.run_id, outcome.status, outcome.seconds)
@@ -286,8 +287,7 @@ def _main(argv: Sequence[str] | None) -> int:
     packing = arrays.task_packing(per_task, arrays.calibration_payload(
         settings, specs, [s for s in specs if not store.is_done(s)], calibrate_runs=calibrate_runs))
     status = run_task(mine, exp.output, data_root, progress=args.progress,
-                      options=[exp.options_for(s) for s in mine], packing=None if fuse > 1 else packing, fuse=fuse,
-                      capture=capture)
+                      options=[exp.options_for(s) for s in mine], packing=packing, fuse=fuse, capture=capture)
     return 0 if status != FAILED else 1
 
 
